@@ -1,0 +1,96 @@
+/**
+ * What the adapters (HTTP API, WebSocket server, admin API, simulator) may ask of the exchange.
+ * Writes go through `submit`, which resolves only after the command's effects are committed.
+ * Reads see committed state only: a batch is applied and committed in one synchronous step.
+ */
+import type {
+  AssetSpec,
+  MarketId,
+  MarketSpec,
+  Micros,
+  Price,
+  Side,
+  UserId,
+  Volume,
+} from '../domain/types.js';
+import type { BalanceState, BookLevels, Command, CommandResult, EngineEvent } from '../engine/types.js';
+import type { Candle } from '../market-data/candle.js';
+import type { LedgerKind, Store } from '../store/store.js';
+
+export interface Catalogue {
+  assets(): readonly AssetSpec[];
+  asset(code: string): AssetSpec | undefined;
+  markets(): readonly MarketSpec[];
+  market(id: MarketId): MarketSpec | undefined;
+  /** Looks a market up by its joined (`BTCEUR`) or slash (`BTC/EUR`) name; case-sensitive, as codes are. */
+  marketByName(name: string): MarketSpec | undefined;
+}
+
+/** A deposit or withdrawal with an optional idempotency reference. */
+export interface LedgerRequest {
+  readonly reference?: string;
+}
+
+export interface LevelChange {
+  readonly side: Side;
+  readonly price: Price;
+  /** The level's total after the batch; 0 means the level is gone. */
+  readonly volume: Volume;
+}
+
+/** What one committed batch changed, handed to listeners after the commit, in engine order. */
+export interface CommittedBatch {
+  readonly events: readonly EngineEvent[];
+  /** Per market, every level whose total changed, with its new total, plus the book's new sequence number. */
+  readonly books: ReadonlyMap<
+    MarketId,
+    { readonly sequence: number; readonly changes: readonly LevelChange[] }
+  >;
+  /** Candles touched by the batch, in their new state. */
+  readonly candles: readonly Candle[];
+}
+
+/** Trade statistics over a window (today since 00:00 UTC, or the last 24 hours). */
+export interface TradeStats {
+  readonly open: Price | null;
+  readonly high: Price | null;
+  readonly low: Price | null;
+  readonly last: Price | null;
+  readonly volume: Volume;
+  /** Sum of trade costs in quote units. */
+  readonly quoteVolume: number;
+  readonly count: number;
+}
+
+export interface BookView {
+  /** Increases by one with every committed batch that changes the book. */
+  readonly sequence: number;
+  readonly bids: BookLevels;
+  readonly asks: BookLevels;
+}
+
+export interface Exchange {
+  readonly catalogue: Catalogue;
+  /** History queries (orders, trades, candles, users, keys). */
+  readonly store: Store;
+
+  /** Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it could not be. */
+  submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult>;
+
+  /** Aggregated levels, best first; `maxLevels` per side (0 = all). */
+  book(marketId: MarketId, maxLevels: number): BookView;
+  /** Every asset of the catalogue for this user (zero when never funded). */
+  balances(userId: UserId): BalanceState[];
+  lastPrice(marketId: MarketId): Price | null;
+  /** Since 00:00 UTC of the day containing `now`. */
+  statsToday(marketId: MarketId, now: Micros): TradeStats;
+  /** Over the 24 hours before `now`. */
+  stats24h(marketId: MarketId, now: Micros): TradeStats;
+
+  /** Called after each commit, in commit order. Returns an unsubscribe function. */
+  onCommitted(listener: (batch: CommittedBatch) => void): () => void;
+  /** True while the store accepts writes (false after an I/O failure until it recovers). */
+  isWritable(): boolean;
+}
+
+export type { LedgerKind };

@@ -1,0 +1,132 @@
+/**
+ * The store port. The engine never sees it; the sequencer commits each batch of engine output
+ * through `commit`, and the read side (HTTP, WebSocket snapshots) queries history through the
+ * rest. Narrow on purpose: a PostgreSQL adapter implements this same interface.
+ */
+import type { Amount, AssetCode, MarketId, Micros, OrderId, Side, TradeId, UserId } from '../domain/types.js';
+import type { ChangeSet, EngineEvent, EngineSnapshot, OrderState, Trade } from '../engine/types.js';
+import type { Candle, Interval } from '../market-data/candle.js';
+
+export type LedgerKind = 'deposit' | 'withdrawal';
+
+export interface LedgerEntry {
+  readonly userId: UserId;
+  readonly asset: AssetCode;
+  readonly kind: LedgerKind;
+  readonly amount: Amount;
+  /** Idempotency reference given by the operator; null when none was given. */
+  readonly reference: string | null;
+  readonly time: Micros;
+}
+
+/** Everything one group commit writes, atomically. */
+export interface CommitBatch {
+  readonly changes: ChangeSet;
+  /** In engine order; the store appends the trades to history. */
+  readonly events: readonly EngineEvent[];
+  readonly ledger: readonly LedgerEntry[];
+  /** Candles touched by this batch's trades, in their new state. */
+  readonly candles: readonly Candle[];
+}
+
+export type ApiKeyScope = 'read' | 'trade';
+
+export interface UserRecord {
+  readonly id: UserId;
+  readonly email: string | null;
+  readonly createdAt: Micros;
+}
+
+export interface ApiKeyRecord {
+  readonly key: string;
+  readonly userId: UserId;
+  /** The secret as stored: sealed (encrypted) by the credential vault, never in the clear. */
+  readonly sealedSecret: string;
+  readonly scopes: readonly ApiKeyScope[];
+  readonly createdAt: Micros;
+  readonly revokedAt: Micros | null;
+}
+
+export interface Page {
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface OrderFilter {
+  readonly userId: UserId;
+  readonly status: 'open' | 'done';
+  readonly marketId?: MarketId;
+}
+
+export interface TradeFilter {
+  readonly userId: UserId;
+  readonly marketIds?: readonly MarketId[];
+}
+
+export interface PublicTradeFilter {
+  readonly marketId: MarketId;
+  readonly takerSide?: Side;
+  /** Only trades at or after this time. */
+  readonly since?: Micros;
+  /** At most this many, newest first; undefined means all. */
+  readonly limit?: number;
+}
+
+/** A user's trade seen from that user's side. */
+export interface UserTrade {
+  readonly trade: Trade;
+  readonly orderId: OrderId;
+  readonly side: Side;
+  readonly fee: Amount;
+  /** True when this user's order was the taker. */
+  readonly taker: boolean;
+}
+
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+}
+
+export interface Store {
+  /** Reads the state the engine must be restored to. */
+  loadSnapshot(): EngineSnapshot;
+  /** Writes one batch atomically and durably, or throws (StoreUnavailableError on I/O trouble) having written nothing. */
+  commit(batch: CommitBatch): void;
+
+  createUser(email: string | null, time: Micros): UserRecord;
+  getUser(id: UserId): UserRecord | undefined;
+  listUsers(): UserRecord[];
+
+  createApiKey(record: ApiKeyRecord): void;
+  getApiKey(key: string): ApiKeyRecord | undefined;
+  listApiKeys(userId: UserId): ApiKeyRecord[];
+  revokeApiKey(key: string, time: Micros): boolean;
+
+  findLedgerEntry(
+    userId: UserId,
+    asset: AssetCode,
+    kind: LedgerKind,
+    reference: string,
+  ): LedgerEntry | undefined;
+
+  getOrder(id: OrderId): OrderState | undefined;
+  /** Newest first. */
+  listOrders(filter: OrderFilter, page?: Page): Iterable<OrderState>;
+  countOrders(filter: OrderFilter): number;
+  /** Trades of each given order, oldest first. */
+  tradesOfOrders(ids: readonly OrderId[]): Map<OrderId, Trade[]>;
+
+  getUserTrade(userId: UserId, id: TradeId): UserTrade | undefined;
+  /** Newest first. A self-matched trade cannot exist (self-trade prevention), so each trade appears once. */
+  listUserTrades(filter: TradeFilter, page?: Page): Iterable<UserTrade>;
+  countUserTrades(filter: TradeFilter): number;
+
+  /** Newest first. */
+  listPublicTrades(filter: PublicTradeFilter): Trade[];
+
+  /** Candles with start > since (exclusive), oldest first, at most `limit` of the most recent. */
+  listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Candle[];
+  /** The newest candle of each interval of a market (to resume aggregation after a restart). */
+  latestCandles(marketId: MarketId): Candle[];
+
+  close(): void;
+}

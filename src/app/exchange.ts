@@ -1,0 +1,318 @@
+/**
+ * The exchange: the engine wrapped in a sequencer that commits before it answers.
+ *
+ * request -> submit (queued) -> [next turn of the event loop] apply the whole queue to the engine
+ * -> drain changes -> one store transaction (group commit) -> resolve every waiting request
+ * -> notify listeners (WebSocket fan-out). Apply and commit happen in one synchronous step, so no
+ * reader ever sees state that is not committed, and a batch's effects are acknowledged together.
+ * If the commit fails, the engine is rebuilt from the store (the last committed state) and every
+ * command of the batch is refused: nothing unacknowledged is half-applied.
+ */
+import type { Logger } from 'pino';
+import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
+import { Engine } from '../engine/engine.js';
+import type { BalanceState, Command, CommandResult, EngineEvent, Trade } from '../engine/types.js';
+import type { Candle, INTERVALS } from '../market-data/candle.js';
+import { CandleAggregator } from '../market-data/candles.js';
+import { type CommitBatch, type LedgerEntry, type Store, StoreUnavailableError } from '../store/store.js';
+import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
+import type {
+  BookView,
+  Catalogue,
+  CommittedBatch,
+  Exchange,
+  LedgerRequest,
+  LevelChange,
+  TradeStats,
+} from './ports.js';
+import { TradeStatsBook } from './trade-stats.js';
+
+export interface ExchangeOptions {
+  readonly store: Store;
+  readonly clock?: Clock;
+  readonly logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+}
+
+export type SubmitResult = CommandResult & {
+  /** True when a deposit or withdrawal with the same reference was already applied (nothing new happened). */
+  readonly duplicate?: boolean;
+};
+
+interface Pending {
+  readonly command: Command;
+  readonly ledger: LedgerRequest | undefined;
+  readonly resolve: (result: SubmitResult) => void;
+  readonly reject: (error: Error) => void;
+}
+
+export interface OpenExchange extends Exchange {
+  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
+  /** Commits whatever is queued, then stops accepting commands. */
+  close(): Promise<void>;
+  /** The engine's conservation audit (per asset). */
+  audit(): ReturnType<Engine['audit']>;
+  readonly clock: Clock;
+}
+
+export function openExchange(options: ExchangeOptions): OpenExchange {
+  return new SequencedExchange(options);
+}
+
+class SequencedExchange implements OpenExchange {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly catalogue: Catalogue;
+  private engine: Engine;
+  private candles!: CandleAggregator;
+  private readonly stats = new TradeStatsBook();
+  private readonly lastPrices = new Map<MarketId, Price>();
+  private readonly bookSequences = new Map<MarketId, number>();
+  private readonly listeners = new Set<(batch: CommittedBatch) => void>();
+  private queue: Pending[] = [];
+  private flushScheduled = false;
+  private writable = true;
+  private closed = false;
+  private readonly logger: ExchangeOptions['logger'];
+
+  constructor(options: ExchangeOptions) {
+    this.store = options.store;
+    this.clock = options.clock ?? systemClock();
+    this.logger = options.logger;
+    this.engine = Engine.restore(this.store.loadSnapshot());
+    this.loadReadModels();
+    this.catalogue = new EngineCatalogue(() => this.engine);
+  }
+
+  private loadReadModels(): void {
+    const now = this.clock();
+    const latest: Candle[] = [];
+    for (const market of this.engine.marketList()) {
+      const newest = this.store.latestCandles(market.id);
+      latest.push(...newest);
+      const sinceSeconds = Math.floor((now - MICROS_PER_DAY) / 1_000_000) - 60;
+      this.stats.record(this.store.listCandles(market.id, 1, sinceSeconds, 1441));
+      this.stats.record(newest);
+      const [last] = this.store.listPublicTrades({ marketId: market.id, limit: 1 });
+      if (last !== undefined) this.lastPrices.set(market.id, last.price);
+    }
+    this.candles = new CandleAggregator(latest);
+  }
+
+  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
+    if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
+    return new Promise((resolve, reject) => {
+      this.queue.push({ command, ledger, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** Applies and commits everything queued, as one batch. */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 0) return;
+    const time = this.clock();
+    const results: SubmitResult[] = [];
+    const events: EngineEvent[] = [];
+    const ledger: LedgerEntry[] = [];
+    const seenReferences = new Set<string>();
+    for (const pending of batch) {
+      const duplicate = this.duplicateLedger(pending, seenReferences);
+      if (duplicate !== undefined) {
+        results.push(duplicate);
+        continue;
+      }
+      const result = this.engine.apply(pending.command, time);
+      results.push(result);
+      if (!result.ok) continue;
+      for (const event of result.events) events.push(event);
+      const entry = ledgerEntry(pending, time);
+      if (entry !== undefined) ledger.push(entry);
+    }
+    const changes = this.engine.drainChanges();
+    const trades = tradesByMarket(events);
+    const touched: Candle[] = [];
+    for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
+    const commit: CommitBatch = { changes, events, ledger, candles: touched };
+    try {
+      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
+      this.writable = true;
+    } catch (error) {
+      this.recoverFromFailedCommit(error);
+      const failure =
+        error instanceof StoreUnavailableError
+          ? error
+          : new StoreUnavailableError('The store could not commit.', { cause: error });
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
+    for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
+    this.stats.record(touched);
+    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
+    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched);
+  }
+
+  private duplicateLedger(pending: Pending, seen: Set<string>): SubmitResult | undefined {
+    const { command, ledger } = pending;
+    if (ledger?.reference === undefined || (command.kind !== 'deposit' && command.kind !== 'withdraw'))
+      return undefined;
+    const kind = command.kind === 'deposit' ? 'deposit' : 'withdrawal';
+    const key = `${command.userId}\u0000${command.asset}\u0000${kind}\u0000${ledger.reference}`;
+    if (
+      seen.has(key) ||
+      this.store.findLedgerEntry(command.userId, command.asset, kind, ledger.reference) !== undefined
+    ) {
+      return { ok: true, events: [], duplicate: true };
+    }
+    seen.add(key);
+    return undefined;
+  }
+
+  private recoverFromFailedCommit(error: unknown): void {
+    this.writable = false;
+    this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
+    try {
+      this.engine = Engine.restore(this.store.loadSnapshot());
+      this.loadReadModels();
+    } catch (reloadError) {
+      this.logger?.error({ err: reloadError }, 'could not reload the committed state');
+    }
+  }
+
+  private notify(
+    events: readonly EngineEvent[],
+    levels: ReturnType<Engine['drainChanges']>['levels'],
+    candles: Candle[],
+  ): void {
+    const changesByMarket = new Map<MarketId, LevelChange[]>();
+    for (const key of levels) {
+      let list = changesByMarket.get(key.marketId);
+      if (list === undefined) {
+        list = [];
+        changesByMarket.set(key.marketId, list);
+      }
+      list.push({
+        side: key.side,
+        price: key.price,
+        volume: this.engine.levelVolume(key.marketId, key.side, key.price),
+      });
+    }
+    const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
+    for (const [marketId, changes] of changesByMarket) {
+      const sequence = (this.bookSequences.get(marketId) ?? 0) + 1;
+      this.bookSequences.set(marketId, sequence);
+      books.set(marketId, { sequence, changes });
+    }
+    const batch: CommittedBatch = { events, books, candles };
+    for (const listener of this.listeners) {
+      try {
+        listener(batch);
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a commit listener failed');
+      }
+    }
+  }
+
+  book(marketId: MarketId, maxLevels: number): BookView {
+    return {
+      sequence: this.bookSequences.get(marketId) ?? 0,
+      bids: this.engine.levels(marketId, 'buy', maxLevels),
+      asks: this.engine.levels(marketId, 'sell', maxLevels),
+    };
+  }
+
+  balances(userId: UserId): BalanceState[] {
+    return this.engine
+      .assetList()
+      .map((asset) => ({ userId, asset: asset.code, ...this.engine.balance(userId, asset.code) }));
+  }
+
+  lastPrice(marketId: MarketId): Price | null {
+    return this.lastPrices.get(marketId) ?? null;
+  }
+
+  statsToday(marketId: MarketId, now: Micros): TradeStats {
+    return this.stats.today(marketId, now);
+  }
+
+  stats24h(marketId: MarketId, now: Micros): TradeStats {
+    return this.stats.rolling24h(marketId, now);
+  }
+
+  /** The current candle of an interval, if any trade ever happened in the market. */
+  currentCandle(marketId: MarketId, interval: (typeof INTERVALS)[number]): Candle | undefined {
+    return this.candles.current(marketId, interval);
+  }
+
+  onCommitted(listener: (batch: CommittedBatch) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  isWritable(): boolean {
+    return this.writable;
+  }
+
+  audit(): ReturnType<Engine['audit']> {
+    return this.engine.audit();
+  }
+
+  async close(): Promise<void> {
+    if (this.queue.length > 0) this.flush();
+    this.closed = true;
+  }
+}
+
+class EngineCatalogue implements Catalogue {
+  constructor(private readonly engine: () => Engine) {}
+  assets(): readonly AssetSpec[] {
+    return this.engine().assetList();
+  }
+  asset(code: string): AssetSpec | undefined {
+    return this.engine()
+      .assetList()
+      .find((a) => a.code === code);
+  }
+  markets(): readonly MarketSpec[] {
+    return this.engine().marketList();
+  }
+  market(id: MarketId): MarketSpec | undefined {
+    return this.engine().market(id);
+  }
+  marketByName(name: string): MarketSpec | undefined {
+    return this.engine()
+      .marketList()
+      .find((m) => `${m.base}${m.quote}` === name || `${m.base}/${m.quote}` === name);
+  }
+}
+
+function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
+  const c = pending.command;
+  if (c.kind !== 'deposit' && c.kind !== 'withdraw') return undefined;
+  return {
+    userId: c.userId,
+    asset: c.asset,
+    kind: c.kind === 'deposit' ? 'deposit' : 'withdrawal',
+    amount: c.amount,
+    reference: pending.ledger?.reference ?? null,
+    time,
+  };
+}
+
+function tradesByMarket(events: readonly EngineEvent[]): Map<MarketId, Trade[]> {
+  const out = new Map<MarketId, Trade[]>();
+  for (const event of events) {
+    if (event.type !== 'trade') continue;
+    let list = out.get(event.trade.marketId);
+    if (list === undefined) {
+      list = [];
+      out.set(event.trade.marketId, list);
+    }
+    list.push(event.trade);
+  }
+  return out;
+}

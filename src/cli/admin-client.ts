@@ -1,0 +1,57 @@
+/** A small HTTP client for the admin API, used by the CLI. */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+export class AdminApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    const detail = (body as { error?: { message?: string; field?: string } })?.error;
+    super(
+      detail?.message ? `${detail.message}${detail.field ? ` (${detail.field})` : ''}` : `HTTP ${status}`,
+    );
+  }
+}
+
+export interface AdminTarget {
+  readonly url: string;
+  readonly token: string;
+}
+
+/** URL from --url, OPENSPOT_URL or the default; token from --token, ADMIN_TOKEN or DATA_DIR/admin-token. */
+export function resolveTarget(
+  opts: { url?: string; token?: string; dataDir?: string },
+  env = process.env,
+): AdminTarget {
+  const url = (opts.url ?? env.OPENSPOT_URL ?? `http://127.0.0.1:${env.PORT ?? 8080}`).replace(/\/+$/, '');
+  let token = opts.token ?? env.ADMIN_TOKEN;
+  if (token === undefined || token === '') {
+    const file = join(resolve(opts.dataDir ?? env.DATA_DIR ?? './data'), 'admin-token');
+    if (!existsSync(file))
+      throw new Error(`No admin token: pass --token, set ADMIN_TOKEN, or run where ${file} exists.`);
+    token = readFileSync(file, 'utf8').trim();
+  }
+  return { url, token };
+}
+
+export async function adminRequest(
+  target: AdminTarget,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<unknown> {
+  const response = await fetch(`${target.url}/admin/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${target.token}`,
+      accept: 'application/json',
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  const parsed: unknown = text === '' ? null : JSON.parse(text);
+  if (!response.ok) throw new AdminApiError(response.status, parsed);
+  return parsed;
+}

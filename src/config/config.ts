@@ -1,0 +1,112 @@
+/**
+ * Configuration from environment variables, validated once at start. A bad value stops the
+ * process with a message naming the variable, instead of surfacing later as odd behaviour.
+ */
+import { resolve } from 'node:path';
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly adminToken: string | undefined;
+  readonly ws: {
+    readonly appId: string;
+    readonly appKey: string;
+    readonly appSecret: string;
+    /** True when the development defaults are in use (a warning is logged in production). */
+    readonly usingDefaults: boolean;
+    readonly maxConnections: number;
+    readonly maxSubscriptionsPerConnection: number;
+    readonly maxFrameBytes: number;
+    readonly maxBufferedBytes: number;
+    readonly activityTimeoutSeconds: number;
+  };
+  readonly balanceCurrency: string;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  readonly production: boolean;
+  readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  readonly catalogueFile: string | undefined;
+  readonly bodyLimitBytes: number;
+  readonly simulator: { readonly enabled: boolean; readonly ratePerSecond: number };
+  readonly secretsKey: string | undefined;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const DEV_WS = { appId: 'openspot', appKey: 'openspot-key', appSecret: 'openspot-secret' };
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}".`);
+  const value = Number(raw);
+  if (value < min || value > max)
+    throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}.`);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = raw.toLowerCase() as T;
+  if (!values.includes(value))
+    throw new ConfigError(`${name} must be one of ${values.join(', ')}, got "${raw}".`);
+  return value;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const production = env.NODE_ENV === 'production';
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const adminToken = env.ADMIN_TOKEN === undefined || env.ADMIN_TOKEN === '' ? undefined : env.ADMIN_TOKEN;
+  if (adminToken !== undefined && adminToken.length < 16)
+    throw new ConfigError('ADMIN_TOKEN must be at least 16 characters.');
+  const balanceCurrency = env.BALANCE_CURRENCY?.trim() || 'EUR';
+  if (!/^[A-Z0-9]{2,12}$/.test(balanceCurrency))
+    throw new ConfigError(`BALANCE_CURRENCY must be an asset code, got "${balanceCurrency}".`);
+  const wsAppId = env.WS_APP_ID || DEV_WS.appId;
+  const wsAppKey = env.WS_APP_KEY || DEV_WS.appKey;
+  const wsAppSecret = env.WS_APP_SECRET || DEV_WS.appSecret;
+  for (const [name, value] of [
+    ['WS_APP_KEY', wsAppKey],
+    ['WS_APP_ID', wsAppId],
+  ] as const) {
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(value))
+      throw new ConfigError(`${name} may hold only letters, digits, '_', '.' and '-'.`);
+  }
+  const simulator = oneOf(env, 'SIMULATOR', ['on', 'off'] as const, production ? 'off' : 'on');
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host,
+    dataDir: resolve(env.DATA_DIR?.trim() || './data'),
+    adminToken,
+    ws: {
+      appId: wsAppId,
+      appKey: wsAppKey,
+      appSecret: wsAppSecret,
+      usingDefaults: !env.WS_APP_KEY || !env.WS_APP_SECRET,
+      maxConnections: integer(env, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+      maxSubscriptionsPerConnection: integer(env, 'WS_MAX_SUBSCRIPTIONS', 100, 1, 10_000),
+      maxFrameBytes: integer(env, 'WS_MAX_FRAME_BYTES', 16 * 1024, 256, 16 * 1024 * 1024),
+      maxBufferedBytes: integer(env, 'WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
+      activityTimeoutSeconds: integer(env, 'WS_ACTIVITY_TIMEOUT', 30, 1, 3600),
+    },
+    balanceCurrency,
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    production,
+    sqliteSynchronous: oneOf(env, 'SQLITE_SYNCHRONOUS', ['full', 'normal'] as const, 'full').toUpperCase() as
+      | 'FULL'
+      | 'NORMAL',
+    catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
+    simulator: { enabled: simulator === 'on', ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000) },
+    secretsKey: env.SECRETS_KEY || undefined,
+  };
+}
+
+export const isLoopback = (host: string): boolean =>
+  host === 'localhost' || host === '::1' || host.startsWith('127.') || host === '[::1]';

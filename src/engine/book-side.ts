@@ -1,0 +1,194 @@
+/**
+ * One side of an order book: price levels in an intrusive AVL tree (insert and delete of a level in
+ * O(log levels)), the best level cached (O(1)), and within each level a doubly linked FIFO of
+ * resting orders (O(1) append and unlink, so cancel never scans a level).
+ */
+
+export interface RestingOrder {
+  readonly id: number;
+  readonly userId: number;
+  readonly price: number;
+  /** Unexecuted volume in lots. */
+  remaining: number;
+  level: Level | null;
+  prev: RestingOrder | null;
+  next: RestingOrder | null;
+}
+
+export class Level {
+  total = 0;
+  count = 0;
+  head: RestingOrder | null = null;
+  tail: RestingOrder | null = null;
+  left: Level | null = null;
+  right: Level | null = null;
+  height = 1;
+  constructor(readonly price: number) {}
+}
+
+const height = (n: Level | null): number => (n === null ? 0 : n.height);
+
+function update(n: Level): void {
+  const l = height(n.left);
+  const r = height(n.right);
+  n.height = Math.max(l, r) + 1;
+}
+
+function rotateRight(n: Level): Level {
+  const l = n.left!;
+  n.left = l.right;
+  l.right = n;
+  update(n);
+  update(l);
+  return l;
+}
+
+function rotateLeft(n: Level): Level {
+  const r = n.right!;
+  n.right = r.left;
+  r.left = n;
+  update(n);
+  update(r);
+  return r;
+}
+
+function balance(n: Level): Level {
+  update(n);
+  const diff = height(n.left) - height(n.right);
+  if (diff > 1) {
+    if (height(n.left!.left) < height(n.left!.right)) n.left = rotateLeft(n.left!);
+    return rotateRight(n);
+  }
+  if (diff < -1) {
+    if (height(n.right!.right) < height(n.right!.left)) n.right = rotateRight(n.right!);
+    return rotateLeft(n);
+  }
+  return n;
+}
+
+function insertNode(root: Level | null, level: Level): Level {
+  if (root === null) return level;
+  if (level.price < root.price) root.left = insertNode(root.left, level);
+  else root.right = insertNode(root.right, level);
+  return balance(root);
+}
+
+function removeMin(n: Level): Level | null {
+  if (n.left === null) return n.right;
+  n.left = removeMin(n.left);
+  return balance(n);
+}
+
+function minNode(n: Level): Level {
+  let m = n;
+  while (m.left !== null) m = m.left;
+  return m;
+}
+
+function maxNode(n: Level): Level {
+  let m = n;
+  while (m.right !== null) m = m.right;
+  return m;
+}
+
+function removeNode(root: Level | null, price: number): Level | null {
+  if (root === null) return null;
+  if (price < root.price) root.left = removeNode(root.left, price);
+  else if (price > root.price) root.right = removeNode(root.right, price);
+  else {
+    const { left, right } = root;
+    root.left = root.right = null;
+    root.height = 1;
+    if (right === null) return left;
+    const successor = minNode(right);
+    successor.right = removeMin(right);
+    successor.left = left;
+    return balance(successor);
+  }
+  return balance(root);
+}
+
+export class BookSide {
+  private root: Level | null = null;
+  private readonly levels = new Map<number, Level>();
+  /** The best level: highest price for bids, lowest for asks. */
+  best: Level | null = null;
+
+  constructor(private readonly descending: boolean) {}
+
+  get levelCount(): number {
+    return this.levels.size;
+  }
+
+  level(price: number): Level | undefined {
+    return this.levels.get(price);
+  }
+
+  /** True when `price` is better than (or equal to) `other` on this side. */
+  isBetterOrEqual(price: number, other: number): boolean {
+    return this.descending ? price >= other : price <= other;
+  }
+
+  /** Appends at the back of its price level's queue (time priority). */
+  append(order: RestingOrder): void {
+    let level = this.levels.get(order.price);
+    if (level === undefined) {
+      level = new Level(order.price);
+      this.levels.set(order.price, level);
+      this.root = insertNode(this.root, level);
+      if (this.best === null || this.isBetterOrEqual(level.price, this.best.price)) this.best = level;
+    }
+    order.level = level;
+    order.prev = level.tail;
+    order.next = null;
+    if (level.tail === null) level.head = order;
+    else level.tail.next = order;
+    level.tail = order;
+    level.count++;
+    level.total += order.remaining;
+  }
+
+  /** Unlinks an order in O(1); drops its level when it empties. */
+  unlink(order: RestingOrder): void {
+    const level = order.level!;
+    if (order.prev === null) level.head = order.next;
+    else order.prev.next = order.next;
+    if (order.next === null) level.tail = order.prev;
+    else order.next.prev = order.prev;
+    level.count--;
+    level.total -= order.remaining;
+    order.level = order.prev = order.next = null;
+    if (level.count === 0) this.dropLevel(level);
+  }
+
+  /** Reduces a resting order's remaining volume in place (a partial fill keeps its priority). */
+  reduce(order: RestingOrder, volume: number): void {
+    order.remaining -= volume;
+    order.level!.total -= volume;
+  }
+
+  private dropLevel(level: Level): void {
+    this.levels.delete(level.price);
+    this.root = removeNode(this.root, level.price);
+    if (this.best === level) {
+      this.best = this.root === null ? null : this.descending ? maxNode(this.root) : minNode(this.root);
+    }
+  }
+
+  /** Levels from best to worst, at most `max` of them (0 = all). */
+  *iterate(max = 0): Generator<Level> {
+    let yielded = 0;
+    const stack: Level[] = [];
+    let node = this.root;
+    while (stack.length > 0 || node !== null) {
+      while (node !== null) {
+        stack.push(node);
+        node = this.descending ? node.right : node.left;
+      }
+      const current = stack.pop()!;
+      yield current;
+      if (++yielded === max) return;
+      node = this.descending ? current.left : current.right;
+    }
+  }
+}

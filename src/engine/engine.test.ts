@@ -1,0 +1,276 @@
+/** Scenario tests of the engine's rules, each written as a trader would describe it. */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type {
+  Amount,
+  AssetCode,
+  FeeRate,
+  MarketId,
+  Micros,
+  OrderId,
+  Price,
+  UserId,
+  Volume,
+} from '../domain/types.js';
+import { Engine } from './engine.js';
+import type { Command, CommandResult, EngineEvent, Trade } from './types.js';
+
+const T = 1_700_000_000_000_000 as Micros;
+const EUR = 'EUR' as AssetCode;
+const BTC = 'BTC' as AssetCode;
+const alice = 1 as UserId;
+const bob = 2 as UserId;
+
+/** BTC/EUR with BTC at 8 decimals, EUR at 2; prices at 1 decimal, volumes at 8 (1 lot = 1 satoshi). */
+function venue(makerFee = 160_000, takerFee = 260_000): { engine: Engine; market: MarketId } {
+  const engine = new Engine();
+  ok(engine.apply({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 }, T));
+  ok(engine.apply({ kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 }, T));
+  ok(
+    engine.apply(
+      {
+        kind: 'createMarket',
+        base: BTC,
+        quote: EUR,
+        pairDecimals: 1,
+        lotDecimals: 8,
+        ordermin: 10_000 as Volume,
+        makerFee: makerFee as FeeRate,
+        takerFee: takerFee as FeeRate,
+      },
+      T,
+    ),
+  );
+  return { engine, market: 1 as MarketId };
+}
+
+function ok(result: CommandResult): readonly EngineEvent[] {
+  if (!result.ok) assert.fail(`rejected: ${result.error.code} ${result.error.message}`);
+  return result.events;
+}
+
+const fund = (engine: Engine, user: UserId, asset: AssetCode, amount: number) =>
+  ok(engine.apply({ kind: 'deposit', userId: user, asset, amount: amount as Amount }, T));
+
+const order = (
+  market: MarketId,
+  userId: UserId,
+  side: 'buy' | 'sell',
+  price: number,
+  volume: number,
+  type: 'limit' | 'market' = 'limit',
+): Command => ({
+  kind: 'placeOrder',
+  userId,
+  marketId: market,
+  side,
+  type,
+  price: price as Price,
+  volume: volume as Volume,
+});
+
+const trades = (events: readonly EngineEvent[]): Trade[] =>
+  events.flatMap((e) => (e.type === 'trade' ? [e.trade] : []));
+const idOf = (events: readonly EngineEvent[]): OrderId => {
+  const e = events.find((x) => x.type === 'orderAccepted');
+  assert.ok(e?.type === 'orderAccepted');
+  return e.order.id;
+};
+const auditOk = (engine: Engine) =>
+  assert.ok(
+    engine.audit().every((r) => r.ok),
+    'conservation holds',
+  );
+
+describe('matching', () => {
+  test('a crossing limit order trades at the resting price and settles both sides with fees', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 10_000_000); // 100,000.00 EUR
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 50_000_000), T)); // 0.5 BTC @ 30,000.0
+    const events = ok(engine.apply(order(market, bob, 'buy', 310_000, 50_000_000), T)); // willing to pay 31,000.0
+    const [trade] = trades(events);
+    assert.equal(trade?.price, 300_000, 'maker price');
+    assert.equal(trade?.cost, 1_500_000, '15,000.00 EUR');
+    assert.equal(trade?.takerFee, 3_900, '0.26% of 15,000.00 = 39.00');
+    assert.equal(trade?.makerFee, 2_400, '0.16% = 24.00');
+    assert.deepEqual(engine.balance(bob, BTC), { available: 50_000_000, reserved: 0 });
+    assert.deepEqual(
+      engine.balance(bob, EUR),
+      { available: 10_000_000 - 1_500_000 - 3_900, reserved: 0 },
+      'over-reservation released',
+    );
+    assert.deepEqual(engine.balance(alice, EUR), { available: 1_500_000 - 2_400, reserved: 0 });
+    assert.deepEqual(engine.balance(alice, BTC), { available: 50_000_000, reserved: 0 });
+    auditOk(engine);
+  });
+
+  test('price-time priority: better price first, then the older order at the same price', () => {
+    const { engine, market } = venue(0, 0);
+    for (const u of [alice, bob, 3 as UserId]) fund(engine, u, BTC, 100_000_000);
+    fund(engine, 4 as UserId, EUR, 100_000_000);
+    const first = idOf(ok(engine.apply(order(market, alice, 'sell', 300_010, 10_000), T)));
+    const second = idOf(ok(engine.apply(order(market, bob, 'sell', 300_010, 10_000), T)));
+    const best = idOf(ok(engine.apply(order(market, 3 as UserId, 'sell', 300_000, 10_000), T)));
+    const fills = trades(ok(engine.apply(order(market, 4 as UserId, 'buy', 300_010, 30_000), T)));
+    assert.deepEqual(
+      fills.map((t) => t.makerOrderId),
+      [best, first, second],
+    );
+  });
+
+  test('a partially filled limit order rests with its remainder and keeps its reservation for it', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 10_000_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000_000), T));
+    const id = idOf(ok(engine.apply(order(market, bob, 'buy', 300_000, 30_000_000), T)));
+    const state = engine.openOrder(id);
+    assert.equal(state?.executed, 10_000_000);
+    assert.equal(state?.status, 'open');
+    assert.deepEqual(engine.levels(market, 'buy'), [[300_000, 20_000_000]]);
+    assert.equal(engine.balance(bob, EUR).reserved, state?.reserved);
+    auditOk(engine);
+  });
+
+  test('no crossed book at rest', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100_000_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T));
+    ok(engine.apply(order(market, bob, 'buy', 300_100, 20_000), T));
+    const bid = engine.bestPrice(market, 'buy');
+    const ask = engine.bestPrice(market, 'sell');
+    assert.ok(ask === null || bid === null || bid < ask);
+  });
+});
+
+describe('market orders', () => {
+  test('never rest: the unfilled remainder is released and the order is closed', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100_000_000);
+    ok(engine.apply(order(market, bob, 'buy', 290_000, 10_000_000), T));
+    const events = ok(engine.apply(order(market, alice, 'sell', 0, 30_000_000, 'market'), T));
+    const done = events.find((e) => e.type === 'orderDone');
+    assert.ok(done?.type === 'orderDone');
+    assert.equal(done.order.status, 'closed');
+    assert.equal(done.order.executed, 10_000_000);
+    assert.deepEqual(engine.balance(alice, BTC), { available: 90_000_000, reserved: 0 });
+    assert.deepEqual(engine.levels(market, 'sell'), []);
+  });
+
+  test('with nothing to trade against, it is canceled with a reason', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    const events = ok(engine.apply(order(market, alice, 'sell', 0, 10_000, 'market'), T));
+    const done = events.find((e) => e.type === 'orderDone');
+    assert.ok(done?.type === 'orderDone');
+    assert.equal(done.order.status, 'canceled');
+    assert.equal(done.order.reason, 'no liquidity');
+    assert.deepEqual(engine.balance(alice, BTC), { available: 100_000_000, reserved: 0 });
+  });
+
+  test('a market buy spends at most the available quote, fee included', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100_000); // 1,000.00 EUR
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 100_000_000), T));
+    const events = ok(engine.apply(order(market, bob, 'buy', 0, 100_000_000, 'market'), T));
+    const [trade] = trades(events);
+    assert.ok(trade !== undefined);
+    assert.ok(trade.cost + trade.takerFee <= 100_000);
+    const bought = engine.balance(bob, BTC).available;
+    assert.equal(bought, trade.volume);
+    // One more lot would not have been affordable.
+    const eur = engine.balance(bob, EUR);
+    assert.equal(eur.reserved, 0);
+    assert.equal(eur.available, 100_000 - trade.cost - trade.takerFee);
+    auditOk(engine);
+  });
+});
+
+describe('risk checks', () => {
+  test('an order that cannot be funded is rejected and changes nothing', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 1_000);
+    const before = engine.snapshot();
+    const result = engine.apply(order(market, bob, 'buy', 300_000, 100_000_000), T);
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.error.code, 'insufficient_funds');
+    assert.deepEqual(engine.snapshot(), before);
+  });
+
+  test('below ordermin is rejected naming the volume', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 100_000_000);
+    const result = engine.apply(order(market, bob, 'buy', 300_000, 9_999), T);
+    assert.ok(!result.ok);
+    assert.equal(result.error.code, 'below_ordermin');
+    assert.equal(result.error.field, 'volume');
+  });
+
+  test('withdrawals cannot exceed the available balance (reserved funds stay put)', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 60_000), T));
+    const result = engine.apply({ kind: 'withdraw', userId: alice, asset: BTC, amount: 50_000 as Amount }, T);
+    assert.ok(!result.ok);
+    assert.equal(result.error.code, 'insufficient_funds');
+    ok(engine.apply({ kind: 'withdraw', userId: alice, asset: BTC, amount: 40_000 as Amount }, T));
+    auditOk(engine);
+  });
+});
+
+describe('cancel and self-trade prevention', () => {
+  test('cancel releases exactly what the order still holds', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 10_000_000);
+    const id = idOf(ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000_000), T)));
+    assert.ok(engine.balance(bob, EUR).reserved > 0);
+    const events = ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id }, T));
+    assert.deepEqual(engine.balance(bob, EUR), { available: 10_000_000, reserved: 0 });
+    const done = events.find((e) => e.type === 'orderDone');
+    assert.ok(done?.type === 'orderDone');
+    assert.equal(done.order.reason, 'canceled by user');
+    assert.deepEqual(engine.levels(market, 'buy'), []);
+  });
+
+  test("another user's order cannot be canceled and is reported as not found", () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 10_000_000);
+    const id = idOf(ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000), T)));
+    const result = engine.apply({ kind: 'cancelOrder', userId: alice, orderId: id }, T);
+    assert.ok(!result.ok);
+    assert.equal(result.error.code, 'order_not_found');
+  });
+
+  test('a taker never trades with its own resting order: the resting one is canceled', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, alice, EUR, 100_000_000);
+    fund(engine, bob, BTC, 100_000_000);
+    const own = idOf(ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T)));
+    ok(engine.apply(order(market, bob, 'sell', 300_010, 10_000), T));
+    const events = ok(engine.apply(order(market, alice, 'buy', 300_010, 10_000), T));
+    const canceled = events.find((e) => e.type === 'orderDone' && e.order.id === own);
+    assert.ok(canceled?.type === 'orderDone');
+    assert.equal(canceled.order.reason, 'self-trade prevention');
+    const [trade] = trades(events);
+    assert.equal(trade?.makerUserId, bob);
+    auditOk(engine);
+  });
+});
+
+test('restore from a snapshot continues exactly where the engine stopped', () => {
+  const { engine, market } = venue();
+  fund(engine, alice, BTC, 100_000_000);
+  fund(engine, bob, EUR, 100_000_000);
+  ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T));
+  ok(engine.apply(order(market, alice, 'sell', 300_000, 20_000), T));
+  const restored = Engine.restore(engine.snapshot());
+  const next = order(market, bob, 'buy', 300_000, 25_000);
+  assert.deepEqual(restored.apply(next, T), engine.apply(next, T));
+  assert.deepEqual(restored.snapshot(), engine.snapshot());
+});

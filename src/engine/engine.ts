@@ -1,0 +1,645 @@
+/**
+ * The matching engine: pure and synchronous. `apply` takes one command with its time and returns
+ * the events it caused, or a rejection that changed nothing. Same commands and times in, same
+ * events and state out: no clock, no randomness, no I/O.
+ *
+ * Stages per order, as in exchange-core: risk (reserve funds or reject) -> match (price-time,
+ * maker's price) -> settle each fill (cost rounded down, fees rounded down, see docs/money.md)
+ * -> rest or finish (release what is left).
+ */
+import { MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
+import {
+  type Amount,
+  type AssetCode,
+  type AssetSpec,
+  CancelReason,
+  FEE_RATE_DECIMALS,
+  type MarketId,
+  type MarketSpec,
+  type Micros,
+  type OrderId,
+  type OrderStatus,
+  type OrderType,
+  type Price,
+  type Side,
+  type TradeId,
+  type UserId,
+  type Volume,
+} from '../domain/types.js';
+import { BookSide, type RestingOrder } from './book-side.js';
+import { type Account, Ledger } from './ledger.js';
+import type {
+  BookLevels,
+  ChangeSet,
+  Command,
+  CommandResult,
+  EngineEvent,
+  EngineSnapshot,
+  LevelKey,
+  OrderState,
+  RejectCode,
+  Rejection,
+  Sequences,
+  Trade,
+} from './types.js';
+
+const FEE_SCALE = 10 ** FEE_RATE_DECIMALS;
+/** Fee rates above 10% are refused: no real venue charges them and they are almost surely a typo. */
+const MAX_FEE_RATE = FEE_SCALE / 10;
+const ASSET_CODE = /^[A-Z0-9]{2,12}$/;
+
+interface Market {
+  readonly spec: MarketSpec;
+  readonly base: number;
+  readonly quote: number;
+  readonly baseUnitsPerLot: number;
+  /** cost (quote units) = floor(price * volume * costMultiplier / costDivisor) */
+  readonly costMultiplier: number;
+  readonly costDivisor: number;
+  readonly maxFee: number;
+  readonly bids: BookSide;
+  readonly asks: BookSide;
+  readonly dirtyBids: Set<number>;
+  readonly dirtyAsks: Set<number>;
+}
+
+class LiveOrder implements RestingOrder {
+  remaining: number;
+  status: OrderStatus = 'open';
+  reason: string | null = null;
+  closeTime: number | null = null;
+  cost = 0;
+  fee = 0;
+  reserved = 0;
+  level: RestingOrder['level'] = null;
+  prev: RestingOrder | null = null;
+  next: RestingOrder | null = null;
+
+  constructor(
+    readonly id: number,
+    readonly userId: number,
+    readonly market: Market,
+    readonly side: Side,
+    readonly type: OrderType,
+    readonly price: number,
+    readonly volume: number,
+    readonly openTime: number,
+  ) {
+    this.remaining = volume;
+  }
+
+  state(): OrderState {
+    return {
+      id: this.id as OrderId,
+      userId: this.userId as UserId,
+      marketId: this.market.spec.id,
+      side: this.side,
+      type: this.type,
+      price: this.price as Price,
+      volume: this.volume as Volume,
+      executed: (this.volume - this.remaining) as Volume,
+      status: this.status,
+      reason: this.reason,
+      openTime: this.openTime as Micros,
+      closeTime: this.closeTime as Micros | null,
+      cost: this.cost as Amount,
+      fee: this.fee as Amount,
+      reserved: this.reserved as Amount,
+    };
+  }
+}
+
+const reject = (code: RejectCode, message: string, field?: string): CommandResult => ({
+  ok: false,
+  error: field === undefined ? { code, message } : ({ code, message, field } satisfies Rejection),
+});
+
+const isPositiveInt = (n: number): boolean => Number.isSafeInteger(n) && n > 0;
+
+export class Engine {
+  private readonly assets: AssetSpec[] = [];
+  private readonly assetIndex = new Map<string, number>();
+  private readonly markets = new Map<number, Market>();
+  private readonly marketByPair = new Map<string, Market>();
+  private readonly ledger = new Ledger((i) => this.assets[i]!.code);
+  private readonly openOrders = new Map<number, LiveOrder>();
+  private readonly dirtyOrders = new Map<number, LiveOrder>();
+  private nextOrderId = 1;
+  private nextTradeId = 1;
+  private nextMarketId = 1;
+  /** Events of the command being applied; reset by each apply. */
+  private events: EngineEvent[] = [];
+
+  static restore(snapshot: EngineSnapshot): Engine {
+    const engine = new Engine();
+    for (const asset of snapshot.assets) engine.addAsset(asset);
+    for (const market of snapshot.markets) engine.addMarket(market);
+    for (const t of snapshot.totals) {
+      const i = engine.assetIndex.get(t.asset);
+      if (i !== undefined) engine.ledger.restoreTotals(i, t.netDeposits, t.fees);
+    }
+    for (const b of snapshot.balances) {
+      const i = engine.assetIndex.get(b.asset);
+      if (i === undefined) throw new Error(`balance in unknown asset ${b.asset}`);
+      engine.ledger.restoreBalance(b.userId, i, b.available, b.reserved);
+    }
+    for (const o of snapshot.openOrders) {
+      const market = engine.markets.get(o.marketId);
+      if (market === undefined) throw new Error(`open order ${o.id} in unknown market ${o.marketId}`);
+      const order = new LiveOrder(o.id, o.userId, market, o.side, o.type, o.price, o.volume, o.openTime);
+      order.remaining = o.volume - o.executed;
+      order.cost = o.cost;
+      order.fee = o.fee;
+      order.reserved = o.reserved;
+      engine.openOrders.set(order.id, order);
+      (o.side === 'buy' ? market.bids : market.asks).append(order);
+    }
+    engine.nextOrderId = snapshot.sequences.nextOrderId;
+    engine.nextTradeId = snapshot.sequences.nextTradeId;
+    engine.nextMarketId = snapshot.sequences.nextMarketId;
+    return engine;
+  }
+
+  apply(command: Command, time: Micros): CommandResult {
+    this.events = [];
+    let result: CommandResult | undefined;
+    switch (command.kind) {
+      case 'placeOrder':
+        result = this.placeOrder(command, time);
+        break;
+      case 'cancelOrder':
+        result = this.cancelOrder(command.userId, command.orderId, time);
+        break;
+      case 'deposit':
+        result = this.deposit(command.userId, command.asset, command.amount, time);
+        break;
+      case 'withdraw':
+        result = this.withdraw(command.userId, command.asset, command.amount, time);
+        break;
+      case 'createAsset':
+        result = this.createAsset(command);
+        break;
+      case 'createMarket':
+        result = this.createMarket(command);
+        break;
+    }
+    return result ?? { ok: true, events: this.events };
+  }
+
+  // ---- catalogue ---------------------------------------------------------------------------
+
+  private createAsset(c: Extract<Command, { kind: 'createAsset' }>): CommandResult | undefined {
+    if (!ASSET_CODE.test(c.code))
+      return reject('invalid_amount', 'The code must be 2 to 12 upper-case letters or digits.', 'code');
+    if (this.assetIndex.has(c.code)) return reject('asset_exists', `Asset ${c.code} already exists.`, 'code');
+    if (!Number.isInteger(c.decimals) || c.decimals < 0 || c.decimals > MAX_DECIMALS) {
+      return reject(
+        'invalid_decimals',
+        `The decimals must be an integer from 0 to ${MAX_DECIMALS}.`,
+        'decimals',
+      );
+    }
+    const asset: AssetSpec = { code: c.code as AssetCode, name: c.name, type: c.type, decimals: c.decimals };
+    this.addAsset(asset);
+    this.events.push({ type: 'assetCreated', asset });
+    return undefined;
+  }
+
+  private addAsset(asset: AssetSpec): void {
+    const index = this.assets.length;
+    this.assets.push(asset);
+    this.assetIndex.set(asset.code, index);
+    this.ledger.addAsset(index);
+  }
+
+  private createMarket(c: Extract<Command, { kind: 'createMarket' }>): CommandResult | undefined {
+    const base = this.assetIndex.get(c.base);
+    const quote = this.assetIndex.get(c.quote);
+    if (base === undefined) return reject('unknown_asset', `Unknown asset ${c.base}.`, 'base');
+    if (quote === undefined) return reject('unknown_asset', `Unknown asset ${c.quote}.`, 'quote');
+    if (base === quote) return reject('unknown_asset', 'The base and quote must differ.', 'quote');
+    if (this.marketByPair.has(`${c.base}${c.quote}`))
+      return reject('market_exists', `Market ${c.base}/${c.quote} already exists.`);
+    const baseDecimals = this.assets[base]!.decimals;
+    const quoteDecimals = this.assets[quote]!.decimals;
+    if (!Number.isInteger(c.lotDecimals) || c.lotDecimals < 0 || c.lotDecimals > baseDecimals) {
+      return reject(
+        'invalid_decimals',
+        `The lot decimals must be an integer from 0 to ${baseDecimals} (the base asset's).`,
+        'lot_decimals',
+      );
+    }
+    if (!Number.isInteger(c.pairDecimals) || c.pairDecimals < 0 || c.pairDecimals > MAX_DECIMALS) {
+      return reject(
+        'invalid_decimals',
+        `The pair decimals must be an integer from 0 to ${MAX_DECIMALS}.`,
+        'pair_decimals',
+      );
+    }
+    const shift = c.pairDecimals + c.lotDecimals - quoteDecimals;
+    if (shift > 15)
+      return reject(
+        'invalid_decimals',
+        'Price and lot precision together exceed the quote precision by more than 15 digits.',
+        'pair_decimals',
+      );
+    if (!isPositiveInt(c.ordermin))
+      return reject('invalid_volume', 'The ordermin must be at least one lot.', 'ordermin');
+    for (const [field, rate] of [
+      ['maker_fee', c.makerFee],
+      ['taker_fee', c.takerFee],
+    ] as const) {
+      if (!Number.isSafeInteger(rate) || rate < 0 || rate > MAX_FEE_RATE) {
+        return reject('invalid_amount', 'A fee rate must be between 0 and 0.1.', field);
+      }
+    }
+    const spec: MarketSpec = {
+      id: this.nextMarketId++ as MarketId,
+      base: c.base,
+      quote: c.quote,
+      pairDecimals: c.pairDecimals,
+      lotDecimals: c.lotDecimals,
+      ordermin: c.ordermin,
+      makerFee: c.makerFee,
+      takerFee: c.takerFee,
+    };
+    this.addMarket(spec);
+    this.events.push({ type: 'marketCreated', market: spec });
+    return undefined;
+  }
+
+  private addMarket(spec: MarketSpec): void {
+    const base = this.assetIndex.get(spec.base)!;
+    const quote = this.assetIndex.get(spec.quote)!;
+    const shift = spec.pairDecimals + spec.lotDecimals - this.assets[quote]!.decimals;
+    const market: Market = {
+      spec,
+      base,
+      quote,
+      baseUnitsPerLot: pow10(this.assets[base]!.decimals - spec.lotDecimals),
+      costMultiplier: shift < 0 ? pow10(-shift) : 1,
+      costDivisor: shift > 0 ? pow10(shift) : 1,
+      maxFee: Math.max(spec.makerFee, spec.takerFee),
+      bids: new BookSide(true),
+      asks: new BookSide(false),
+      dirtyBids: new Set(),
+      dirtyAsks: new Set(),
+    };
+    this.markets.set(spec.id, market);
+    this.marketByPair.set(`${spec.base}${spec.quote}`, market);
+  }
+
+  // ---- funds -------------------------------------------------------------------------------
+
+  private deposit(userId: UserId, code: AssetCode, amount: Amount, time: Micros): CommandResult | undefined {
+    const asset = this.assetIndex.get(code);
+    if (asset === undefined) return reject('unknown_asset', `Unknown asset ${code}.`, 'asset');
+    if (!isPositiveInt(amount))
+      return reject('invalid_amount', 'The amount must be greater than zero.', 'amount');
+    if (!isPositiveInt(userId)) return reject('invalid_amount', 'Unknown user.', 'user');
+    if ((this.ledger.netDeposits[asset] ?? 0) + amount > MAX_UNITS) {
+      return reject(
+        'too_large',
+        'The deposit would exceed the largest amount this asset can hold.',
+        'amount',
+      );
+    }
+    this.ledger.credit(this.ledger.account(userId), asset, amount);
+    this.ledger.changeNetDeposits(asset, amount);
+    this.events.push({ type: 'deposited', userId, asset: code, amount, time });
+    return undefined;
+  }
+
+  private withdraw(userId: UserId, code: AssetCode, amount: Amount, time: Micros): CommandResult | undefined {
+    const asset = this.assetIndex.get(code);
+    if (asset === undefined) return reject('unknown_asset', `Unknown asset ${code}.`, 'asset');
+    if (!isPositiveInt(amount))
+      return reject('invalid_amount', 'The amount must be greater than zero.', 'amount');
+    const account = this.ledger.peek(userId);
+    if (account === undefined || this.ledger.available(account, asset) < amount) {
+      return reject('insufficient_funds', 'The amount exceeds the available balance.', 'amount');
+    }
+    this.ledger.debit(account, asset, amount);
+    this.ledger.changeNetDeposits(asset, -amount);
+    this.events.push({ type: 'withdrawn', userId, asset: code, amount, time });
+    return undefined;
+  }
+
+  // ---- orders ------------------------------------------------------------------------------
+
+  private placeOrder(c: Extract<Command, { kind: 'placeOrder' }>, time: Micros): CommandResult | undefined {
+    const market = this.markets.get(c.marketId);
+    if (market === undefined) return reject('unknown_market', 'The selected pair is invalid.', 'pair');
+    if (!isPositiveInt(c.volume))
+      return reject('invalid_volume', 'The volume must be greater than zero.', 'volume');
+    if (c.volume < market.spec.ordermin)
+      return reject(
+        'below_ordermin',
+        'The volume is below the minimum order volume of this market.',
+        'volume',
+      );
+    const isLimit = c.type === 'limit';
+    if (isLimit && !isPositiveInt(c.price))
+      return reject('invalid_price', 'The price must be greater than zero.', 'price');
+    if (!isPositiveInt(c.userId)) return reject('invalid_amount', 'Unknown user.', 'user');
+
+    // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
+    const account = this.ledger.account(c.userId);
+    let hold: number;
+    let asset: number;
+    if (c.side === 'sell') {
+      asset = market.base;
+      hold = c.volume * market.baseUnitsPerLot;
+      if (hold > MAX_UNITS) return reject('too_large', 'The volume is too large.', 'volume');
+    } else if (isLimit) {
+      asset = market.quote;
+      const cost = this.costOf(market, c.price, c.volume);
+      if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
+      hold = cost + this.feeOf(cost, market.maxFee);
+    } else {
+      // A market buy may spend at most what the buyer has available.
+      asset = market.quote;
+      hold = this.ledger.available(account, asset);
+      if (hold <= 0) return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+    }
+    if (this.ledger.available(account, asset) < hold)
+      return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+
+    const order = new LiveOrder(
+      this.nextOrderId++,
+      c.userId,
+      market,
+      c.side,
+      c.type,
+      isLimit ? c.price : 0,
+      c.volume,
+      time,
+    );
+    this.ledger.reserve(account, asset, hold);
+    order.reserved = hold;
+    this.dirtyOrders.set(order.id, order);
+    this.events.push({ type: 'orderAccepted', order: order.state() });
+
+    const budgetExhausted = this.match(order, account, time);
+
+    if (order.remaining === 0) {
+      this.finish(order, 'closed', null, time);
+    } else if (!isLimit) {
+      const nothing = order.remaining === order.volume;
+      const reason = budgetExhausted ? CancelReason.insufficientFunds : CancelReason.noLiquidity;
+      this.finish(order, nothing ? 'canceled' : 'closed', nothing ? reason : null, time);
+    } else {
+      this.openOrders.set(order.id, order);
+      const side = order.side === 'buy' ? market.bids : market.asks;
+      side.append(order);
+      (order.side === 'buy' ? market.dirtyBids : market.dirtyAsks).add(order.price);
+    }
+    return undefined;
+  }
+
+  /** Takes liquidity for `taker`. Returns true when a market buy stopped because its budget ran out. */
+  private match(taker: LiveOrder, takerAccount: Account, time: Micros): boolean {
+    const market = taker.market;
+    const book = taker.side === 'buy' ? market.asks : market.bids;
+    const dirty = taker.side === 'buy' ? market.dirtyAsks : market.dirtyBids;
+    const isLimit = taker.type === 'limit';
+    const budgeted = !isLimit && taker.side === 'buy';
+    for (let level = book.best; level !== null && taker.remaining > 0; level = book.best) {
+      if (isLimit && (taker.side === 'buy' ? level.price > taker.price : level.price < taker.price)) break;
+      dirty.add(level.price);
+      let maker = level.head as LiveOrder | null;
+      while (maker !== null && taker.remaining > 0) {
+        const next = maker.next as LiveOrder | null;
+        if (maker.userId === taker.userId) {
+          // Self-trade prevention: the resting order is canceled, the taker goes on (docs/money.md).
+          book.unlink(maker);
+          this.openOrders.delete(maker.id);
+          this.finish(maker, 'canceled', CancelReason.selfTrade, time);
+        } else {
+          const wanted = Math.min(taker.remaining, maker.remaining);
+          const volume = budgeted ? this.affordable(market, level.price, wanted, taker.reserved) : wanted;
+          if (volume > 0) this.fill(taker, takerAccount, maker, book, volume, time);
+          // The budget ran out. Stop here: further fills would be so small that their cost rounds
+          // to nothing, which would let a market buy take volume for free.
+          if (volume < wanted) return true;
+        }
+        maker = next;
+      }
+    }
+    return false;
+  }
+
+  /** Settles one execution at the maker's price. */
+  private fill(
+    taker: LiveOrder,
+    takerAccount: Account,
+    maker: LiveOrder,
+    book: BookSide,
+    volume: number,
+    time: Micros,
+  ): void {
+    const market = taker.market;
+    const price = maker.price;
+    const cost = this.costOf(market, price, volume);
+    const takerFee = this.feeOf(cost, market.spec.takerFee);
+    const makerFee = this.feeOf(cost, market.spec.makerFee);
+    const baseUnits = volume * market.baseUnitsPerLot;
+    const makerAccount = this.ledger.account(maker.userId);
+    const [buyer, buyerAccount, buyerFee, seller, sellerAccount, sellerFee] =
+      taker.side === 'buy'
+        ? [taker, takerAccount, takerFee, maker, makerAccount, makerFee]
+        : [maker, makerAccount, makerFee, taker, takerAccount, takerFee];
+
+    this.ledger.spendReserved(buyerAccount, market.quote, cost + buyerFee);
+    buyer.reserved -= cost + buyerFee;
+    this.ledger.credit(buyerAccount, market.base, baseUnits);
+    this.ledger.spendReserved(sellerAccount, market.base, baseUnits);
+    seller.reserved -= baseUnits;
+    this.ledger.credit(sellerAccount, market.quote, cost - sellerFee);
+    this.ledger.collectFee(market.quote, takerFee + makerFee);
+
+    taker.remaining -= volume;
+    taker.cost += cost;
+    taker.fee += takerFee;
+    book.reduce(maker, volume);
+    maker.cost += cost;
+    maker.fee += makerFee;
+    this.dirtyOrders.set(maker.id, maker);
+
+    const trade: Trade = {
+      id: this.nextTradeId++ as TradeId,
+      marketId: market.spec.id,
+      price: price as Price,
+      volume: volume as Volume,
+      cost: cost as Amount,
+      takerOrderId: taker.id as OrderId,
+      makerOrderId: maker.id as OrderId,
+      takerUserId: taker.userId as UserId,
+      makerUserId: maker.userId as UserId,
+      takerSide: taker.side,
+      takerType: taker.type,
+      takerFee: takerFee as Amount,
+      makerFee: makerFee as Amount,
+      time,
+    };
+    this.events.push({ type: 'trade', trade });
+
+    if (maker.remaining === 0) {
+      book.unlink(maker);
+      this.openOrders.delete(maker.id);
+      this.finish(maker, 'closed', null, time);
+    }
+  }
+
+  /** The largest volume (<= wanted) whose cost plus taker fee fits in `budget`. */
+  private affordable(market: Market, price: number, wanted: number, budget: number): number {
+    const spend = (v: number): number => {
+      const cost = this.costOf(market, price, v);
+      return cost + this.feeOf(cost, market.spec.takerFee);
+    };
+    if (spend(wanted) <= budget) return wanted;
+    let lo = 0;
+    let hi = wanted;
+    while (lo < hi) {
+      const mid = lo + Math.ceil((hi - lo) / 2);
+      if (spend(mid) <= budget) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private cancelOrder(userId: UserId, orderId: OrderId, time: Micros): CommandResult | undefined {
+    const order = this.openOrders.get(orderId);
+    // Another user's order is reported exactly like a missing one, so ids reveal nothing.
+    if (order === undefined || order.userId !== userId) return reject('order_not_found', 'Order not found.');
+    const market = order.market;
+    (order.side === 'buy' ? market.bids : market.asks).unlink(order);
+    (order.side === 'buy' ? market.dirtyBids : market.dirtyAsks).add(order.price);
+    this.openOrders.delete(order.id);
+    this.finish(order, 'canceled', CancelReason.user, time);
+    return undefined;
+  }
+
+  /** Moves an order to a final status and gives back whatever it still holds. */
+  private finish(order: LiveOrder, status: 'closed' | 'canceled', reason: string | null, time: Micros): void {
+    const market = order.market;
+    this.ledger.release(
+      this.ledger.account(order.userId),
+      order.side === 'buy' ? market.quote : market.base,
+      order.reserved,
+    );
+    order.reserved = 0;
+    order.status = status;
+    order.reason = reason;
+    order.closeTime = time;
+    this.dirtyOrders.set(order.id, order);
+    this.events.push({ type: 'orderDone', order: order.state() });
+  }
+
+  private costOf(market: Market, price: number, volume: number): number {
+    return market.costMultiplier === 1
+      ? mulDiv(price, volume, market.costDivisor, 'floor')
+      : mulDiv(price, volume * market.costMultiplier, 1, 'floor');
+  }
+
+  private feeOf(cost: number, rate: number): number {
+    return rate === 0 ? 0 : mulDiv(cost, rate, FEE_SCALE, 'floor');
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** Everything changed since the previous drain; the store persists exactly this. */
+  drainChanges(): ChangeSet {
+    const orders: OrderState[] = [];
+    for (const order of this.dirtyOrders.values()) orders.push(order.state());
+    this.dirtyOrders.clear();
+    const levels: LevelKey[] = [];
+    for (const market of this.markets.values()) {
+      for (const price of market.dirtyBids)
+        levels.push({ marketId: market.spec.id, side: 'buy', price: price as Price });
+      for (const price of market.dirtyAsks)
+        levels.push({ marketId: market.spec.id, side: 'sell', price: price as Price });
+      market.dirtyBids.clear();
+      market.dirtyAsks.clear();
+    }
+    return {
+      orders,
+      balances: this.ledger.drainBalances(),
+      totals: this.ledger.drainTotals(),
+      levels,
+      sequences: this.sequences(),
+    };
+  }
+
+  sequences(): Sequences {
+    return { nextOrderId: this.nextOrderId, nextTradeId: this.nextTradeId, nextMarketId: this.nextMarketId };
+  }
+
+  snapshot(): EngineSnapshot {
+    const openOrders = [...this.openOrders.values()].sort((a, b) => a.id - b.id).map((o) => o.state());
+    return {
+      assets: [...this.assets],
+      markets: [...this.markets.values()].map((m) => m.spec),
+      balances: [...this.ledger.allBalances()],
+      totals: this.assets.map((_, i) => this.ledger.totalsRow(i)),
+      openOrders,
+      sequences: this.sequences(),
+    };
+  }
+
+  assetList(): readonly AssetSpec[] {
+    return this.assets;
+  }
+
+  marketList(): MarketSpec[] {
+    return [...this.markets.values()].map((m) => m.spec);
+  }
+
+  market(id: MarketId): MarketSpec | undefined {
+    return this.markets.get(id)?.spec;
+  }
+
+  openOrder(id: OrderId): OrderState | undefined {
+    return this.openOrders.get(id)?.state();
+  }
+
+  /** Aggregated levels, best first, at most `max` per side (0 = all). */
+  levels(marketId: MarketId, side: Side, max = 0): BookLevels {
+    const market = this.markets.get(marketId);
+    if (market === undefined) return [];
+    const out: [Price, Volume][] = [];
+    for (const level of (side === 'buy' ? market.bids : market.asks).iterate(max)) {
+      out.push([level.price as Price, level.total as Volume]);
+    }
+    return out;
+  }
+
+  /** Total resting volume at one price (0 when no level). */
+  levelVolume(marketId: MarketId, side: Side, price: Price): Volume {
+    const market = this.markets.get(marketId);
+    const level = (side === 'buy' ? market?.bids : market?.asks)?.level(price);
+    return (level?.total ?? 0) as Volume;
+  }
+
+  bestPrice(marketId: MarketId, side: Side): Price | null {
+    const market = this.markets.get(marketId);
+    const best = side === 'buy' ? market?.bids.best : market?.asks.best;
+    return (best?.price ?? null) as Price | null;
+  }
+
+  balance(userId: UserId, code: AssetCode): { available: Amount; reserved: Amount } {
+    const asset = this.assetIndex.get(code);
+    const account = this.ledger.peek(userId);
+    if (asset === undefined || account === undefined)
+      return { available: 0 as Amount, reserved: 0 as Amount };
+    return {
+      available: this.ledger.available(account, asset) as Amount,
+      reserved: this.ledger.reservedOf(account, asset) as Amount,
+    };
+  }
+
+  /** The conservation invariant per asset, exact. */
+  audit(): ReturnType<Ledger['audit']> {
+    return this.ledger.audit(this.assets.length);
+  }
+}

@@ -1,0 +1,41 @@
+/** `npm start`: run the exchange with configuration from the environment. */
+import { ConfigError, loadConfig } from './config/config.js';
+import { createLogger } from './logger.js';
+import { startServer } from './server.js';
+
+async function main(): Promise<void> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  const server = await startServer(config, logger);
+  const stop = (signal: string) => {
+    logger.info({ signal }, 'shutting down: no new requests, finishing and committing in-flight work');
+    server.close().then(
+      () => {
+        logger.info('stopped cleanly');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(
+    `OpenSpot failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
+  process.exit(1);
+});

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import { MIGRATIONS, type Migration, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
+import { SqliteStore } from './sqlite-store.js';
+import { ALICE, BTCEUR, balance, batch, CATALOGUE, EUR, order } from './test-fixtures.js';
+
+interface Cleanup {
+  after(fn: () => void): void;
+}
+
+function tempPath(t: Cleanup): string {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-migrations-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return join(dir, 'openspot.db');
+}
+
+function tables(db: Database.Database): string[] {
+  return db
+    .prepare<[], string>(
+      "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    .pluck()
+    .all();
+}
+
+describe('migrations', () => {
+  test('are numbered 1, 2, 3, ... and SCHEMA_VERSION is the last', () => {
+    assert.deepEqual(
+      MIGRATIONS.map((m) => m.version),
+      MIGRATIONS.map((_, i) => i + 1),
+    );
+    assert.equal(SCHEMA_VERSION, MIGRATIONS.length);
+  });
+
+  test('create every table on a fresh database, in WAL mode', (t) => {
+    const path = tempPath(t);
+    SqliteStore.open({ path }).close();
+    const db = new Database(path, { readonly: true });
+    t.after(() => db.close());
+    assert.equal(schemaVersion(db), SCHEMA_VERSION);
+    assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+    assert.deepEqual(tables(db), [
+      'api_keys',
+      'asset_totals',
+      'assets',
+      'balances',
+      'candles',
+      'ledger_entries',
+      'markets',
+      'meta',
+      'orders',
+      'trades',
+      'users',
+    ]);
+    const indexes = db
+      .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE 'sqlite_%'")
+      .pluck()
+      .all();
+    for (const name of [
+      'orders_by_user_status',
+      'orders_by_user_market_status',
+      'trades_by_market',
+      'trades_by_market_time',
+      'trades_by_taker_user',
+      'trades_by_maker_user',
+      'trades_by_taker_order',
+      'trades_by_maker_order',
+      'ledger_entries_by_reference',
+    ])
+      assert.ok(indexes.includes(name), name);
+  });
+
+  test('re-opening applies nothing and keeps the data', (t) => {
+    const path = tempPath(t);
+    const first = SqliteStore.open({ path });
+    first.commit(batch({ ...CATALOGUE, orders: [order(1)], balances: [balance(ALICE, EUR, 5)] }));
+    first.close();
+
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.deepEqual(migrate(db), []);
+    assert.equal(schemaVersion(db), SCHEMA_VERSION);
+
+    const second = SqliteStore.open({ path });
+    t.after(() => second.close());
+    const snapshot = second.loadSnapshot();
+    assert.deepEqual(
+      snapshot.openOrders.map((o) => [o.id, o.marketId]),
+      [[1, BTCEUR]],
+    );
+    assert.deepEqual(snapshot.balances, [balance(ALICE, EUR, 5)]);
+  });
+
+  test('apply only the missing migrations, in order', () => {
+    const db = new Database(':memory:');
+    const steps: Migration[] = [
+      { version: 1, description: 'a', sql: 'CREATE TABLE a (x INTEGER) STRICT;' },
+      { version: 2, description: 'b', sql: 'CREATE TABLE b (x INTEGER) STRICT;' },
+    ];
+    assert.deepEqual(migrate(db, steps.slice(0, 1)), [1]);
+    assert.deepEqual(migrate(db, steps), [2]);
+    assert.deepEqual(migrate(db, steps), []);
+    assert.deepEqual(tables(db), ['a', 'b']);
+    db.close();
+  });
+
+  test('a failing migration leaves the previous schema and version', () => {
+    const db = new Database(':memory:');
+    const steps: Migration[] = [
+      { version: 1, description: 'good', sql: 'CREATE TABLE a (x INTEGER) STRICT;' },
+      { version: 2, description: 'bad', sql: 'CREATE TABLE b (x INTEGER) STRICT; SELECT * FROM missing;' },
+    ];
+    assert.throws(() => migrate(db, steps), /no such table: missing/);
+    assert.equal(schemaVersion(db), 0);
+    assert.deepEqual(tables(db), []);
+    db.close();
+  });
+
+  test('refuse a database from a newer release and misnumbered migrations', (t) => {
+    const path = tempPath(t);
+    const db = new Database(path);
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.close();
+    assert.throws(() => SqliteStore.open({ path }), /newer than this release/);
+
+    const memory = new Database(':memory:');
+    assert.throws(() => migrate(memory, [{ version: 2, description: 'x', sql: '' }]), /versions must be/);
+    memory.close();
+  });
+});

@@ -1,0 +1,194 @@
+/**
+ * The SQLite schema as an ordered list of migrations. The database's `PRAGMA user_version` is the
+ * number of the last migration applied; opening a database applies the missing ones in a single
+ * transaction, so a crash mid-upgrade leaves the previous schema intact.
+ *
+ * Tables are STRICT: every amount, price, volume and time column is INTEGER, and STRICT makes
+ * SQLite refuse a fractional value instead of silently storing a REAL.
+ *
+ * Foreign keys are DEFERRABLE INITIALLY DEFERRED so a commit may write its rows in any order;
+ * they are still checked before the transaction commits. Balances, orders and trades do not
+ * reference `users`: the engine knows user ids only as numbers, and users may be provisioned
+ * outside this database.
+ */
+import type Database from 'better-sqlite3';
+
+export interface Migration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+const DEFERRED = 'DEFERRABLE INITIALLY DEFERRED';
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'initial schema',
+    sql: `
+      CREATE TABLE assets (
+        code TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN ('crypto', 'fiat')),
+        decimals INTEGER NOT NULL CHECK (decimals >= 0)
+      ) STRICT;
+
+      CREATE TABLE markets (
+        id INTEGER PRIMARY KEY,
+        base TEXT NOT NULL REFERENCES assets (code) ${DEFERRED},
+        quote TEXT NOT NULL REFERENCES assets (code) ${DEFERRED},
+        pair_decimals INTEGER NOT NULL,
+        lot_decimals INTEGER NOT NULL,
+        ordermin INTEGER NOT NULL,
+        maker_fee INTEGER NOT NULL,
+        taker_fee INTEGER NOT NULL,
+        UNIQUE (base, quote)
+      ) STRICT;
+
+      CREATE TABLE balances (
+        user_id INTEGER NOT NULL,
+        asset TEXT NOT NULL REFERENCES assets (code) ${DEFERRED},
+        available INTEGER NOT NULL CHECK (available >= 0),
+        reserved INTEGER NOT NULL CHECK (reserved >= 0),
+        PRIMARY KEY (user_id, asset)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE TABLE asset_totals (
+        asset TEXT PRIMARY KEY REFERENCES assets (code) ${DEFERRED},
+        net_deposits INTEGER NOT NULL,
+        fees INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE TABLE orders (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL,
+        market_id INTEGER NOT NULL REFERENCES markets (id) ${DEFERRED},
+        side TEXT NOT NULL CHECK (side IN ('buy', 'sell')),
+        type TEXT NOT NULL CHECK (type IN ('limit', 'market')),
+        price INTEGER NOT NULL,
+        volume INTEGER NOT NULL,
+        executed INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'closed', 'canceled')),
+        reason TEXT,
+        open_time INTEGER NOT NULL,
+        close_time INTEGER,
+        cost INTEGER NOT NULL,
+        fee INTEGER NOT NULL,
+        reserved INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX orders_by_user_status ON orders (user_id, status, id DESC);
+      CREATE INDEX orders_by_user_market_status ON orders (user_id, market_id, status, id DESC);
+      -- Restoring the book reads only open orders; a partial index keeps that read small.
+      CREATE INDEX orders_open ON orders (id) WHERE status = 'open';
+
+      CREATE TABLE trades (
+        id INTEGER PRIMARY KEY,
+        market_id INTEGER NOT NULL REFERENCES markets (id) ${DEFERRED},
+        price INTEGER NOT NULL,
+        volume INTEGER NOT NULL,
+        cost INTEGER NOT NULL,
+        taker_order_id INTEGER NOT NULL,
+        maker_order_id INTEGER NOT NULL,
+        taker_user_id INTEGER NOT NULL,
+        maker_user_id INTEGER NOT NULL,
+        taker_side TEXT NOT NULL CHECK (taker_side IN ('buy', 'sell')),
+        taker_type TEXT NOT NULL CHECK (taker_type IN ('limit', 'market')),
+        taker_fee INTEGER NOT NULL,
+        maker_fee INTEGER NOT NULL,
+        time INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX trades_by_market ON trades (market_id, id DESC);
+      -- Public trades "since" a time: without it, such a query walks the market's whole history.
+      CREATE INDEX trades_by_market_time ON trades (market_id, time);
+      CREATE INDEX trades_by_taker_user ON trades (taker_user_id, id DESC);
+      CREATE INDEX trades_by_maker_user ON trades (maker_user_id, id DESC);
+      CREATE INDEX trades_by_taker_order ON trades (taker_order_id);
+      CREATE INDEX trades_by_maker_order ON trades (maker_order_id);
+
+      CREATE TABLE candles (
+        market_id INTEGER NOT NULL REFERENCES markets (id) ${DEFERRED},
+        interval INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        open INTEGER NOT NULL,
+        high INTEGER NOT NULL,
+        low INTEGER NOT NULL,
+        close INTEGER NOT NULL,
+        volume INTEGER NOT NULL,
+        quote_volume INTEGER NOT NULL,
+        count INTEGER NOT NULL,
+        PRIMARY KEY (market_id, interval, start)
+      ) STRICT, WITHOUT ROWID;
+
+      CREATE TABLE ledger_entries (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL,
+        asset TEXT NOT NULL REFERENCES assets (code) ${DEFERRED},
+        kind TEXT NOT NULL CHECK (kind IN ('deposit', 'withdrawal')),
+        amount INTEGER NOT NULL CHECK (amount > 0),
+        reference TEXT,
+        time INTEGER NOT NULL
+      ) STRICT;
+      -- The idempotency key: one entry per reference; entries without a reference are never deduplicated.
+      CREATE UNIQUE INDEX ledger_entries_by_reference
+        ON ledger_entries (user_id, asset, kind, reference) WHERE reference IS NOT NULL;
+
+      -- AUTOINCREMENT: a deleted user's id must never be handed to someone else.
+      CREATE TABLE users (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        email TEXT UNIQUE,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE api_keys (
+        key TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users (id),
+        sealed_secret TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE INDEX api_keys_by_user ON api_keys (user_id);
+
+      CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+      ) STRICT, WITHOUT ROWID;
+    `,
+  },
+];
+
+export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma('user_version', { simple: true }) as number;
+}
+
+/**
+ * Brings the schema up to SCHEMA_VERSION. Returns the versions applied (empty when up to date).
+ * Refuses a database written by a newer release: running old code on it could corrupt it.
+ */
+export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number[] {
+  assertOrdered(migrations);
+  const target = migrations[migrations.length - 1]?.version ?? 0;
+  const apply = db.transaction((): number[] => {
+    // Read inside the transaction so two processes opening the same file cannot both migrate.
+    const current = schemaVersion(db);
+    if (current > target)
+      throw new Error(`database schema version ${current} is newer than this release supports (${target})`);
+    const pending = migrations.filter((m) => m.version > current);
+    for (const migration of pending) {
+      db.exec(migration.sql);
+      // user_version lives in the database header and is rolled back with the transaction.
+      db.pragma(`user_version = ${migration.version}`);
+    }
+    return pending.map((m) => m.version);
+  });
+  return apply.immediate();
+}
+
+function assertOrdered(migrations: readonly Migration[]): void {
+  migrations.forEach((m, i) => {
+    if (!Number.isSafeInteger(m.version) || m.version !== i + 1)
+      throw new Error(`migration ${i} has version ${m.version}; versions must be 1, 2, 3, ...`);
+  });
+}

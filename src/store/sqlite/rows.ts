@@ -1,0 +1,264 @@
+/**
+ * Row shapes as SQLite returns them and their conversion to domain values. The CHECK constraints
+ * of the schema guarantee the enumerated text columns, so the casts here only restore the brands.
+ */
+import type {
+  Amount,
+  AssetCode,
+  AssetSpec,
+  AssetType,
+  FeeRate,
+  MarketId,
+  MarketSpec,
+  Micros,
+  OrderId,
+  OrderStatus,
+  OrderType,
+  Price,
+  Side,
+  TradeId,
+  UserId,
+  Volume,
+} from '../../domain/types.js';
+import type { AssetTotals, BalanceState, OrderState, Trade } from '../../engine/types.js';
+import type { Candle, Interval } from '../../market-data/candle.js';
+import type { ApiKeyRecord, ApiKeyScope, LedgerEntry, LedgerKind, UserRecord, UserTrade } from '../store.js';
+
+export interface AssetRow {
+  readonly code: string;
+  readonly name: string;
+  readonly type: AssetType;
+  readonly decimals: number;
+}
+
+export interface MarketRow {
+  readonly id: number;
+  readonly base: string;
+  readonly quote: string;
+  readonly pair_decimals: number;
+  readonly lot_decimals: number;
+  readonly ordermin: number;
+  readonly maker_fee: number;
+  readonly taker_fee: number;
+}
+
+export interface BalanceRow {
+  readonly user_id: number;
+  readonly asset: string;
+  readonly available: number;
+  readonly reserved: number;
+}
+
+export interface TotalsRow {
+  readonly asset: string;
+  readonly net_deposits: number;
+  readonly fees: number;
+}
+
+export interface OrderRow {
+  readonly id: number;
+  readonly user_id: number;
+  readonly market_id: number;
+  readonly side: Side;
+  readonly type: OrderType;
+  readonly price: number;
+  readonly volume: number;
+  readonly executed: number;
+  readonly status: OrderStatus;
+  readonly reason: string | null;
+  readonly open_time: number;
+  readonly close_time: number | null;
+  readonly cost: number;
+  readonly fee: number;
+  readonly reserved: number;
+}
+
+export interface TradeRow {
+  readonly id: number;
+  readonly market_id: number;
+  readonly price: number;
+  readonly volume: number;
+  readonly cost: number;
+  readonly taker_order_id: number;
+  readonly maker_order_id: number;
+  readonly taker_user_id: number;
+  readonly maker_user_id: number;
+  readonly taker_side: Side;
+  readonly taker_type: OrderType;
+  readonly taker_fee: number;
+  readonly maker_fee: number;
+  readonly time: number;
+}
+
+export interface CandleRow {
+  readonly market_id: number;
+  readonly interval: Interval;
+  readonly start: number;
+  readonly open: number;
+  readonly high: number;
+  readonly low: number;
+  readonly close: number;
+  readonly volume: number;
+  readonly quote_volume: number;
+  readonly count: number;
+}
+
+export interface LedgerRow {
+  readonly user_id: number;
+  readonly asset: string;
+  readonly kind: LedgerKind;
+  readonly amount: number;
+  readonly reference: string | null;
+  readonly time: number;
+}
+
+export interface UserRow {
+  readonly id: number;
+  readonly email: string | null;
+  readonly created_at: number;
+}
+
+export interface ApiKeyRow {
+  readonly key: string;
+  readonly user_id: number;
+  readonly sealed_secret: string;
+  readonly scopes: string;
+  readonly created_at: number;
+  readonly revoked_at: number | null;
+}
+
+export const ORDER_COLUMNS =
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved';
+export const TRADE_COLUMNS =
+  'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
+export const CANDLE_COLUMNS =
+  'market_id, interval, start, open, high, low, close, volume, quote_volume, count';
+
+export const assetFromRow = (r: AssetRow): AssetSpec => ({
+  code: r.code as AssetCode,
+  name: r.name,
+  type: r.type,
+  decimals: r.decimals,
+});
+
+export const marketFromRow = (r: MarketRow): MarketSpec => ({
+  id: r.id as MarketId,
+  base: r.base as AssetCode,
+  quote: r.quote as AssetCode,
+  pairDecimals: r.pair_decimals,
+  lotDecimals: r.lot_decimals,
+  ordermin: r.ordermin as Volume,
+  makerFee: r.maker_fee as FeeRate,
+  takerFee: r.taker_fee as FeeRate,
+});
+
+export const balanceFromRow = (r: BalanceRow): BalanceState => ({
+  userId: r.user_id as UserId,
+  asset: r.asset as AssetCode,
+  available: r.available as Amount,
+  reserved: r.reserved as Amount,
+});
+
+export const totalsFromRow = (r: TotalsRow): AssetTotals => ({
+  asset: r.asset as AssetCode,
+  netDeposits: r.net_deposits as Amount,
+  fees: r.fees as Amount,
+});
+
+export const orderFromRow = (r: OrderRow): OrderState => ({
+  id: r.id as OrderId,
+  userId: r.user_id as UserId,
+  marketId: r.market_id as MarketId,
+  side: r.side,
+  type: r.type,
+  price: r.price as Price,
+  volume: r.volume as Volume,
+  executed: r.executed as Volume,
+  status: r.status,
+  reason: r.reason,
+  openTime: r.open_time as Micros,
+  closeTime: r.close_time as Micros | null,
+  cost: r.cost as Amount,
+  fee: r.fee as Amount,
+  reserved: r.reserved as Amount,
+});
+
+export const tradeFromRow = (r: TradeRow): Trade => ({
+  id: r.id as TradeId,
+  marketId: r.market_id as MarketId,
+  price: r.price as Price,
+  volume: r.volume as Volume,
+  cost: r.cost as Amount,
+  takerOrderId: r.taker_order_id as OrderId,
+  makerOrderId: r.maker_order_id as OrderId,
+  takerUserId: r.taker_user_id as UserId,
+  makerUserId: r.maker_user_id as UserId,
+  takerSide: r.taker_side,
+  takerType: r.taker_type,
+  takerFee: r.taker_fee as Amount,
+  makerFee: r.maker_fee as Amount,
+  time: r.time as Micros,
+});
+
+const opposite = (side: Side): Side => (side === 'buy' ? 'sell' : 'buy');
+
+/** The trade as `userId` took part in it; the caller has selected a trade this user is in. */
+export function userTradeFromRow(r: TradeRow, userId: UserId): UserTrade {
+  const trade = tradeFromRow(r);
+  const taker = r.taker_user_id === userId;
+  return {
+    trade,
+    orderId: taker ? trade.takerOrderId : trade.makerOrderId,
+    side: taker ? trade.takerSide : opposite(trade.takerSide),
+    fee: taker ? trade.takerFee : trade.makerFee,
+    taker,
+  };
+}
+
+export const candleFromRow = (r: CandleRow): Candle => ({
+  marketId: r.market_id as MarketId,
+  interval: r.interval,
+  start: r.start,
+  open: r.open as Price,
+  high: r.high as Price,
+  low: r.low as Price,
+  close: r.close as Price,
+  volume: r.volume as Volume,
+  quoteVolume: r.quote_volume as Amount,
+  count: r.count,
+});
+
+export const ledgerFromRow = (r: LedgerRow): LedgerEntry => ({
+  userId: r.user_id as UserId,
+  asset: r.asset as AssetCode,
+  kind: r.kind,
+  amount: r.amount as Amount,
+  reference: r.reference,
+  time: r.time as Micros,
+});
+
+export const userFromRow = (r: UserRow): UserRecord => ({
+  id: r.id as UserId,
+  email: r.email,
+  createdAt: r.created_at as Micros,
+});
+
+const SCOPES: readonly ApiKeyScope[] = ['read', 'trade'];
+const isScope = (s: string): s is ApiKeyScope => (SCOPES as readonly string[]).includes(s);
+
+/** Scopes are kept as one comma-separated text column: a set of two words needs no join table. */
+export function encodeScopes(scopes: readonly ApiKeyScope[]): string {
+  for (const s of scopes) if (!isScope(s)) throw new RangeError(`unknown API key scope: ${String(s)}`);
+  return [...new Set(scopes)].join(',');
+}
+
+export const decodeScopes = (text: string): ApiKeyScope[] => text.split(',').filter(isScope);
+
+export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
+  key: r.key,
+  userId: r.user_id as UserId,
+  sealedSecret: r.sealed_secret,
+  scopes: decodeScopes(r.scopes),
+  createdAt: r.created_at as Micros,
+  revokedAt: r.revoked_at as Micros | null,
+});

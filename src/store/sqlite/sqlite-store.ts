@@ -1,0 +1,692 @@
+/**
+ * The durable store on SQLite (better-sqlite3). One connection, WAL journal, synchronous=FULL by
+ * default so a commit that returned survives a power cut. Every statement is prepared once here.
+ *
+ * Lists stream in chunks rather than through one open `stmt.iterate()`: better-sqlite3 refuses
+ * any write on a connection while one of its cursors is open, so a list consumed across an
+ * `await` (or abandoned half-way) would make every commit fail. Each chunk is read completely,
+ * the next one resumes below the last id seen (keyset pagination), so memory stays bounded and
+ * the connection is free between chunks.
+ */
+import Database from 'better-sqlite3';
+import type {
+  AssetCode,
+  AssetSpec,
+  MarketId,
+  MarketSpec,
+  Micros,
+  OrderId,
+  OrderStatus,
+  TradeId,
+  UserId,
+} from '../../domain/types.js';
+import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/types.js';
+import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
+import type {
+  ApiKeyRecord,
+  CommitBatch,
+  LedgerEntry,
+  LedgerKind,
+  OrderFilter,
+  Page,
+  PublicTradeFilter,
+  Store,
+  TradeFilter,
+  UserRecord,
+  UserTrade,
+} from '../store.js';
+import { guarded } from './errors.js';
+import { migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
+import {
+  type ApiKeyRow,
+  type AssetRow,
+  apiKeyFromRow,
+  assetFromRow,
+  type BalanceRow,
+  balanceFromRow,
+  CANDLE_COLUMNS,
+  type CandleRow,
+  candleFromRow,
+  encodeScopes,
+  type LedgerRow,
+  ledgerFromRow,
+  type MarketRow,
+  marketFromRow,
+  ORDER_COLUMNS,
+  type OrderRow,
+  orderFromRow,
+  type TotalsRow,
+  TRADE_COLUMNS,
+  type TradeRow,
+  totalsFromRow,
+  tradeFromRow,
+  type UserRow,
+  userFromRow,
+  userTradeFromRow,
+} from './rows.js';
+
+export interface SqliteStoreOptions {
+  /** A file path, or ':memory:' for a throw-away database. */
+  readonly path: string;
+  /** FULL (default) syncs the WAL on every commit; NORMAL may lose the last commits on power loss. */
+  readonly synchronous?: 'FULL' | 'NORMAL';
+  /** How long to wait for a lock held by another connection before failing, in milliseconds. */
+  readonly busyTimeoutMs?: number;
+  /** Open without writing (inspection tools): no migration, and every write fails with StoreUnavailableError. */
+  readonly readonly?: boolean;
+}
+
+/** Rows read per query when streaming a list. */
+const CHUNK_ROWS = 256;
+/** Order ids bound per `tradesOfOrders` query, well under SQLite's bound-parameter limit. */
+const IN_LIST_SIZE = 500;
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
+const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
+
+const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
+const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
+
+export class SqliteStore implements Store {
+  readonly #db: Database.Database;
+  readonly #write: WriteStatements;
+  readonly #read: ReadStatements;
+  readonly #commit: Database.Transaction<(batch: CommitBatch) => void>;
+  readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
+
+  private constructor(db: Database.Database) {
+    this.#db = db;
+    this.#write = prepareWrites(db);
+    this.#read = prepareReads(db);
+    this.#commit = db.transaction((batch: CommitBatch) => writeBatch(this.#write, batch));
+    this.#snapshot = db.transaction(() => readSnapshot(this.#read));
+  }
+
+  static open(options: SqliteStoreOptions): SqliteStore {
+    const readonly = options.readonly ?? false;
+    const timeout = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!Number.isSafeInteger(timeout) || timeout < 0)
+      throw new RangeError(`invalid busy timeout: ${timeout}`);
+    return guarded(() => {
+      const db = new Database(options.path, { readonly, fileMustExist: readonly, timeout });
+      try {
+        configure(db, options.synchronous ?? 'FULL', readonly);
+        return new SqliteStore(db);
+      } catch (error) {
+        db.close();
+        throw error;
+      }
+    });
+  }
+
+  loadSnapshot(): EngineSnapshot {
+    // A read transaction so every table is read from the same state of the file.
+    return guarded(() => this.#snapshot.deferred());
+  }
+
+  commit(batch: CommitBatch): void {
+    // IMMEDIATE takes the write lock up front, so lock contention surfaces at BEGIN (after the
+    // busy timeout) rather than half-way through the batch.
+    guarded(() => this.#commit.immediate(batch));
+  }
+
+  createUser(email: string | null, time: Micros): UserRecord {
+    const row = guarded(() => this.#write.insertUser.get(email, time));
+    if (row === undefined) throw new Error('INSERT ... RETURNING returned no row');
+    return userFromRow(row);
+  }
+
+  getUser(id: UserId): UserRecord | undefined {
+    const row = guarded(() => this.#read.user.get(id));
+    return row && userFromRow(row);
+  }
+
+  listUsers(): UserRecord[] {
+    return guarded(() => this.#read.users.all()).map(userFromRow);
+  }
+
+  createApiKey(record: ApiKeyRecord): void {
+    const scopes = encodeScopes(record.scopes);
+    guarded(() =>
+      this.#write.insertApiKey.run(
+        record.key,
+        record.userId,
+        record.sealedSecret,
+        scopes,
+        record.createdAt,
+        record.revokedAt,
+      ),
+    );
+  }
+
+  getApiKey(key: string): ApiKeyRecord | undefined {
+    const row = guarded(() => this.#read.apiKey.get(key));
+    return row && apiKeyFromRow(row);
+  }
+
+  listApiKeys(userId: UserId): ApiKeyRecord[] {
+    return guarded(() => this.#read.apiKeysOfUser.all(userId)).map(apiKeyFromRow);
+  }
+
+  /** True when the key existed and was active; revoking twice keeps the first revocation time. */
+  revokeApiKey(key: string, time: Micros): boolean {
+    return guarded(() => this.#write.revokeApiKey.run(time, key)).changes > 0;
+  }
+
+  findLedgerEntry(
+    userId: UserId,
+    asset: AssetCode,
+    kind: LedgerKind,
+    reference: string,
+  ): LedgerEntry | undefined {
+    const row = guarded(() => this.#read.ledgerEntry.get(userId, asset, kind, reference));
+    return row && ledgerFromRow(row);
+  }
+
+  getOrder(id: OrderId): OrderState | undefined {
+    const row = guarded(() => this.#read.order.get(id));
+    return row && orderFromRow(row);
+  }
+
+  listOrders(filter: OrderFilter, page?: Page): Iterable<OrderState> {
+    const stmt = pickByMarket(this.#read.orderLists[filter.status], filter.marketId);
+    const params = { user: filter.userId, market: filter.marketId };
+    return newestFirst(
+      page,
+      (before, limit, offset) => stmt.all({ ...params, before, limit, offset }),
+      orderFromRow,
+    );
+  }
+
+  countOrders(filter: OrderFilter): number {
+    const stmt = pickByMarket(this.#read.orderCounts[filter.status], filter.marketId);
+    return guarded(() => stmt.get({ user: filter.userId, market: filter.marketId })) ?? 0;
+  }
+
+  /** Every requested id is a key of the result, with an empty list when the order never traded. */
+  tradesOfOrders(ids: readonly OrderId[]): Map<OrderId, Trade[]> {
+    const result = new Map<OrderId, Trade[]>(ids.map((id) => [id, []]));
+    const unique = [...result.keys()];
+    for (let i = 0; i < unique.length; i += IN_LIST_SIZE) {
+      const chunk = unique.slice(i, i + IN_LIST_SIZE);
+      // Padding with NULL keeps one prepared statement for every chunk size: `x IN (.., NULL)` never matches NULL.
+      const bound = [...chunk, ...Array<null>(IN_LIST_SIZE - chunk.length).fill(null)];
+      const inChunk = new Set<number>(chunk);
+      for (const row of guarded(() => this.#read.tradesOfOrders.all(...bound, ...bound))) {
+        const trade = tradeFromRow(row);
+        // Only this chunk's orders: the other side of the trade is collected with its own chunk.
+        if (inChunk.has(trade.takerOrderId)) result.get(trade.takerOrderId)?.push(trade);
+        if (inChunk.has(trade.makerOrderId)) result.get(trade.makerOrderId)?.push(trade);
+      }
+    }
+    return result;
+  }
+
+  getUserTrade(userId: UserId, id: TradeId): UserTrade | undefined {
+    const row = guarded(() => this.#read.userTrade.get({ user: userId, id }));
+    return row && userTradeFromRow(row, userId);
+  }
+
+  listUserTrades(filter: TradeFilter, page?: Page): Iterable<UserTrade> {
+    const stmt =
+      filter.marketIds === undefined ? this.#read.userTradeLists.all : this.#read.userTradeLists.market;
+    const params = { user: filter.userId, markets: marketList(filter.marketIds) };
+    return newestFirst(
+      page,
+      (before, limit, offset) => stmt.all({ ...params, before, limit, offset }),
+      (row) => userTradeFromRow(row, filter.userId),
+    );
+  }
+
+  countUserTrades(filter: TradeFilter): number {
+    const stmt =
+      filter.marketIds === undefined ? this.#read.userTradeCounts.all : this.#read.userTradeCounts.market;
+    return guarded(() => stmt.get({ user: filter.userId, markets: marketList(filter.marketIds) })) ?? 0;
+  }
+
+  listPublicTrades(filter: PublicTradeFilter): Trade[] {
+    const limit = filter.limit === undefined ? -1 : checkCount(filter.limit, 'limit');
+    const params = { market: filter.marketId, side: filter.takerSide ?? null, since: filter.since, limit };
+    const stmt = filter.since === undefined ? this.#read.publicTrades.recent : this.#read.publicTrades.since;
+    return guarded(() => stmt.all(params)).map(tradeFromRow);
+  }
+
+  listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Candle[] {
+    const params = { market: marketId, interval, since, limit: checkCount(limit, 'limit') };
+    return guarded(() => this.#read.candles.all(params)).map(candleFromRow);
+  }
+
+  latestCandles(marketId: MarketId): Candle[] {
+    const latest: Candle[] = [];
+    for (const interval of INTERVALS) {
+      const row = guarded(() => this.#read.latestCandle.get({ market: marketId, interval }));
+      if (row !== undefined) latest.push(candleFromRow(row));
+    }
+    return latest;
+  }
+
+  close(): void {
+    if (this.#db.open) this.#db.close();
+  }
+}
+
+function configure(db: Database.Database, synchronous: 'FULL' | 'NORMAL', readonly: boolean): void {
+  // Interpolated into a pragma, so checked even though the type already restricts it.
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL')
+    throw new RangeError(`invalid synchronous: ${synchronous}`);
+  if (!readonly) db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${synchronous}`);
+  db.pragma('foreign_keys = ON');
+  if (!readonly) {
+    migrate(db);
+    return;
+  }
+  const version = schemaVersion(db);
+  if (version !== SCHEMA_VERSION)
+    throw new Error(`database schema version ${version} differs from this release's (${SCHEMA_VERSION})`);
+}
+
+// ---------------------------------------------------------------- commit
+
+function prepareWrites(db: Database.Database) {
+  return {
+    insertAsset: db.prepare<[string, string, string, number]>(
+      'INSERT INTO assets (code, name, type, decimals) VALUES (?, ?, ?, ?)',
+    ),
+    insertMarket: db.prepare<[number, string, string, number, number, number, number, number]>(
+      `INSERT INTO markets (id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertTrade: db.prepare<
+      [
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        number,
+        string,
+        string,
+        number,
+        number,
+        number,
+      ]
+    >(`INSERT INTO trades (${TRADE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    upsertOrder: db.prepare<
+      [
+        number,
+        number,
+        number,
+        string,
+        string,
+        number,
+        number,
+        number,
+        string,
+        string | null,
+        number,
+        number | null,
+        number,
+        number,
+        number,
+      ]
+    >(
+      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET
+         user_id = excluded.user_id, market_id = excluded.market_id, side = excluded.side,
+         type = excluded.type, price = excluded.price, volume = excluded.volume,
+         executed = excluded.executed, status = excluded.status, reason = excluded.reason,
+         open_time = excluded.open_time, close_time = excluded.close_time, cost = excluded.cost,
+         fee = excluded.fee, reserved = excluded.reserved`,
+    ),
+    upsertBalance: db.prepare<[number, string, number, number]>(
+      `INSERT INTO balances (user_id, asset, available, reserved) VALUES (?, ?, ?, ?)
+       ON CONFLICT (user_id, asset) DO UPDATE SET available = excluded.available, reserved = excluded.reserved`,
+    ),
+    upsertTotals: db.prepare<[string, number, number]>(
+      `INSERT INTO asset_totals (asset, net_deposits, fees) VALUES (?, ?, ?)
+       ON CONFLICT (asset) DO UPDATE SET net_deposits = excluded.net_deposits, fees = excluded.fees`,
+    ),
+    insertLedger: db.prepare<[number, string, string, number, string | null, number]>(
+      'INSERT INTO ledger_entries (user_id, asset, kind, amount, reference, time) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    upsertCandle: db.prepare<
+      [number, number, number, number, number, number, number, number, number, number]
+    >(
+      `INSERT INTO candles (${CANDLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (market_id, interval, start) DO UPDATE SET
+         open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close,
+         volume = excluded.volume, quote_volume = excluded.quote_volume, count = excluded.count`,
+    ),
+    upsertMeta: db.prepare<[string, number]>(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+    insertUser: db.prepare<[string | null, number], UserRow>(
+      'INSERT INTO users (email, created_at) VALUES (?, ?) RETURNING id, email, created_at',
+    ),
+    insertApiKey: db.prepare<[string, number, string, string, number, number | null]>(
+      `INSERT INTO api_keys (key, user_id, sealed_secret, scopes, created_at, revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    ),
+    revokeApiKey: db.prepare<[number, string]>(
+      'UPDATE api_keys SET revoked_at = ? WHERE key = ? AND revoked_at IS NULL',
+    ),
+  };
+}
+
+type WriteStatements = ReturnType<typeof prepareWrites>;
+
+/** Runs inside the commit transaction; the order of the writes does not matter (foreign keys are deferred). */
+function writeBatch(s: WriteStatements, batch: CommitBatch): void {
+  for (const event of batch.events) {
+    if (event.type === 'assetCreated') insertAsset(s, event.asset);
+    else if (event.type === 'marketCreated') insertMarket(s, event.market);
+    else if (event.type === 'trade') insertTrade(s, event.trade);
+    // Order and balance events are covered by the change set, which holds their final state.
+  }
+  const { changes } = batch;
+  for (const o of changes.orders) upsertOrder(s, o);
+  for (const b of changes.balances) s.upsertBalance.run(b.userId, b.asset, b.available, b.reserved);
+  for (const t of changes.totals) s.upsertTotals.run(t.asset, t.netDeposits, t.fees);
+  for (const e of batch.ledger) s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
+  for (const c of batch.candles) upsertCandle(s, c);
+  for (const key of SEQUENCE_KEYS) s.upsertMeta.run(key, changes.sequences[key]);
+}
+
+function insertAsset(s: WriteStatements, a: AssetSpec): void {
+  s.insertAsset.run(a.code, a.name, a.type, a.decimals);
+}
+
+function insertMarket(s: WriteStatements, m: MarketSpec): void {
+  s.insertMarket.run(
+    m.id,
+    m.base,
+    m.quote,
+    m.pairDecimals,
+    m.lotDecimals,
+    m.ordermin,
+    m.makerFee,
+    m.takerFee,
+  );
+}
+
+function insertTrade(s: WriteStatements, t: Trade): void {
+  s.insertTrade.run(
+    t.id,
+    t.marketId,
+    t.price,
+    t.volume,
+    t.cost,
+    t.takerOrderId,
+    t.makerOrderId,
+    t.takerUserId,
+    t.makerUserId,
+    t.takerSide,
+    t.takerType,
+    t.takerFee,
+    t.makerFee,
+    t.time,
+  );
+}
+
+function upsertOrder(s: WriteStatements, o: OrderState): void {
+  s.upsertOrder.run(
+    o.id,
+    o.userId,
+    o.marketId,
+    o.side,
+    o.type,
+    o.price,
+    o.volume,
+    o.executed,
+    o.status,
+    o.reason,
+    o.openTime,
+    o.closeTime,
+    o.cost,
+    o.fee,
+    o.reserved,
+  );
+}
+
+function upsertCandle(s: WriteStatements, c: Candle): void {
+  s.upsertCandle.run(
+    c.marketId,
+    c.interval,
+    c.start,
+    c.open,
+    c.high,
+    c.low,
+    c.close,
+    c.volume,
+    c.quoteVolume,
+    c.count,
+  );
+}
+
+// ---------------------------------------------------------------- reads
+
+interface UserParams {
+  readonly user: number;
+  readonly market?: number | undefined;
+}
+interface KeysetParams extends UserParams {
+  readonly before: number;
+  readonly limit: number;
+  readonly offset: number;
+}
+interface UserTradeParams {
+  readonly user: number;
+  /** JSON array of market ids, or null when not filtering. */
+  readonly markets: string | null;
+}
+
+interface PublicTradeParams {
+  readonly market: number;
+  readonly side: string | null;
+  readonly since?: number;
+  readonly limit: number;
+}
+
+interface ByMarket<S> {
+  readonly all: S;
+  readonly market: S;
+}
+
+function prepareReads(db: Database.Database) {
+  const orderList = (statuses: readonly OrderStatus[], byMarket: boolean) =>
+    db.prepare<KeysetParams, OrderRow>(orderListSql(statuses, byMarket));
+  const orderCount = (statuses: readonly OrderStatus[], byMarket: boolean) =>
+    db.prepare<UserParams, number>(orderCountSql(statuses, byMarket)).pluck();
+  const userTradeList = (byMarket: boolean) =>
+    db.prepare<UserTradeParams & KeysetParams, TradeRow>(userTradeListSql(byMarket));
+  const userTradeCount = (byMarket: boolean) =>
+    db.prepare<UserTradeParams, number>(userTradeCountSql(byMarket)).pluck();
+  const inList = Array<string>(IN_LIST_SIZE).fill('?').join(', ');
+
+  return {
+    assets: db.prepare<[], AssetRow>('SELECT code, name, type, decimals FROM assets ORDER BY rowid'),
+    markets: db.prepare<[], MarketRow>(
+      'SELECT id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee FROM markets ORDER BY id',
+    ),
+    balances: db.prepare<[], BalanceRow>(
+      'SELECT user_id, asset, available, reserved FROM balances ORDER BY user_id, asset',
+    ),
+    totals: db.prepare<[], TotalsRow>('SELECT asset, net_deposits, fees FROM asset_totals ORDER BY asset'),
+    openOrders: db.prepare<[], OrderRow>(
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
+    ),
+    meta: db.prepare<[], { key: string; value: number }>('SELECT key, value FROM meta'),
+
+    order: db.prepare<[number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`),
+    orderLists: {
+      open: { all: orderList(OPEN_STATUSES, false), market: orderList(OPEN_STATUSES, true) },
+      done: { all: orderList(DONE_STATUSES, false), market: orderList(DONE_STATUSES, true) },
+    },
+    orderCounts: {
+      open: { all: orderCount(OPEN_STATUSES, false), market: orderCount(OPEN_STATUSES, true) },
+      done: { all: orderCount(DONE_STATUSES, false), market: orderCount(DONE_STATUSES, true) },
+    },
+    tradesOfOrders: db.prepare<(number | null)[], TradeRow>(
+      `SELECT ${TRADE_COLUMNS} FROM trades
+       WHERE taker_order_id IN (${inList}) OR maker_order_id IN (${inList}) ORDER BY id`,
+    ),
+
+    userTrade: db.prepare<{ user: number; id: number }, TradeRow>(
+      `SELECT ${TRADE_COLUMNS} FROM trades WHERE id = @id AND (taker_user_id = @user OR maker_user_id = @user)`,
+    ),
+    userTradeLists: { all: userTradeList(false), market: userTradeList(true) },
+    userTradeCounts: { all: userTradeCount(false), market: userTradeCount(true) },
+    publicTrades: {
+      recent: db.prepare<PublicTradeParams, TradeRow>(publicTradesSql('trades_by_market', false)),
+      since: db.prepare<PublicTradeParams, TradeRow>(publicTradesSql('trades_by_market_time', true)),
+    },
+
+    candles: db.prepare<{ market: number; interval: number; since: number; limit: number }, CandleRow>(
+      `SELECT ${CANDLE_COLUMNS} FROM (
+         SELECT ${CANDLE_COLUMNS} FROM candles
+         WHERE market_id = @market AND interval = @interval AND start > @since
+         ORDER BY start DESC LIMIT @limit
+       ) ORDER BY start`,
+    ),
+    latestCandle: db.prepare<{ market: number; interval: number }, CandleRow>(
+      `SELECT ${CANDLE_COLUMNS} FROM candles WHERE market_id = @market AND interval = @interval
+       ORDER BY start DESC LIMIT 1`,
+    ),
+
+    ledgerEntry: db.prepare<[number, string, string, string], LedgerRow>(
+      `SELECT user_id, asset, kind, amount, reference, time FROM ledger_entries
+       WHERE user_id = ? AND asset = ? AND kind = ? AND reference = ?`,
+    ),
+
+    user: db.prepare<[number], UserRow>('SELECT id, email, created_at FROM users WHERE id = ?'),
+    users: db.prepare<[], UserRow>('SELECT id, email, created_at FROM users ORDER BY id'),
+
+    apiKey: db.prepare<[string], ApiKeyRow>(
+      'SELECT key, user_id, sealed_secret, scopes, created_at, revoked_at FROM api_keys WHERE key = ?',
+    ),
+    apiKeysOfUser: db.prepare<[number], ApiKeyRow>(
+      `SELECT key, user_id, sealed_secret, scopes, created_at, revoked_at FROM api_keys
+       WHERE user_id = ? ORDER BY created_at, rowid`,
+    ),
+  };
+}
+
+type ReadStatements = ReturnType<typeof prepareReads>;
+
+/**
+ * One SELECT per status joined by UNION ALL: each arm walks an index in id order and SQLite merges
+ * them, where `status IN (...)` would sort every done order of the user before returning the first.
+ */
+export function orderListSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
+  const market = byMarket ? ' AND market_id = @market' : '';
+  const arms = statuses.map(
+    (status) =>
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE user_id = @user${market} AND status = '${status}' AND id < @before`,
+  );
+  return `${arms.join(' UNION ALL ')} ORDER BY id DESC LIMIT @limit OFFSET @offset`;
+}
+
+function orderCountSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
+  const market = byMarket ? ' AND market_id = @market' : '';
+  const list = statuses.map((s) => `'${s}'`).join(', ');
+  return `SELECT count(*) FROM orders WHERE user_id = @user${market} AND status IN (${list})`;
+}
+
+/**
+ * Without `since`, the (market, id) index yields the newest trades first and stops at the limit.
+ * With it, the (market, time) range holds just the trades wanted, sorted afterwards; the index is
+ * named because the planner, without statistics, may prefer walking the whole market by id.
+ */
+export function publicTradesSql(
+  index: 'trades_by_market' | 'trades_by_market_time',
+  bySince: boolean,
+): string {
+  const since = bySince ? ' AND time >= @since' : '';
+  return `SELECT ${TRADE_COLUMNS} FROM trades INDEXED BY ${index}
+    WHERE market_id = @market${since} AND (@side IS NULL OR taker_side = @side)
+    ORDER BY id DESC LIMIT @limit`;
+}
+
+const MARKET_FILTER = ' AND market_id IN (SELECT value FROM json_each(@markets))';
+
+/** Taker and maker sides as two index walks merged by id (see orderListSql); self-trades don't exist. */
+export function userTradeListSql(byMarket: boolean): string {
+  const market = byMarket ? MARKET_FILTER : '';
+  const arm = (role: 'taker' | 'maker') =>
+    `SELECT ${TRADE_COLUMNS} FROM trades WHERE ${role}_user_id = @user${market} AND id < @before`;
+  return `${arm('taker')} UNION ALL ${arm('maker')} ORDER BY id DESC LIMIT @limit OFFSET @offset`;
+}
+
+function userTradeCountSql(byMarket: boolean): string {
+  const market = byMarket ? MARKET_FILTER : '';
+  const count = (role: 'taker' | 'maker') =>
+    `(SELECT count(*) FROM trades WHERE ${role}_user_id = @user${market})`;
+  return `SELECT ${count('taker')} + ${count('maker')}`;
+}
+
+const pickByMarket = <S>(statements: ByMarket<S>, marketId: MarketId | undefined): S =>
+  marketId === undefined ? statements.all : statements.market;
+
+/** An empty list means "no market", which matches nothing; undefined means no filter. */
+const marketList = (ids: readonly MarketId[] | undefined): string | null =>
+  ids === undefined ? null : JSON.stringify(ids);
+
+function readSnapshot(r: ReadStatements): EngineSnapshot {
+  return {
+    assets: r.assets.all().map(assetFromRow),
+    markets: r.markets.all().map(marketFromRow),
+    balances: r.balances.all().map(balanceFromRow),
+    totals: r.totals.all().map(totalsFromRow),
+    openOrders: r.openOrders.all().map(orderFromRow),
+    sequences: readSequences(r),
+  };
+}
+
+function readSequences(r: ReadStatements): Sequences {
+  const stored = new Map(r.meta.all().map((row) => [row.key, row.value]));
+  return {
+    nextOrderId: stored.get('nextOrderId') ?? DEFAULT_SEQUENCES.nextOrderId,
+    nextTradeId: stored.get('nextTradeId') ?? DEFAULT_SEQUENCES.nextTradeId,
+    nextMarketId: stored.get('nextMarketId') ?? DEFAULT_SEQUENCES.nextMarketId,
+  };
+}
+
+function checkCount(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`invalid ${name}: ${value}`);
+  return value;
+}
+
+/**
+ * A re-iterable, newest-first list read CHUNK_ROWS at a time. The page is validated now, so a bad
+ * page fails at the call rather than at the first iteration.
+ */
+function newestFirst<R extends { readonly id: number }, T>(
+  page: Page | undefined,
+  fetch: (before: number, limit: number, offset: number) => readonly R[],
+  map: (row: R) => T,
+): Iterable<T> {
+  const limit = page === undefined ? Number.POSITIVE_INFINITY : checkCount(page.limit, 'page limit');
+  const offset = page === undefined ? 0 : checkCount(page.offset, 'page offset');
+  return {
+    *[Symbol.iterator]() {
+      let remaining = limit;
+      let skip = offset;
+      let before = Number.MAX_SAFE_INTEGER;
+      while (remaining > 0) {
+        const want = Math.min(CHUNK_ROWS, remaining);
+        const rows = guarded(() => fetch(before, want, skip));
+        for (const row of rows) yield map(row);
+        const last = rows[rows.length - 1];
+        if (last === undefined || rows.length < want) return;
+        remaining -= rows.length;
+        skip = 0;
+        before = last.id;
+      }
+    },
+  };
+}

@@ -71,6 +71,8 @@ class LiveOrder implements RestingOrder {
   cost = 0;
   fee = 0;
   reserved = 0;
+  /** True while the order is listed in the engine's `dirtyOrders` (changed since the last drain). */
+  dirty = false;
   level: RestingOrder['level'] = null;
   prev: RestingOrder | null = null;
   next: RestingOrder | null = null;
@@ -123,7 +125,11 @@ export class Engine {
   private readonly marketByPair = new Map<string, Market>();
   private readonly ledger = new Ledger((i) => this.assets[i]!.code);
   private readonly openOrders = new Map<number, LiveOrder>();
-  private readonly dirtyOrders = new Map<number, LiveOrder>();
+  /**
+   * Orders changed since the last drain, in first-change order, each once (`LiveOrder.dirty`). An
+   * array plus a flag instead of a Map: a Map cleared at every drain regrows and rehashes each time.
+   */
+  private readonly dirtyOrders: LiveOrder[] = [];
   private nextOrderId = 1;
   private nextTradeId = 1;
   private nextMarketId = 1;
@@ -377,7 +383,7 @@ export class Engine {
     );
     this.ledger.reserve(account, asset, hold);
     order.reserved = hold;
-    this.dirtyOrders.set(order.id, order);
+    this.markDirty(order);
     this.events.push({ type: 'orderAccepted', order: order.state() });
 
     const budgetExhausted = this.match(order, account, time);
@@ -445,10 +451,14 @@ export class Engine {
     const makerFee = this.feeOf(cost, market.spec.makerFee);
     const baseUnits = volume * market.baseUnitsPerLot;
     const makerAccount = this.ledger.account(maker.userId);
-    const [buyer, buyerAccount, buyerFee, seller, sellerAccount, sellerFee] =
-      taker.side === 'buy'
-        ? [taker, takerAccount, takerFee, maker, makerAccount, makerFee]
-        : [maker, makerAccount, makerFee, taker, takerAccount, takerFee];
+    // Plain branches rather than destructuring a temporary array: this runs once per fill.
+    const takerBuys = taker.side === 'buy';
+    const buyer = takerBuys ? taker : maker;
+    const seller = takerBuys ? maker : taker;
+    const buyerAccount = takerBuys ? takerAccount : makerAccount;
+    const sellerAccount = takerBuys ? makerAccount : takerAccount;
+    const buyerFee = takerBuys ? takerFee : makerFee;
+    const sellerFee = takerBuys ? makerFee : takerFee;
 
     this.ledger.spendReserved(buyerAccount, market.quote, cost + buyerFee);
     buyer.reserved -= cost + buyerFee;
@@ -464,7 +474,7 @@ export class Engine {
     book.reduce(maker, volume);
     maker.cost += cost;
     maker.fee += makerFee;
-    this.dirtyOrders.set(maker.id, maker);
+    this.markDirty(maker);
 
     const trade: Trade = {
       id: this.nextTradeId++ as TradeId,
@@ -493,19 +503,21 @@ export class Engine {
 
   /** The largest volume (<= wanted) whose cost plus taker fee fits in `budget`. */
   private affordable(market: Market, price: number, wanted: number, budget: number): number {
-    const spend = (v: number): number => {
-      const cost = this.costOf(market, price, v);
-      return cost + this.feeOf(cost, market.spec.takerFee);
-    };
-    if (spend(wanted) <= budget) return wanted;
+    if (this.spend(market, price, wanted) <= budget) return wanted;
     let lo = 0;
     let hi = wanted;
     while (lo < hi) {
       const mid = lo + Math.ceil((hi - lo) / 2);
-      if (spend(mid) <= budget) lo = mid;
+      if (this.spend(market, price, mid) <= budget) lo = mid;
       else hi = mid - 1;
     }
     return lo;
+  }
+
+  /** What a taker buy of `volume` at `price` costs, fee included (a method, not a per-call closure). */
+  private spend(market: Market, price: number, volume: number): number {
+    const cost = this.costOf(market, price, volume);
+    return cost + this.feeOf(cost, market.spec.takerFee);
   }
 
   private cancelOrder(userId: UserId, orderId: OrderId, time: Micros): CommandResult | undefined {
@@ -520,6 +532,13 @@ export class Engine {
     return undefined;
   }
 
+  private markDirty(order: LiveOrder): void {
+    if (!order.dirty) {
+      order.dirty = true;
+      this.dirtyOrders.push(order);
+    }
+  }
+
   /** Moves an order to a final status and gives back whatever it still holds. */
   private finish(order: LiveOrder, status: 'closed' | 'canceled', reason: string | null, time: Micros): void {
     const market = order.market;
@@ -532,7 +551,7 @@ export class Engine {
     order.status = status;
     order.reason = reason;
     order.closeTime = time;
-    this.dirtyOrders.set(order.id, order);
+    this.markDirty(order);
     this.events.push({ type: 'orderDone', order: order.state() });
   }
 
@@ -551,8 +570,11 @@ export class Engine {
   /** Everything changed since the previous drain; the store persists exactly this. */
   drainChanges(): ChangeSet {
     const orders: OrderState[] = [];
-    for (const order of this.dirtyOrders.values()) orders.push(order.state());
-    this.dirtyOrders.clear();
+    for (const order of this.dirtyOrders) {
+      order.dirty = false;
+      orders.push(order.state());
+    }
+    this.dirtyOrders.length = 0;
     const levels: LevelKey[] = [];
     for (const market of this.markets.values()) {
       for (const price of market.dirtyBids)

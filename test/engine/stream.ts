@@ -1,0 +1,273 @@
+/**
+ * A seeded random command stream for the engine tests: limit and market orders on both sides with
+ * prices clustered near a drifting mid (so crossing is frequent), cancels of open, foreign, closed
+ * and unknown ids, deposits, withdrawals and commands that must be refused. It reads the open
+ * orders and balances from a ReferenceBook fed with the same commands.
+ */
+import type {
+  Amount,
+  AssetCode,
+  MarketId,
+  OrderId,
+  Price,
+  Side,
+  UserId,
+  Volume,
+} from '../../src/domain/types.js';
+import type { Command } from '../../src/engine/types.js';
+import { ASSETS, MARKETS, mulberry32 } from './fixtures.js';
+import type { ReferenceBook, RefMarket } from './reference-book.js';
+
+const MAX = Number.MAX_SAFE_INTEGER;
+export const USERS = [1, 2, 3, 4, 5, 6] as const;
+/** User 6 is poor: its market buys run out of budget. User 3 crosses itself on purpose. */
+const POOR = 6;
+const SELF_CROSSER = 3;
+
+interface MarketGen {
+  readonly m: RefMarket;
+  readonly mid0: number;
+  mid: number;
+  /** Half-width of the price cloud around the mid, in ticks. */
+  readonly spread: number;
+  /** Typical volumes, log-uniform between these (lots). */
+  readonly vMin: number;
+  readonly vMax: number;
+  /** Rare large volumes (products above 2^53 for BTC/EUR). */
+  readonly vLarge: number;
+}
+
+const RICH: Record<string, number> = {
+  BTC: 50_000_000_000,
+  EUR: 1_000_000_000,
+  ETH: 100_000_000_000_000,
+  USDT: 1_000_000_000_000,
+};
+const POOR_FUNDS: Record<string, number> = {
+  BTC: 1_000_000,
+  EUR: 100_000,
+  ETH: 1_000_000_000,
+  USDT: 100_000_000,
+};
+
+export class Generator {
+  private readonly rnd: () => number;
+  private readonly markets: MarketGen[];
+
+  constructor(
+    seed: number,
+    private readonly ref: ReferenceBook,
+  ) {
+    this.rnd = mulberry32(seed);
+    this.markets = [
+      {
+        m: MARKETS[0]!,
+        mid0: 300_000,
+        mid: 300_000,
+        spread: 25,
+        vMin: 1_000,
+        vMax: 100_000_000,
+        vLarge: 60_000_000_000,
+      },
+      { m: MARKETS[1]!, mid0: 5_000, mid: 5_000, spread: 8, vMin: 10, vMax: 50_000, vLarge: 50_000_000 },
+      { m: MARKETS[2]!, mid0: 300_000, mid: 300_000, spread: 15, vMin: 1, vMax: 10_000, vLarge: 100_000_000 },
+    ];
+  }
+
+  private int(lo: number, hi: number): number {
+    return lo + Math.floor(this.rnd() * (hi - lo + 1));
+  }
+
+  private pick<T>(items: readonly T[]): T {
+    return items[Math.floor(this.rnd() * items.length)]!;
+  }
+
+  private logUniform(lo: number, hi: number): number {
+    return Math.floor(Math.exp(Math.log(lo) + this.rnd() * (Math.log(hi) - Math.log(lo))));
+  }
+
+  funding(): Command[] {
+    const commands: Command[] = [];
+    for (const userId of USERS) {
+      for (const a of ASSETS) {
+        const amount = (userId === POOR ? POOR_FUNDS : RICH)[a.code]!;
+        commands.push({
+          kind: 'deposit',
+          userId: userId as UserId,
+          asset: a.code as AssetCode,
+          amount: amount as Amount,
+        });
+      }
+    }
+    return commands;
+  }
+
+  private volume(g: MarketGen): number {
+    const r = this.rnd();
+    if (r < 0.9) return this.logUniform(g.vMin, g.vMax);
+    if (r < 0.96) return this.int(1, g.m.ordermin * 2);
+    if (r < 0.995) return this.logUniform(g.vMax, g.vLarge);
+    return this.pick([MAX, MAX - 1, 9_000_000_000_000_000, 2 ** 52 + 7]);
+  }
+
+  next(): Command {
+    for (const g of this.markets) {
+      if (this.rnd() < 0.05) g.mid = Math.min(Math.max(g.mid + this.int(-3, 3), g.mid0 * 0.9), g.mid0 * 1.1);
+    }
+    const r = this.rnd();
+    if (r < 0.44) return this.limit();
+    if (r < 0.56) return this.market();
+    if (r < 0.8) return this.cancel();
+    if (r < 0.88) return this.deposit();
+    if (r < 0.94) return this.withdraw();
+    return this.odd();
+  }
+
+  private user(): UserId {
+    return this.pick(USERS) as UserId;
+  }
+
+  private limit(): Command {
+    const g = this.pick(this.markets);
+    const userId = this.user();
+    const side: Side = this.rnd() < 0.5 ? 'buy' : 'sell';
+    let offset: number;
+    if (userId === SELF_CROSSER) offset = this.int(-2, 2);
+    else {
+      // Buys mostly below the mid, sells mostly above, with a third of the cloud crossing.
+      const o = this.int(-g.spread, Math.ceil(g.spread / 3));
+      offset = side === 'buy' ? o : -o;
+    }
+    return {
+      kind: 'placeOrder',
+      userId,
+      marketId: g.m.id as MarketId,
+      side,
+      type: 'limit',
+      price: Math.max(1, Math.round(g.mid) + offset) as Price,
+      volume: this.volume(g) as Volume,
+    };
+  }
+
+  private market(): Command {
+    const g = this.pick(this.markets);
+    const side: Side = this.rnd() < 0.5 ? 'buy' : 'sell';
+    const userId = (side === 'buy' && this.rnd() < 0.3 ? POOR : this.user()) as UserId;
+    return {
+      kind: 'placeOrder',
+      userId,
+      marketId: g.m.id as MarketId,
+      side,
+      type: 'market',
+      price: this.pick([0, 1, Math.round(g.mid)]) as Price,
+      volume: this.volume(g) as Volume,
+    };
+  }
+
+  private cancel(): Command {
+    const open = this.ref.openOrders();
+    const r = this.rnd();
+    if (r < 0.6 && open.length > 0) {
+      const o = this.pick(open);
+      return { kind: 'cancelOrder', userId: o.userId as UserId, orderId: o.id as OrderId };
+    }
+    if (r < 0.75 && open.length > 0) {
+      const o = this.pick(open);
+      const other = (o.userId % USERS.length) + 1;
+      return { kind: 'cancelOrder', userId: other as UserId, orderId: o.id as OrderId };
+    }
+    if (r < 0.9 && this.ref.lastOrderId > 0) {
+      return {
+        kind: 'cancelOrder',
+        userId: this.user(),
+        orderId: this.int(1, this.ref.lastOrderId) as OrderId,
+      };
+    }
+    return {
+      kind: 'cancelOrder',
+      userId: this.user(),
+      orderId: this.pick([0, -1, this.ref.lastOrderId + 1, 2.5]) as OrderId,
+    };
+  }
+
+  private deposit(): Command {
+    const a = this.pick(ASSETS);
+    const userId = (this.rnd() < 0.05 ? 7 : this.user()) as UserId;
+    const top = (userId === POOR ? POOR_FUNDS : RICH)[a.code]!;
+    return {
+      kind: 'deposit',
+      userId,
+      asset: a.code as AssetCode,
+      amount: this.logUniform(1, top / 4) as Amount,
+    };
+  }
+
+  private withdraw(): Command {
+    const a = this.pick(ASSETS);
+    const userId = this.user();
+    const available = Number(this.ref.balance(userId, a.code).available);
+    const r = this.rnd();
+    let amount: number;
+    if (r < 0.1) amount = available;
+    else if (r < 0.2) amount = available + this.int(1, 100);
+    else amount = Math.max(1, Math.floor(available * this.rnd() * 0.3));
+    return { kind: 'withdraw', userId, asset: a.code as AssetCode, amount: amount as Amount };
+  }
+
+  /** Commands that must be refused (or are edge cases), identically by both. */
+  private odd(): Command {
+    const g = this.pick(this.markets);
+    const order = {
+      kind: 'placeOrder',
+      userId: this.user(),
+      marketId: g.m.id as MarketId,
+      side: this.rnd() < 0.5 ? 'buy' : 'sell',
+      type: 'limit',
+      price: Math.round(g.mid) as Price,
+      volume: g.vMin as Volume,
+    } as const;
+    switch (this.int(0, 12)) {
+      case 0:
+        return { ...order, marketId: 99 as MarketId };
+      case 1:
+        return { ...order, volume: 0 as Volume };
+      case 2:
+        return { ...order, volume: 2.5 as Volume };
+      case 3:
+        return { ...order, price: 0 as Price };
+      case 4:
+        return { ...order, price: -3 as Price };
+      case 5:
+        return { ...order, price: 1.5 as Price };
+      case 6:
+        return { ...order, userId: 0 as UserId };
+      case 7:
+        return { ...order, type: 'market', price: -1 as Price, volume: -4 as Volume };
+      case 8:
+        return { kind: 'deposit', userId: this.user(), asset: 'DOGE' as AssetCode, amount: 5 as Amount };
+      case 9:
+        return {
+          kind: 'deposit',
+          userId: this.user(),
+          asset: 'EUR' as AssetCode,
+          amount: this.pick([0, -5, 1.5, MAX]) as Amount,
+        };
+      case 10:
+        return {
+          kind: 'withdraw',
+          userId: this.user(),
+          asset: 'BTC' as AssetCode,
+          amount: this.pick([0, -1, 0.5]) as Amount,
+        };
+      case 11:
+        return { kind: 'withdraw', userId: 99 as UserId, asset: 'ETH' as AssetCode, amount: 1 as Amount };
+      default:
+        // A limit far through the book: sweeps many levels.
+        return {
+          ...order,
+          price: (order.side === 'buy' ? g.mid0 * 2 : 1) as Price,
+          volume: g.vMax as Volume,
+        };
+    }
+  }
+}

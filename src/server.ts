@@ -4,7 +4,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
@@ -12,6 +12,7 @@ import { type OpenExchange, openExchange } from './app/exchange.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
+import { buildHttpApp } from './http/app.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 
 export interface RunningServer {
@@ -51,11 +52,12 @@ export async function startServer(
   if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
 
   let shuttingDown = false;
-  const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
-    bodyLimit: config.bodyLimitBytes,
-    // One log line per request is noise at exchange rates; per-request logs appear at debug level.
-    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+  const app = buildHttpApp({
+    exchange,
+    vault,
+    logger: logger as FastifyBaseLogger,
+    clock: exchange.clock,
+    config: { ...config, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {

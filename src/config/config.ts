@@ -29,6 +29,10 @@ export interface Config {
   readonly bodyLimitBytes: number;
   readonly simulator: { readonly enabled: boolean; readonly ratePerSecond: number };
   readonly secretsKey: string | undefined;
+  /** Public origin (https://api.example.com) for URLs the API returns, when behind a proxy. */
+  readonly publicUrl: string | undefined;
+  /** Trust X-Forwarded-* headers (only behind a reverse proxy you control). */
+  readonly trustProxy: boolean;
 }
 
 export class ConfigError extends Error {
@@ -105,7 +109,16 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     simulator: { enabled: simulator === 'on', ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000) },
     secretsKey: env.SECRETS_KEY || undefined,
+    publicUrl: publicUrl(env.PUBLIC_URL),
+    trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
   };
+}
+
+function publicUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  if (!/^https?:\/\/[^/?#\s]+$/.test(raw.trim()))
+    throw new ConfigError(`PUBLIC_URL must be an origin such as https://api.example.com, got "${raw}".`);
+  return raw.trim();
 }
 
 export const isLoopback = (host: string): boolean =>

@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import type { Exchange } from '../app/ports.js';
+import { StoreUnavailableError } from '../store/store.js';
+import { type Harness, startHarness, type Trader } from './testing/harness.js';
+
+const NOT_FOUND = { success: false, message: 'Not Found', error: { message: 'Not Found', code: 404 } };
+
+describe('app: routing, limits, documents', () => {
+  let h: Harness;
+  let alice: Trader;
+  before(async () => {
+    h = await startHarness({ bodyLimitBytes: 2048 });
+    alice = await h.trader();
+  });
+  after(() => h.close());
+
+  test('unknown routes and methods are a JSON 404 (shape C)', async () => {
+    for (const [method, url] of [
+      ['GET', '/v1/nothing'],
+      ['GET', '/nothing'],
+      ['PUT', '/v1/markets'],
+      ['POST', '/v1/tickers'],
+      ['GET', '/v2/markets'],
+    ] as const) {
+      const r = await h.request(method, url, { body: method === 'GET' ? undefined : '{"x":' });
+      assert.equal(r.status, 404, `${method} ${url}`);
+      assert.deepEqual(r.json, NOT_FOUND);
+      assert.match(String(r.headers['content-type']), /^application\/json/);
+    }
+  });
+
+  test('a body over the limit is 413, in the route’s shape', async () => {
+    const big = JSON.stringify({ order_direction: 'buy', pad: 'x'.repeat(4096) });
+    const r = await h.request('POST', '/v1/orders', { as: alice, body: big });
+    assert.deepEqual([r.status, r.json], [413, { error: 'Payload Too Large' }]);
+  });
+
+  test('a body that is not JSON is 400, never 415 or 5xx', async () => {
+    for (const type of ['text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'nonsense']) {
+      const r = await h.request('POST', '/v1/orders', {
+        as: alice,
+        body: 'order_direction=buy',
+        headers: { 'content-type': type },
+      });
+      assert.deepEqual([r.status, r.json], [400, { error: 'Invalid request' }], type);
+    }
+    const noType = await h.app.inject({ method: 'POST', url: '/v1/orders', payload: Buffer.from('{}') });
+    assert.equal(noType.statusCode < 500, true);
+    // An unsigned, malformed request still only learns "Invalid Signature".
+    const unsigned = await h.request('POST', '/v1/orders', { body: '{', headers: {} });
+    assert.equal(unsigned.status, 422);
+  });
+
+  test('OpenAPI 3.1 document lists every endpoint; /docs serves a page', async () => {
+    const r = await h.request('GET', '/v1/openapi.json');
+    assert.equal(r.status, 200);
+    const doc = r.json as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    assert.equal(doc.openapi, '3.1.0');
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    for (const op of [
+      'GET /v1/markets',
+      'GET /v1/tickers',
+      'GET /v1/ohlc',
+      'GET /v1/orderbook',
+      'GET /v1/historical_trades',
+      'GET /v1/spot-wallet',
+      'GET /v1/trade-wallet',
+      'POST /v1/orders',
+      'DELETE /v1/orders/{order_id}',
+      'GET /v1/orders/{order_id}',
+      'GET /v1/open-orders',
+      'GET /v1/closed-orders',
+      'GET /v1/trades',
+      'GET /v1/trades/{trade_id}',
+      'POST /v1/broadcasting/auth',
+    ]) {
+      assert.ok(operations.includes(op), op);
+    }
+    const tradeWallet = doc.paths['/v1/trade-wallet']?.get as { deprecated?: boolean } | undefined;
+    assert.equal(tradeWallet?.deprecated, true);
+    const page = await h.app.inject({ method: 'GET', url: '/docs/' });
+    assert.equal(page.statusCode, 200);
+    assert.match(page.headers['content-type'] as string, /text\/html/);
+  });
+});
+
+describe('app: failures', () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  let h: Harness;
+  let alice: Trader;
+  before(async () => {
+    const wrap = (exchange: Exchange): Exchange =>
+      new Proxy(exchange, {
+        get(target, key, receiver) {
+          if (key === 'submit') return () => Promise.reject(new StoreUnavailableError('disk full'));
+          if (key === 'balances') {
+            return () => {
+              throw new Error('balances exploded');
+            };
+          }
+          const value = Reflect.get(target, key, receiver);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    h = await startHarness({ logger: pino({ level: 'info' }, sink), wrap });
+    alice = await h.trader();
+  });
+  after(() => h.close());
+
+  test('a store outage is a 503 with Retry-After, in the route’s shape', async () => {
+    const r = await h.request('POST', '/v1/orders', {
+      as: alice,
+      body: { order_direction: 'buy', order_type: 'limit', pair: 'BTC/EUR', volume: '0.01', price: '100' },
+    });
+    assert.deepEqual([r.status, r.json], [503, { error: 'Service Unavailable' }]);
+    assert.equal(r.headers['retry-after'], '1');
+  });
+
+  test('an unexpected error is a 500 that is logged without credentials', async () => {
+    lines.length = 0;
+    const r = await h.request('GET', '/v1/spot-wallet', { as: alice });
+    assert.deepEqual([r.status, r.json], [500, { error: 'Server Error' }]);
+    const log = lines.join('');
+    assert.match(log, /balances exploded/);
+    assert.ok(!log.includes(alice.apiSecret));
+    assert.ok(!log.toLowerCase().includes('x-api-sign'));
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * The public HTTP interface: `/v1` (market data, trading, account, channel authorization), its
+ * OpenAPI 3.1 document at /v1/openapi.json, and a browsable page at /docs.
+ *
+ * Two entry points: buildHttpApp makes a complete Fastify instance (JSON 404 and error shapes at
+ * the root too); registerHttpApi adds the same API to an instance the caller already has (the
+ * composition root may prefer one instance for health, admin and API routes).
+ */
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from 'fastify';
+import type { Exchange } from '../app/ports.js';
+import type { Micros } from '../domain/types.js';
+import type { HttpConfig, SecretOpener } from './context.js';
+import { errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
+import { notFound, v1Plugin } from './v1/plugin.js';
+
+export interface HttpApiOptions {
+  readonly exchange: Exchange;
+  /** Opens sealed API secrets (the CredentialVault). */
+  readonly vault: SecretOpener;
+  readonly config: HttpConfig;
+  /** Wall clock in microseconds; defaults to Date.now() (pass the exchange's clock when at hand). */
+  readonly clock?: () => Micros;
+}
+
+export interface HttpAppOptions extends HttpApiOptions {
+  readonly logger: FastifyBaseLogger;
+  readonly config: HttpConfig & {
+    /** Trust X-Forwarded-* (behind a reverse proxy), for `meta.path` and logging. */
+    readonly trustProxy?: boolean;
+    /** Log every request (Fastify's request/response lines); off by default. */
+    readonly logRequests?: boolean;
+  };
+}
+
+export const API_PREFIX = '/v1';
+export const DOCS_PREFIX = '/docs';
+
+/** Adds /v1, /v1/openapi.json and /docs to `app`. Call before `app.ready()` / `listen()`. */
+export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): FastifyInstance {
+  app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'OpenSpot spot trading API',
+        version: '1.0.0',
+        description:
+          'Spot Trading Service Interface, v1. Decimal quantities are JSON strings. Private endpoints ' +
+          'need X-API-Key and X-API-Sign = base64(HMAC-SHA512(base64decode(secret), METHOD + ' +
+          'hex(SHA-256(raw body bytes, or "{}" when empty)))).',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+          apiSign: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-API-Sign',
+            description: 'Signature of the request; see the API description.',
+          },
+        },
+      },
+      tags: [
+        { name: 'market data', description: 'Public' },
+        { name: 'account', description: 'Private: balances and trades' },
+        { name: 'trading', description: 'Private: orders' },
+        { name: 'websocket', description: 'Private channel authorization' },
+      ],
+    },
+  });
+  app.register(v1Plugin, {
+    prefix: API_PREFIX,
+    exchange: options.exchange,
+    vault: options.vault,
+    config: options.config,
+    clock: options.clock ?? (() => (Date.now() * 1000) as Micros),
+  });
+  app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
+  app.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });
+  return app;
+}
+
+export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
+  const { config } = options;
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: config.bodyLimitBytes,
+    logController: new LogController({ disableRequestLogging: config.logRequests !== true }),
+    trustProxy: config.trustProxy ?? false,
+    // Malformed URLs and the like are answered before routing: still JSON, still shape E.
+    frameworkErrors: (_error, _request, reply: FastifyReply) => {
+      reply
+        .code(400)
+        .type('application/json')
+        .send(JSON.stringify(errorE(400, INVALID_REQUEST).body));
+    },
+  });
+  app.setErrorHandler(httpErrorHandler);
+  app.setNotFoundHandler(notFound);
+  return registerHttpApi(app, options);
+}

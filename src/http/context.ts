@@ -1,0 +1,42 @@
+/** What the v1 routes are given: the exchange port, the vault and the few settings they read. */
+import type { Exchange } from '../app/ports.js';
+import type { Micros } from '../domain/types.js';
+
+export interface HttpConfig {
+  /** Pusher-protocol app credentials; POST /broadcasting/auth signs channel tokens with them. */
+  readonly ws: { readonly appKey: string; readonly appSecret: string };
+  /** Valuation currency of the wallet's `*_in_fiat` fields (`balance_currency`). */
+  readonly balanceCurrency: string;
+  /** Largest accepted request body; larger ones get 413. */
+  readonly bodyLimitBytes: number;
+  /**
+   * Public origin (`https://api.example.com`) used in pagination `path`. When absent the request's
+   * own scheme and Host are used, which is right unless a proxy rewrites them.
+   */
+  readonly publicUrl?: string;
+}
+
+export interface SecretOpener {
+  open(sealed: string): string;
+}
+
+export interface V1Deps {
+  readonly exchange: Exchange;
+  readonly vault: SecretOpener;
+  readonly config: HttpConfig;
+  /** Wall clock in microseconds (tickers' "today", order book timestamps). */
+  readonly clock: () => Micros;
+}
+
+/** Laravel's default "no rows" message is not an interface contract; these texts are ours. */
+export const MESSAGES = {
+  markets: 'Markets retrieved successfully.',
+  wallet: 'Wallet retrieved successfully.',
+  orderCreated: 'Order created successfully.',
+  orderCanceled: 'Order canceled successfully.',
+  order: 'Order retrieved successfully.',
+  openOrders: 'Open orders retrieved successfully.',
+  closedOrders: 'Closed orders retrieved successfully.',
+  trades: 'Trades retrieved successfully.',
+  trade: 'Trade retrieved successfully.',
+} as const;

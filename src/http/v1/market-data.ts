@@ -1,0 +1,244 @@
+/**
+ * Public market data: GET /markets, /tickers, /ohlc, /orderbook, /historical_trades.
+ * Conventions follow Kraken (markets, OHLC) and CoinGecko's exchange API (tickers, order book,
+ * historical trades); defaults and limits the interface leaves open are in docs/http-decisions.md.
+ */
+import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import type { MarketSpec, Micros, Side } from '../../domain/types.js';
+import { INTERVALS, type Interval } from '../../market-data/candle.js';
+import type { V1Deps } from '../context.js';
+import { MESSAGES } from '../context.js';
+import { errorA, errorB, errorE, INVALID_REQUEST, rule } from '../errors.js';
+import { parseIntInRange, parseUnixTime, resolvePair } from '../parse.js';
+import {
+  CandleSchema,
+  Envelope,
+  ErrorASchema,
+  ErrorBSchema,
+  ErrorESchema,
+  MarketSchema,
+  OrderBookSchema,
+  PublicTradeSchema,
+  StringEnum,
+  TickerSchema,
+} from '../schemas.js';
+import {
+  serializeCandle,
+  serializeLevels,
+  serializeMarket,
+  serializePublicTrade,
+  serializeTicker,
+} from '../serializers.js';
+import { unixSeconds } from '../time.js';
+import type { V1RouteConfig } from './plugin.js';
+import { envelope } from './shared.js';
+
+/** Kraken: at most the 720 most recent candles. */
+export const OHLC_MAX_CANDLES = 720;
+/** Kraken's default interval, in minutes. */
+export const OHLC_DEFAULT_INTERVAL: Interval = 1;
+/** Levels across both sides when `depth` is absent (50 bids + 50 asks). */
+export const ORDERBOOK_DEFAULT_DEPTH = 100;
+export const HISTORICAL_DEFAULT_LIMIT = 100;
+/** Per side; also what `limit=0` ("everything" in CoinGecko's text) is capped to. */
+export const HISTORICAL_MAX_LIMIT = 1000;
+
+const TickerId = Type.String({
+  maxLength: 64,
+  description: 'market in slash form, e.g. BTC/EUR (BTCEUR also accepted)',
+});
+const UnixTime = Type.String({
+  pattern: '^[0-9]{1,12}(\\.[0-9]{1,9})?$',
+  description: 'Unix time in seconds',
+});
+const Count = (description: string) => Type.String({ pattern: '^[0-9]{1,9}$', description });
+
+const config = (c: V1RouteConfig) => c;
+
+/** The market a B-shaped endpoint's `ticker_id` names, or a 422 saying it is unknown. */
+function tickerMarket(deps: V1Deps, tickerId: string): MarketSpec {
+  const market = resolvePair(deps.exchange.catalogue, tickerId);
+  if (market === undefined) throw errorB(422, [rule.invalid('ticker_id')]);
+  return market;
+}
+
+export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
+  const app = base.withTypeProvider<TypeBoxTypeProvider>();
+  const { exchange } = deps;
+  const catalogue = exchange.catalogue;
+
+  app.get(
+    '/markets',
+    {
+      config: config({ errorShape: 'A' }),
+      schema: {
+        tags: ['market data'],
+        summary: 'Markets, keyed by joined pair name',
+        querystring: Type.Object({ pair: Type.Optional(Type.String({ maxLength: 64 })) }),
+        response: { 200: Envelope(Type.Record(Type.String(), MarketSchema)), 400: ErrorASchema },
+      },
+    },
+    async (request) => {
+      const { pair } = request.query;
+      let markets: readonly MarketSpec[] = catalogue.markets();
+      if (pair !== undefined) {
+        const market = resolvePair(catalogue, pair);
+        if (market === undefined) throw errorA(400, 'Unknown asset pair');
+        markets = [market];
+      }
+      const data: Record<string, ReturnType<typeof serializeMarket>> = {};
+      for (const market of markets) data[`${market.base}${market.quote}`] = serializeMarket(market);
+      return envelope(MESSAGES.markets, data);
+    },
+  );
+
+  app.get(
+    '/tickers',
+    {
+      config: config({ errorShape: 'E' }),
+      schema: {
+        tags: ['market data'],
+        summary: 'Tickers; high, low and volumes since 00:00 UTC',
+        querystring: Type.Object({ ticker_id: Type.Optional(TickerId) }),
+        response: { 200: Type.Array(TickerSchema), 400: ErrorESchema },
+      },
+    },
+    async (request) => {
+      const { ticker_id } = request.query;
+      let markets: readonly MarketSpec[] = catalogue.markets();
+      if (ticker_id !== undefined) {
+        const market = resolvePair(catalogue, ticker_id);
+        if (market === undefined) throw errorE(400, INVALID_REQUEST);
+        markets = [market];
+      }
+      const now = deps.clock();
+      return markets.map((market) => {
+        const top = exchange.book(market.id, 1);
+        return serializeTicker(market, catalogue, {
+          today: exchange.statsToday(market.id, now),
+          last: exchange.lastPrice(market.id),
+          bestBid: top.bids[0]?.[0] ?? null,
+          bestAsk: top.asks[0]?.[0] ?? null,
+        });
+      });
+    },
+  );
+
+  app.get(
+    '/ohlc',
+    {
+      config: config({ errorShape: 'B' }),
+      schema: {
+        tags: ['market data'],
+        summary: `Candles, oldest first, at most the ${OHLC_MAX_CANDLES} most recent`,
+        querystring: Type.Object({
+          ticker_id: TickerId,
+          since: Type.Optional(UnixTime),
+          interval: Type.Optional(
+            StringEnum(
+              INTERVALS.map((i) => String(i)),
+              { description: `minutes; default ${OHLC_DEFAULT_INTERVAL}` },
+            ),
+          ),
+        }),
+        response: { 200: Type.Array(CandleSchema), 422: ErrorBSchema },
+      },
+    },
+    async (request) => {
+      const { ticker_id, since, interval } = request.query;
+      const market = tickerMarket(deps, ticker_id);
+      const minutes = (interval === undefined ? OHLC_DEFAULT_INTERVAL : Number(interval)) as Interval;
+      // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
+      const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
+      if (after === undefined) throw errorB(422, [rule.format('since')]);
+      const candles = exchange.store.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
+      return candles.map((candle) => serializeCandle(candle, market, catalogue));
+    },
+  );
+
+  app.get(
+    '/orderbook',
+    {
+      config: config({ errorShape: 'B' }),
+      schema: {
+        tags: ['market data'],
+        summary: 'Order book, aggregated by price level',
+        querystring: Type.Object({
+          ticker_id: TickerId,
+          depth: Type.Optional(
+            Count(
+              `levels across both sides (half per side, odd rounds up); 0 = full book; default ${ORDERBOOK_DEFAULT_DEPTH}`,
+            ),
+          ),
+        }),
+        response: { 200: Type.Array(OrderBookSchema), 422: ErrorBSchema },
+      },
+    },
+    async (request) => {
+      const { ticker_id, depth } = request.query;
+      const market = tickerMarket(deps, ticker_id);
+      const total = depth === undefined ? ORDERBOOK_DEFAULT_DEPTH : Number(depth);
+      const perSide = total === 0 ? 0 : Math.ceil(total / 2);
+      const book = exchange.book(market.id, perSide);
+      return [
+        {
+          ticker_id: `${market.base}/${market.quote}`,
+          timestamp: unixSeconds(deps.clock()),
+          bids: serializeLevels(market, book.bids),
+          asks: serializeLevels(market, book.asks),
+        },
+      ];
+    },
+  );
+
+  app.get(
+    '/historical_trades',
+    {
+      config: config({ errorShape: 'B' }),
+      schema: {
+        tags: ['market data'],
+        summary: 'Recent trades by taker side, newest first',
+        querystring: Type.Object({
+          ticker_id: TickerId,
+          type: Type.Optional(StringEnum(['buy', 'sell'], { description: 'taker side' })),
+          limit: Type.Optional(
+            Count(
+              `per side; default ${HISTORICAL_DEFAULT_LIMIT}, at most ${HISTORICAL_MAX_LIMIT}; 0 = the maximum`,
+            ),
+          ),
+          start_time: Type.Optional(UnixTime),
+        }),
+        response: {
+          200: Type.Object({ buy: Type.Array(PublicTradeSchema), sell: Type.Array(PublicTradeSchema) }),
+          422: ErrorBSchema,
+        },
+      },
+    },
+    async (request) => {
+      const { ticker_id, type, limit, start_time } = request.query;
+      const market = tickerMarket(deps, ticker_id);
+      let count = HISTORICAL_DEFAULT_LIMIT;
+      if (limit !== undefined) {
+        const parsed = parseIntInRange(limit, 0, HISTORICAL_MAX_LIMIT);
+        if (parsed === undefined) throw errorB(422, [rule.max('limit', String(HISTORICAL_MAX_LIMIT))]);
+        count = parsed === 0 ? HISTORICAL_MAX_LIMIT : parsed;
+      }
+      const since: Micros | undefined =
+        start_time === undefined ? undefined : parseUnixTime(start_time)?.micros;
+      if (start_time !== undefined && since === undefined) throw errorB(422, [rule.format('start_time')]);
+      const side = (takerSide: Side) =>
+        type !== undefined && type !== takerSide
+          ? []
+          : exchange.store
+              .listPublicTrades({
+                marketId: market.id,
+                takerSide,
+                limit: count,
+                ...(since === undefined ? {} : { since }),
+              })
+              .map((trade) => serializePublicTrade(trade, market, catalogue));
+      return { buy: side('buy'), sell: side('sell') };
+    },
+  );
+}

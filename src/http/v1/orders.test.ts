@@ -1,0 +1,278 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type Harness, limit, startHarness, type Trader } from '../testing/harness.js';
+
+interface OrderJson {
+  id: number;
+  user_id: number;
+  status: string;
+  reason: string | null;
+  close_time: string | null;
+  price: { amount: string; currency: string };
+  volume_executed: { amount: string };
+  cost: { amount: string } | null;
+  fee: { amount: string } | null;
+  pair: string;
+  trades: { id: number; price: { currency: string } }[];
+}
+interface ListJson {
+  success: boolean;
+  message: string;
+  code: number;
+  data: OrderJson[];
+  meta?: Record<string, unknown>;
+}
+
+const order = (over: Record<string, unknown> = {}) => ({
+  order_direction: 'buy',
+  order_type: 'limit',
+  pair: 'BTC/EUR',
+  volume: '0.01',
+  price: '20000.0',
+  ...over,
+});
+
+describe('orders', () => {
+  let h: Harness;
+  let alice: Trader;
+  let bob: Trader;
+  before(async () => {
+    h = await startHarness({ publicUrl: 'https://api.example.test/' });
+    alice = await h.trader();
+    bob = await h.trader();
+  });
+  after(() => h.close());
+
+  const create = async (as: Trader, body: unknown) => {
+    const r = await h.request('POST', '/v1/orders', { as, body });
+    assert.equal(r.status, 201, r.text);
+    assert.deepEqual(r.json, { success: true, message: 'Order created successfully.', code: 201 });
+    const location = String(r.headers.location);
+    assert.match(location, /^\/v1\/orders\/\d+$/);
+    return Number(location.split('/').pop());
+  };
+  const get = async (as: Trader, id: number | string) => h.request('GET', `/v1/orders/${id}`, { as });
+
+  test('create a limit order, read it back', async () => {
+    const id = await create(alice, order());
+    const r = await get(alice, id);
+    assert.equal(r.status, 200);
+    const body = r.json as { success: boolean; code: number; message: string; data: OrderJson };
+    assert.equal(body.success, true);
+    assert.equal(body.code, 200);
+    assert.equal(body.data.id, id);
+    assert.equal(body.data.user_id, alice.userId);
+    assert.equal(body.data.status, 'open');
+    assert.deepEqual(body.data.price, { amount: '20000.0', currency: 'EUR' });
+    assert.equal(body.data.fee, null);
+    assert.equal(body.data.cost, null);
+    assert.deepEqual(body.data.trades, []);
+  });
+
+  test('create: Laravel 422 bodies (shape D)', async () => {
+    const r = await h.request('POST', '/v1/orders', { as: alice, body: order({ price: undefined }) });
+    assert.equal(r.status, 422);
+    assert.deepEqual(r.json, {
+      message: 'The price field is required unless order type is in market.',
+      errors: { price: ['The price field is required unless order type is in market.'] },
+    });
+    const many = await h.request('POST', '/v1/orders', {
+      as: alice,
+      body: { order_direction: 'hold', volume: 1 },
+    });
+    assert.equal(many.status, 422);
+    assert.deepEqual(many.json, {
+      message: 'The selected order direction is invalid. (and 4 more errors)',
+      errors: {
+        order_direction: ['The selected order direction is invalid.'],
+        order_type: ['The order type field is required.'],
+        pair: ['The pair field is required.'],
+        volume: ['The volume field must be a string.'],
+        price: ['The price field is required unless order type is in market.'],
+      },
+    });
+    const empty = await h.request('POST', '/v1/orders', { as: alice });
+    assert.equal(empty.status, 422);
+    assert.equal(Object.keys((empty.json as { errors: object }).errors).length, 5);
+    for (const [field, value, message] of [
+      ['volume', '1e-2', 'The volume field must be a number.'],
+      ['volume', '-1', 'The volume field must be greater than 0.'],
+      ['volume', '0.00001', 'The volume field must be at least 0.00010000.'],
+      ['price', '0', 'The price field must be greater than 0.'],
+      ['price', '20000.05', 'The price field must have 0-1 decimal places.'],
+      ['pair', 'btc/eur', 'The selected pair is invalid.'],
+    ] as const) {
+      const bad = await h.request('POST', '/v1/orders', { as: alice, body: order({ [field]: value }) });
+      assert.equal(bad.status, 422, `${field}=${value}`);
+      assert.deepEqual(bad.json, { message, errors: { [field]: [message] } });
+    }
+  });
+
+  test('create: the engine refusing for funds is a 422 on volume', async () => {
+    const poor = await h.trader({ EUR: '10' });
+    const r = await h.request('POST', '/v1/orders', { as: poor, body: order({ volume: '1' }) });
+    assert.equal(r.status, 422);
+    assert.deepEqual(r.json, { message: 'Insufficient funds.', errors: { volume: ['Insufficient funds.'] } });
+  });
+
+  test('create: the joined pair name is accepted too; a market order fills at the average price', async () => {
+    await h.submit(limit(bob.userId, h.btceur, 'sell', 300_000, 10_000_000)); // 0.1 @ 30000.0
+    await h.submit(limit(bob.userId, h.btceur, 'sell', 300_100, 10_000_000)); // 0.1 @ 30010.0
+    const id = await create(alice, {
+      order_direction: 'buy',
+      order_type: 'market',
+      pair: 'BTCEUR',
+      volume: '0.15',
+    });
+    const data = ((await get(alice, id)).json as { data: OrderJson }).data;
+    assert.equal(data.status, 'closed');
+    assert.deepEqual(data.volume_executed, { amount: '0.15000000', currency: 'BTC' });
+    // (0.1 × 30000.0 + 0.05 × 30010.0) / 0.15 = 30003.33.. -> 30003.3
+    assert.deepEqual(data.price, { amount: '30003.3', currency: 'EUR' });
+    assert.deepEqual(data.cost, { amount: '4500.50', currency: 'EUR' });
+    assert.deepEqual(data.fee, { amount: '9.00', currency: 'EUR' });
+    assert.deepEqual(
+      data.trades.map((t) => t.price.currency),
+      ['BTC/EUR', 'BTC/EUR'],
+    );
+    assert.notEqual(data.close_time, null);
+  });
+
+  test("another user's order, an unknown id, a non-numeric id: 404 shape C", async () => {
+    const id = await create(alice, order());
+    for (const [as, ref] of [
+      [bob, id],
+      [alice, 999_999],
+      [alice, 'abc'],
+      [alice, '99999999999999999999'],
+      [alice, '0'],
+    ] as const) {
+      const r = await get(as, ref);
+      assert.equal(r.status, 404, String(ref));
+      assert.deepEqual(r.json, {
+        success: false,
+        message: 'Order not found',
+        error: { message: 'Order not found', code: 404 },
+      });
+    }
+  });
+
+  test('cancel: own open order; then 409; others 404; bad id 400', async () => {
+    const id = await create(alice, order({ price: '10000.0' }));
+    const stranger = await h.request('DELETE', `/v1/orders/${id}`, { as: bob });
+    assert.equal(stranger.status, 404);
+    assert.equal((stranger.json as { success: boolean }).success, false);
+    const r = await h.request('DELETE', `/v1/orders/${id}`, { as: alice });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json, { success: true, message: 'Order canceled successfully.', code: 200 });
+    const data = ((await get(alice, id)).json as { data: OrderJson }).data;
+    assert.equal(data.status, 'canceled');
+    assert.equal(typeof data.reason, 'string');
+    assert.match(String(data.close_time), /^\d+\.\d{4}$/);
+    assert.deepEqual(data.volume_executed, { amount: '0.00000000', currency: 'BTC' });
+    const again = await h.request('DELETE', `/v1/orders/${id}`, { as: alice });
+    assert.deepEqual([again.status, again.json], [409, { error: 'Order is not open (status: canceled).' }]);
+    const bad = await h.request('DELETE', '/v1/orders/12abc', { as: alice });
+    assert.deepEqual([bad.status, bad.json], [400, { error: 'Invalid request' }]);
+    const missing = await h.request('DELETE', '/v1/orders/424242', { as: alice });
+    assert.equal(missing.status, 404);
+  });
+
+  test('lists: newest first, own orders only, whole list without page-size, pages with meta', async () => {
+    const carol = await h.trader();
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await create(carol, order({ price: `${1000 + i}.0` })));
+    await create(alice, order());
+    const whole = await h.request('GET', '/v1/open-orders', { as: carol });
+    assert.equal(whole.status, 200);
+    assert.match(String(whole.headers['content-type']), /^application\/json/);
+    const body = whole.json as ListJson;
+    assert.deepEqual(
+      body.data.map((o) => o.id),
+      [...ids].reverse(),
+    );
+    assert.equal(body.meta, undefined);
+    assert.equal(body.code, 200);
+    assert.equal(body.message, 'Open orders retrieved successfully.');
+
+    const page2 = (await h.request('GET', '/v1/open-orders?page-size=2&page=2', { as: carol }))
+      .json as ListJson;
+    assert.deepEqual(
+      page2.data.map((o) => o.id),
+      [ids[2], ids[1]],
+    );
+    assert.deepEqual(page2.meta, {
+      current_page: 2,
+      from: 3,
+      to: 4,
+      path: 'https://api.example.test/v1/open-orders',
+      per_page: 2,
+      total: 5,
+      last_page: 3,
+    });
+    // Paged records equal the streamed ones (two serialization paths, one format).
+    assert.deepEqual(page2.data, body.data.slice(2, 4));
+
+    const beyond = (await h.request('GET', '/v1/open-orders?page-size=2&page=9', { as: carol }))
+      .json as ListJson;
+    assert.deepEqual(beyond.data, []);
+    assert.equal(beyond.meta?.from, null);
+    assert.equal(beyond.meta?.to, null);
+
+    const none = (await h.request('GET', '/v1/closed-orders?page-size=10', { as: carol })).json as ListJson;
+    assert.deepEqual(none.meta, {
+      current_page: 1,
+      from: null,
+      to: null,
+      path: 'https://api.example.test/v1/closed-orders',
+      per_page: 10,
+      total: 0,
+      last_page: 1,
+    });
+    const emptyStream = (await h.request('GET', '/v1/closed-orders', { as: carol })).json as ListJson;
+    assert.deepEqual(emptyStream, {
+      success: true,
+      message: 'Closed orders retrieved successfully.',
+      data: [],
+      code: 200,
+    });
+
+    for (const q of [
+      'page-size=0',
+      'page-size=501',
+      'page-size=x',
+      'page-size=2&page=0',
+      'pair=NOPE',
+      'page-size=1&page-size=2',
+    ]) {
+      const r = await h.request('GET', `/v1/open-orders?${q}`, { as: carol });
+      assert.deepEqual([r.status, r.json], [400, { error: 'Invalid request' }], q);
+    }
+    const ethOnly = (await h.request('GET', '/v1/open-orders?pair=ETH/BTC', { as: carol })).json as ListJson;
+    assert.deepEqual(ethOnly.data, []);
+  });
+
+  test('closed orders carry their executions', async () => {
+    const dave = await h.trader();
+    await h.submit(limit(bob.userId, h.btceur, 'sell', 250_000, 1_000_000));
+    const id = await create(dave, order({ price: '25000.0', volume: '0.01' }));
+    const closed = (await h.request('GET', '/v1/closed-orders', { as: dave })).json as ListJson;
+    assert.deepEqual(
+      closed.data.map((o) => [o.id, o.status, o.trades.length]),
+      [[id, 'closed', 1]],
+    );
+    const paged = (await h.request('GET', '/v1/closed-orders?page-size=5&pair=BTCEUR', { as: dave }))
+      .json as ListJson;
+    assert.deepEqual(paged.data, closed.data);
+  });
+
+  test('a long unpaginated list streams completely and parses', async () => {
+    const erin = await h.trader({ EUR: '100000' });
+    for (let i = 0; i < 450; i++) await h.submit(limit(erin.userId, h.btceur, 'buy', 1000 + i, 10_000));
+    const r = await h.request('GET', '/v1/open-orders', { as: erin });
+    const body = r.json as ListJson;
+    assert.equal(body.data.length, 450);
+    assert.equal(new Set(body.data.map((o) => o.id)).size, 450);
+    assert.ok(body.data.every((o, i, all) => i === 0 || all[i - 1]!.id > o.id));
+  });
+});

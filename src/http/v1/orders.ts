@@ -1,0 +1,214 @@
+/**
+ * Orders: POST /orders, DELETE /orders/:order_id, GET /orders/:order_id, GET /open-orders,
+ * GET /closed-orders. A user sees and cancels only their own orders; another user's id is
+ * answered exactly like an unknown one (404 shape C), so ids reveal nothing.
+ */
+import { type Static, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { MarketSpec, OrderId, UserId } from '../../domain/types.js';
+import type { OrderState } from '../../engine/types.js';
+import type { OrderFilter } from '../../store/store.js';
+import type { V1Deps } from '../context.js';
+import { MESSAGES } from '../context.js';
+import { errorC, errorE, INVALID_REQUEST, validationError } from '../errors.js';
+import { validateCreateOrder } from '../order-input.js';
+import { parseId, resolvePair, single } from '../parse.js';
+import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
+import { caller } from '../request-state.js';
+import {
+  BareEnvelope,
+  Envelope,
+  ErrorCSchema,
+  ErrorDSchema,
+  ErrorESchema,
+  OrderSchema,
+  PagedEnvelope,
+  StringEnum,
+} from '../schemas.js';
+import { pageWindow, paginationMeta, serializeOrder } from '../serializers.js';
+import type { V1RouteConfig } from './plugin.js';
+import { envelope, listPath, pageRequest, sendJsonStream, streamList } from './shared.js';
+
+const security = [{ apiKey: [], apiSign: [] }];
+const OrderIdParam = Type.Object({ order_id: Type.String({ description: 'numeric order id' }) });
+const ListQuery = Type.Object({
+  pair: Type.Optional(Type.String({ maxLength: 64, description: 'BTC/EUR or BTCEUR' })),
+  'page-size': Type.Optional(Type.String({ description: 'enables pagination; 1 to 500' })),
+  page: Type.Optional(Type.String({ description: '1-based; default 1' })),
+});
+
+export const CreateOrderBody = Type.Object({
+  order_direction: StringEnum(['buy', 'sell']),
+  order_type: StringEnum(['market', 'limit']),
+  pair: Type.String({ description: 'BTC/EUR (BTCEUR also accepted)' }),
+  volume: Type.String({ description: 'decimal string, at most lotDecimals decimals, at least ordermin' }),
+  price: Type.Optional(
+    Type.String({
+      description: 'decimal string, at most pairDecimals decimals; required unless order_type is market',
+    }),
+  ),
+});
+
+const config = (c: V1RouteConfig) => c;
+
+export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
+  const app = base.withTypeProvider<TypeBoxTypeProvider>();
+  const { exchange } = deps;
+  const { catalogue, store } = exchange;
+
+  /** The caller's own order, or the 404 an unknown id gets. */
+  const ownOrder = (userId: UserId, id: number | undefined): OrderState => {
+    const order = id === undefined ? undefined : store.getOrder(id as OrderId);
+    if (order === undefined || order.userId !== userId) throw errorC(404, ORDER_NOT_FOUND);
+    return order;
+  };
+
+  const marketOf = (order: OrderState): MarketSpec => {
+    const market = catalogue.market(order.marketId);
+    if (market === undefined)
+      throw new Error(`order ${order.id} references unknown market ${order.marketId}`);
+    return market;
+  };
+
+  /** Orders with their executions, in one store query per batch. */
+  const render = (orders: readonly OrderState[]) => {
+    const trades = store.tradesOfOrders(orders.map((o) => o.id));
+    return orders.map((o) => serializeOrder(o, marketOf(o), catalogue, trades.get(o.id) ?? []));
+  };
+
+  app.post(
+    '/orders',
+    {
+      config: config({ errorShape: 'D', auth: 'trade' }),
+      // Validation is the Laravel-style pass below (every field at once, Laravel's texts); the
+      // schema is kept for the OpenAPI document, and its own verdict is not used.
+      attachValidation: true,
+      schema: {
+        tags: ['trading'],
+        summary: 'Create an order',
+        security,
+        body: CreateOrderBody,
+        response: { 201: BareEnvelope, 403: ErrorESchema, 422: Type.Union([ErrorDSchema, ErrorESchema]) },
+      },
+    },
+    async (request, reply) => {
+      const input = validateCreateOrder(request.body, catalogue);
+      if (!input.ok) throw validationError(input.errors.toRecord());
+      const { userId } = caller(request);
+      const { side, type, market, volume, price } = input.value;
+      const result = await exchange.submit({
+        kind: 'placeOrder',
+        userId,
+        marketId: market.id,
+        side,
+        type,
+        price,
+        volume,
+      });
+      if (!result.ok) throw rejectionToHttp(result.error);
+      const accepted = result.events.find((e) => e.type === 'orderAccepted');
+      if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
+      reply.code(201).header('location', `${base.prefix}/orders/${accepted.order.id}`);
+      return { success: true as const, message: MESSAGES.orderCreated, code: 201 };
+    },
+  );
+
+  app.delete(
+    '/orders/:order_id',
+    {
+      config: config({ errorShape: 'E', auth: 'trade' }),
+      schema: {
+        tags: ['trading'],
+        summary: 'Cancel an open order',
+        security,
+        params: OrderIdParam,
+        response: { 200: BareEnvelope, 400: ErrorESchema, 404: ErrorCSchema, 409: ErrorESchema },
+      },
+    },
+    async (request) => {
+      const { userId } = caller(request);
+      const id = parseId(request.params.order_id);
+      if (id === undefined) throw errorE(400, INVALID_REQUEST);
+      const order = ownOrder(userId, id);
+      if (order.status !== 'open') throw orderNotOpen(order.status);
+      const result = await exchange.submit({ kind: 'cancelOrder', userId, orderId: order.id });
+      if (!result.ok) {
+        // Filled or canceled between the read above and the engine's turn.
+        const now = store.getOrder(order.id);
+        if (now !== undefined && now.status !== 'open') throw orderNotOpen(now.status);
+        throw rejectionToHttp(result.error);
+      }
+      return { success: true as const, message: MESSAGES.orderCanceled, code: 200 };
+    },
+  );
+
+  app.get(
+    '/orders/:order_id',
+    {
+      config: config({ errorShape: 'E', auth: 'read' }),
+      schema: {
+        tags: ['trading'],
+        summary: 'One order with its executions',
+        security,
+        params: OrderIdParam,
+        response: { 200: Envelope(OrderSchema), 404: ErrorCSchema },
+      },
+    },
+    async (request) => {
+      const { userId } = caller(request);
+      const order = ownOrder(userId, parseId(request.params.order_id));
+      const [record] = render([order]);
+      return envelope(MESSAGES.order, record!);
+    },
+  );
+
+  const list =
+    (status: OrderFilter['status'], message: string) =>
+    async (request: FastifyRequest<{ Querystring: Static<typeof ListQuery> }>, reply: FastifyReply) => {
+      const { userId } = caller(request);
+      const pairText = single(request.query.pair);
+      let marketId: MarketSpec['id'] | undefined;
+      if (pairText === null) throw errorE(400, INVALID_REQUEST);
+      if (pairText !== undefined) {
+        const market = resolvePair(catalogue, pairText);
+        if (market === undefined) throw errorE(400, INVALID_REQUEST);
+        marketId = market.id;
+      }
+      const filter: OrderFilter = marketId === undefined ? { userId, status } : { userId, status, marketId };
+      const page = pageRequest(request.query);
+      if (page === undefined) {
+        return sendJsonStream(reply, streamList(message, store.listOrders(filter), render));
+      }
+      const total = store.countOrders(filter);
+      const orders = [...store.listOrders(filter, pageWindow(page))];
+      return {
+        ...envelope(message, render(orders)),
+        meta: paginationMeta(page, total, orders.length, listPath(request, deps)),
+      };
+    };
+
+  for (const [path, status, message, summary] of [
+    ['/open-orders', 'open', MESSAGES.openOrders, 'Open orders, newest first'],
+    [
+      '/closed-orders',
+      'done',
+      MESSAGES.closedOrders,
+      'Closed and canceled orders with their executions, newest first',
+    ],
+  ] as const) {
+    app.get(
+      path,
+      {
+        config: config({ errorShape: 'E', auth: 'read' }),
+        schema: {
+          tags: ['trading'],
+          summary,
+          security,
+          querystring: ListQuery,
+          response: { 200: PagedEnvelope(OrderSchema), 400: ErrorESchema, 422: ErrorESchema },
+        },
+      },
+      list(status, message),
+    );
+  }
+}

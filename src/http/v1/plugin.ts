@@ -1,0 +1,103 @@
+/**
+ * The `/v1` API as one Fastify plugin. Everything that makes it behave like the interface lives
+ * in this encapsulated context, so it does not leak onto other routes of the same server (admin
+ * API, health checks): the raw-body JSON parser, the TypeBox validator, the authentication hook,
+ * the error handler that speaks the interface's error shapes, and the JSON 404.
+ */
+import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ApiKeyScope } from '../../store/store.js';
+import { authenticate, requireScope } from '../authenticate.js';
+import type { V1Deps } from '../context.js';
+import {
+  type ErrorShape,
+  errorC,
+  errorForShape,
+  httpErrorHandler,
+  INVALID_REQUEST,
+  routeErrorShape,
+} from '../errors.js';
+import { isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
+import { broadcastingRoutes } from './broadcasting.js';
+import { marketDataRoutes } from './market-data.js';
+import { orderRoutes } from './orders.js';
+import { tradeRoutes } from './trades.js';
+import { walletRoutes } from './wallet.js';
+
+/** Per-route settings read by the hooks and the error handler. */
+export type V1RouteConfig = FastifyContextConfig & {
+  readonly errorShape: ErrorShape;
+  /** Private route: authenticate, and require this scope (`read` is held by every key). */
+  readonly auth?: ApiKeyScope;
+};
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void> {
+  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setErrorHandler(httpErrorHandler);
+  app.setNotFoundHandler(notFound);
+
+  // Only JSON bodies (the interface's only body format); anything else is refused as 400 by the
+  // error handler. The parser keeps the exact bytes for the signature check and, instead of
+  // failing at once on malformed JSON, marks the request so that a private route still answers
+  // "Invalid Signature" first: an unauthenticated caller learns nothing about body handling.
+  app.removeAllContentTypeParsers();
+  const secureJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer', bodyLimit: deps.config.bodyLimitBytes },
+    (request: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => {
+      setRawBody(request, body);
+      if (body.length === 0) return done(null, undefined);
+      let text: string;
+      try {
+        text = utf8.decode(body);
+      } catch {
+        markMalformed(request);
+        return done(null, undefined);
+      }
+      secureJson(request, text, (error, value) => {
+        if (error) markMalformed(request);
+        done(null, error ? undefined : value);
+      });
+    },
+  );
+
+  app.addHook('preValidation', async (request) => {
+    if (request.is404) return; // an unknown route answers 404 whatever the body or headers
+    const scope = requiredScope(request);
+    if (scope !== undefined) {
+      const who = authenticate(request, deps);
+      requireScope(who, scope);
+      setCaller(request, who);
+    }
+    if (isMalformed(request)) throw errorForShape(routeErrorShape(request), 400, INVALID_REQUEST);
+  });
+
+  // Only the dependencies go down: passing the options object on would repeat its `prefix`.
+  const routeDeps: V1Deps = {
+    exchange: deps.exchange,
+    vault: deps.vault,
+    config: deps.config,
+    clock: deps.clock,
+  };
+  for (const routes of [marketDataRoutes, walletRoutes, orderRoutes, tradeRoutes, broadcastingRoutes]) {
+    await app.register(routes, routeDeps);
+  }
+}
+
+/** The scope a private route requires, from its config; undefined on public routes. */
+function requiredScope(request: FastifyRequest): ApiKeyScope | undefined {
+  const config: object = request.routeOptions.config;
+  const auth = 'auth' in config ? config.auth : undefined;
+  return auth === 'read' || auth === 'trade' ? auth : undefined;
+}
+
+/** Unknown paths (and methods) under /v1: a JSON 404 in the document's 404 shape (C). */
+export function notFound(_request: FastifyRequest, reply: FastifyReply): void {
+  reply
+    .code(404)
+    .type('application/json')
+    .send(JSON.stringify(errorC(404, 'Not Found').body));
+}

@@ -1,0 +1,85 @@
+/** Small pieces shared by the v1 route modules. */
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { V1Deps } from '../context.js';
+import { errorE, INVALID_REQUEST } from '../errors.js';
+import { parseIntInRange, single } from '../parse.js';
+import type { PageRequest } from '../serializers.js';
+
+/** Largest `page-size` accepted on list endpoints. */
+export const MAX_PAGE_SIZE = 500;
+/** Largest `page` accepted: keeps offsets far inside the exact integer range. */
+export const MAX_PAGE = 1_000_000_000;
+
+export const envelope = <T>(message: string, data: T, code = 200) => ({
+  success: true as const,
+  message,
+  data,
+  code,
+});
+
+/**
+ * `page-size` and `page` of a list endpoint. Undefined when `page-size` is absent: the whole list,
+ * unpaginated (interface rule 1). Bad values are a 400 "Invalid request" (shape E).
+ */
+export function pageRequest(query: Readonly<Record<string, unknown>>): PageRequest | undefined {
+  const sizeText = single(query['page-size']);
+  const pageText = single(query.page);
+  if (sizeText === null || pageText === null) throw errorE(400, INVALID_REQUEST);
+  if (sizeText === undefined) return undefined;
+  const perPage = parseIntInRange(sizeText, 1, MAX_PAGE_SIZE);
+  const page = pageText === undefined || pageText === '' ? 1 : parseIntInRange(pageText, 1, MAX_PAGE);
+  if (perPage === undefined || page === undefined) throw errorE(400, INVALID_REQUEST);
+  return { page, perPage };
+}
+
+/** The list endpoint's URL without query string, for `meta.path`. */
+export function listPath(request: FastifyRequest, deps: Pick<V1Deps, 'config'>): string {
+  const path = request.url.split('?', 1)[0] ?? request.url;
+  const origin = deps.config.publicUrl?.replace(/\/+$/, '') ?? `${request.protocol}://${request.host}`;
+  return `${origin}${path}`;
+}
+
+/**
+ * The success envelope of an unpaginated list, written batch by batch: the list can be the user's
+ * whole history, so it is never built as one string. The store reads in keyset chunks and holds
+ * no cursor between them, so pausing between batches (backpressure) blocks nothing else.
+ *
+ * The first batch is read before anything is sent, so a store that fails at request time still
+ * gets a proper error response (503) instead of a truncated body.
+ */
+export function streamList<T>(
+  message: string,
+  items: Iterable<T>,
+  render: (batch: readonly T[]) => readonly unknown[],
+  batchSize = 200,
+): Readable {
+  const iterator = items[Symbol.iterator]();
+  let exhausted = false;
+  const nextText = (): string => {
+    const batch: T[] = [];
+    while (!exhausted && batch.length < batchSize) {
+      const step = iterator.next();
+      if (step.done === true) exhausted = true;
+      else batch.push(step.value);
+    }
+    return render(batch)
+      .map((record) => JSON.stringify(record))
+      .join(',');
+  };
+  const first = nextText();
+  function* chunks(): Generator<string> {
+    yield `{"success":true,"message":${JSON.stringify(message)},"data":[${first}`;
+    while (!exhausted) {
+      const text = nextText();
+      if (text !== '') yield `,${text}`;
+    }
+    yield '],"code":200}';
+  }
+  return Readable.from(chunks(), { objectMode: false });
+}
+
+/** Sends a streamed JSON body. Streams bypass the response schema, so the route's typed reply is widened. */
+export function sendJsonStream(reply: FastifyReply, body: Readable): FastifyReply {
+  return reply.type('application/json').send(body);
+}

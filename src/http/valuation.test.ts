@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Amount, MarketId, Price } from '../domain/types.js';
-import { BTC, BTCEUR, ETH, EUR, EURUSDT, fixedCatalogue, USDT } from './testing/catalogue.js';
+import { BTC, BTCEUR, ETH, ETHBTC, EUR, EURUSDT, fixedCatalogue, USDT } from './testing/catalogue.js';
 import { createValuation } from './valuation.js';
 
 const prices = new Map<MarketId, Price>([
@@ -21,9 +21,18 @@ test('direct, inverse, identity and unpriced valuations, rounded down', () => {
   assert.equal(v.value(BTC, 1 as Amount), 0n);
   // 100 USDT / 1.0850 = 92.1658... EUR -> 92.16
   assert.equal(v.value(USDT, 100_000_000 as Amount), 9_216n);
-  // ETH trades only against BTC: no direct rate, valued at 0.
+  // ETH trades only against BTC, which has not traded here: no path, valued at 0.
   assert.equal(v.value(ETH, 1_000_000_000_000 as Amount), 0n);
   assert.equal(v.value(BTC, 0 as Amount), 0n);
+});
+
+test('through one intermediate market when there is no direct one', () => {
+  const withEth = new Map(prices).set(ETHBTC.id, 5_000 as Price); // 0.05000 BTC per ETH
+  const v = createValuation({ ...source, lastPrice: (id: MarketId) => withEth.get(id) ?? null }, 'EUR');
+  // 1 ETH × 0.05 BTC/ETH × 30000.5 EUR/BTC = 1500.025 EUR -> 1500.02
+  assert.equal(v.value(ETH, 1_000_000_000_000 as Amount), 150_002n);
+  // USDT -> EUR is direct (inverse of EUR/USDT) and keeps priority over any two-step path.
+  assert.equal(v.value(USDT, 100_000_000 as Amount), 9_216n);
 });
 
 test('a valuation currency outside the catalogue values everything else at 0', () => {

@@ -3,9 +3,11 @@
  * wallet's `*_in_fiat` fields. Exact integer arithmetic with BigInt; results are rounded down
  * (a valuation never overstates what the holder could get).
  *
- * Rate source: the last trade price of a market pairing the asset with the valuation currency,
- * in either direction. An asset with no such market, or a market without trades, is valued at 0:
- * the field is documented as a decimal string, so there is no null to fall back to.
+ * Rate source: the last trade price of a market pairing the asset with the valuation currency, in
+ * either direction; failing that, a path through one intermediate asset (USD -> BTC -> EUR: the
+ * BTC/USD and BTC/EUR last prices), the first such asset in catalogue order. An asset with no
+ * such path, or whose markets never traded, is valued at 0: the field is a decimal string, so
+ * there is no null to fall back to.
  */
 
 import { POW10N } from '../domain/money.js';
@@ -14,6 +16,7 @@ import type { Amount, AssetSpec, MarketSpec, Price } from '../domain/types.js';
 export interface ValuationSource {
   readonly catalogue: {
     asset(code: string): AssetSpec | undefined;
+    assets(): readonly AssetSpec[];
     markets(): readonly MarketSpec[];
   };
   lastPrice(marketId: MarketSpec['id']): Price | null;
@@ -28,16 +31,57 @@ export interface Valuation {
   value(asset: AssetSpec, amount: Amount): bigint;
 }
 
-/** 10^e for a possibly negative exponent, as a fraction [numerator, denominator]. */
-const pow10Fraction = (e: number): [bigint, bigint] => (e >= 0 ? [POW10N[e]!, 1n] : [1n, POW10N[-e]!]);
+/** A conversion rate as an exact fraction: target units per source unit = num / den. */
+interface Rate {
+  readonly num: bigint;
+  readonly den: bigint;
+}
+
+/** 10^e for a possibly negative exponent, as a fraction. */
+const pow10Rate = (e: number): Rate => (e >= 0 ? { num: POW10N[e]!, den: 1n } : { num: 1n, den: POW10N[-e]! });
+
+/** The rate from `from` to `to` through one market with a last price, in either direction. */
+function marketRate(source: ValuationSource, from: AssetSpec, to: AssetSpec): Rate | undefined {
+  for (const market of source.catalogue.markets()) {
+    const direct = market.base === from.code && market.quote === to.code;
+    const inverse = market.base === to.code && market.quote === from.code;
+    if (!direct && !inverse) continue;
+    const price = source.lastPrice(market.id);
+    if (price === null || price <= 0) continue;
+    if (direct) {
+      // amount·10^-fd base × price·10^-pd quote/base, in units of 10^-td quote.
+      const scale = pow10Rate(to.decimals - from.decimals - market.pairDecimals);
+      return { num: BigInt(price) * scale.num, den: scale.den };
+    }
+    // amount·10^-fd quote ÷ (price·10^-pd quote/base), in units of 10^-td base.
+    const scale = pow10Rate(to.decimals + market.pairDecimals - from.decimals);
+    return { num: scale.num, den: BigInt(price) * scale.den };
+  }
+  return undefined;
+}
+
+function rateTo(source: ValuationSource, from: AssetSpec, to: AssetSpec, assets: readonly AssetSpec[]): Rate | undefined {
+  const direct = marketRate(source, from, to);
+  if (direct !== undefined) return direct;
+  for (const via of assets) {
+    if (via.code === from.code || via.code === to.code) continue;
+    const first = marketRate(source, from, via);
+    const second = first === undefined ? undefined : marketRate(source, via, to);
+    if (first !== undefined && second !== undefined) return { num: first.num * second.num, den: first.den * second.den };
+  }
+  return undefined;
+}
 
 /**
  * A valuation at the current last prices. `currency` that is not an asset of the catalogue still
  * works (every other asset is then worth 0) with 2 decimals, so the wallet never fails over it.
+ * Rates are worked out once per asset and valuation (one wallet answer), then reused.
  */
 export function createValuation(source: ValuationSource, currency: string): Valuation {
   const target = source.catalogue.asset(currency);
   const decimals = target?.decimals ?? 2;
+  const assets = source.catalogue.assets();
+  const rates = new Map<string, Rate | undefined>();
   return {
     currency,
     decimals,
@@ -45,25 +89,9 @@ export function createValuation(source: ValuationSource, currency: string): Valu
       if (amount === 0) return 0n;
       if (asset.code === currency) return BigInt(amount);
       if (target === undefined) return 0n;
-      for (const market of source.catalogue.markets()) {
-        const price =
-          market.base === asset.code && market.quote === currency ? source.lastPrice(market.id) : null;
-        if (price !== null && price > 0) {
-          // amount·10^-ad base × price·10^-pd quote/base, in units of 10^-qd quote.
-          const [num, den] = pow10Fraction(decimals - asset.decimals - market.pairDecimals);
-          return (BigInt(amount) * BigInt(price) * num) / den;
-        }
-      }
-      for (const market of source.catalogue.markets()) {
-        const price =
-          market.quote === asset.code && market.base === currency ? source.lastPrice(market.id) : null;
-        if (price !== null && price > 0) {
-          // amount·10^-ad quote ÷ (price·10^-pd quote/base), in units of 10^-bd base.
-          const [num, den] = pow10Fraction(decimals + market.pairDecimals - asset.decimals);
-          return (BigInt(amount) * num) / (BigInt(price) * den);
-        }
-      }
-      return 0n;
+      if (!rates.has(asset.code)) rates.set(asset.code, rateTo(source, asset, target, assets));
+      const rate = rates.get(asset.code);
+      return rate === undefined ? 0n : (BigInt(amount) * rate.num) / rate.den;
     },
   };
 }

@@ -14,6 +14,7 @@ import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
 import { buildHttpApp } from './http/app.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { mountRealtime } from './ws/mount.js';
 
 export interface RunningServer {
   readonly app: FastifyInstance;
@@ -66,7 +67,25 @@ export async function startServer(
       .code(ready ? 200 : 503)
       .send({ status: ready ? 'ready' : shuttingDown ? 'shutting down' : 'store unavailable' });
   });
-  await app.register(adminRoutes, { prefix: '/admin/v1', exchange, vault, token: admin.token });
+  const realtime = mountRealtime({
+    server: app.server,
+    exchange,
+    appKey: config.ws.appKey,
+    appSecret: config.ws.appSecret,
+    activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
+    limits: config.ws,
+    clock: exchange.clock,
+    logger,
+  });
+  // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
+  app.addHook('preClose', async () => realtime.close());
+  await app.register(adminRoutes, {
+    prefix: '/admin/v1',
+    exchange,
+    vault,
+    token: admin.token,
+    onApiKeyRevoked: (userId) => realtime.realtime.disconnectUserPrivateChannels(userId),
+  });
 
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

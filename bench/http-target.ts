@@ -1,0 +1,49 @@
+/**
+ * A server for bench/http.ts, run in its own process so the load generator does not share its
+ * event loop: `bare` is a bare Fastify route (the baseline), `openspot` the real server with a
+ * fresh data directory, funded traders and a book to read. Prints one JSON line when ready.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify from 'fastify';
+import { startTestServer } from '../test/support/server-fixture.js';
+
+const mode = process.argv[2];
+
+if (mode === 'bare') {
+  const app = Fastify();
+  app.get('/bare', async () => ({ success: true, message: 'ok', code: 200 }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
+} else {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-'));
+  const t = await startTestServer({}, dir);
+  const traders = [];
+  for (let i = 0; i < 8; i++) traders.push(await t.trader({ EUR: '100000000', BTC: '10000' }));
+  // A book with depth on both sides so /orderbook and /tickers have something to serialize.
+  const { computeSignature } = await import('../src/auth/signature.js');
+  for (let i = 0; i < 200; i++) {
+    const trader = traders[i % traders.length]!;
+    const buy = i % 2 === 0;
+    const body = JSON.stringify({
+      order_direction: buy ? 'buy' : 'sell',
+      order_type: 'limit',
+      pair: 'BTC/EUR',
+      volume: '0.01',
+      price: buy ? `${29000 - (i % 50) * 10}` : `${31000 + (i % 50) * 10}`,
+    });
+    await fetch(`${t.url}/v1/orders`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': trader.apiKey,
+        'x-api-sign': computeSignature('POST', body, trader.apiSecret),
+      },
+      body,
+    });
+  }
+  process.stdout.write(`${JSON.stringify({ url: t.url, traders })}\n`);
+}

@@ -1,0 +1,84 @@
+/**
+ * One client connection: its socket, its subscriptions and its keepalive state. Every frame to
+ * the client goes through `send`, which is where a slow consumer is cut off before it can make
+ * the server buffer without bound.
+ */
+import { WebSocket } from 'ws';
+import { CloseCode } from './frames.js';
+
+export interface ConnectionOptions {
+  /** Cut the client off once this many bytes wait to be written to it. */
+  readonly maxBufferedBytes: number;
+  /** After a server-initiated close, how long the client has to finish the closing handshake. */
+  readonly closeGraceMs: number;
+  /** Called once, when the server starts closing the connection: stop routing messages to it. */
+  readonly onClosing: (connection: ClientConnection, code: number, reason: string) => void;
+}
+
+export class ClientConnection {
+  /** Names of the channels this connection is subscribed to (the registry keeps the reverse index). */
+  readonly channels = new Set<string>();
+  /** Monotonic ms of the last inbound frame. */
+  lastActivity: number;
+  /** Monotonic ms at which we sent `pusher:ping` and are still waiting for any answer. */
+  pingSentAt: number | undefined;
+  /** Subscriptions refused for the per-connection limit; past a threshold the client is flooding. */
+  refusedOverLimit = 0;
+  private closing = false;
+  private terminateTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly socketId: string,
+    private readonly socket: WebSocket,
+    private readonly options: ConnectionOptions,
+    now: number,
+  ) {
+    this.lastActivity = now;
+  }
+
+  get isOpen(): boolean {
+    return !this.closing && this.socket.readyState === WebSocket.OPEN;
+  }
+
+  /** Any inbound frame proves the client alive. */
+  touch(now: number): void {
+    this.lastActivity = now;
+    this.pingSentAt = undefined;
+  }
+
+  /**
+   * Queues a text frame. A Buffer is sent as is (no copy per subscriber, see fanout.ts).
+   * Returns false when nothing was sent: the connection is closing or was just cut off.
+   */
+  send(frame: string | Buffer): boolean {
+    if (!this.isOpen) return false;
+    // `bufferedAmount` is what the socket has not yet handed to the kernel. A client that reads
+    // too slowly makes it grow; past the limit we close with 4100 (pusher-js backs off 1 s and
+    // reconnects, then gets a fresh snapshot) instead of holding its backlog in memory.
+    if (this.socket.bufferedAmount > this.options.maxBufferedBytes) {
+      this.close(CloseCode.overCapacity, 'Slow consumer');
+      return false;
+    }
+    this.socket.send(frame, { binary: false });
+    return true;
+  }
+
+  /** Starts the closing handshake; the socket is destroyed if it does not finish in time. */
+  close(code: number, reason: string): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.options.onClosing(this, code, reason);
+    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING) {
+      this.socket.close(code, reason);
+    }
+    // The close frame waits behind whatever is buffered; a dead or stalled peer never answers.
+    this.terminateTimer = setTimeout(() => this.socket.terminate(), this.options.closeGraceMs);
+    this.terminateTimer.unref();
+  }
+
+  /** The socket is closed: release the timer. */
+  dispose(): void {
+    this.closing = true;
+    if (this.terminateTimer !== undefined) clearTimeout(this.terminateTimer);
+  }
+}

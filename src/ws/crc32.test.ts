@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import * as zlib from 'node:zlib';
+import { bookChecksum, crc32 } from './crc32.js';
+
+test('crc32 matches the standard check value and zlib', () => {
+  assert.equal(crc32('123456789'), 0xcbf43926);
+  assert.equal(crc32(''), 0);
+  assert.equal(crc32('The quick brown fox jumps over the lazy dog'), 0x414fa339);
+  // zlib.crc32 exists from Node 20.15; compare on random inputs when it is there.
+  const reference = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
+  if (reference !== undefined) {
+    for (let n = 0; n < 200; n += 1) {
+      const bytes = new Uint8Array(n * 7);
+      for (let i = 0; i < bytes.length; i += 1) bytes[i] = (i * 31 + n * 17) & 0xff;
+      assert.equal(crc32(bytes), reference(bytes));
+    }
+  }
+});
+
+test("book checksum reproduces the example of Kraken's documentation (974947235)", () => {
+  const level = (price: string) => ({ price, qty: '0.00000500' });
+  const asks = [
+    '0.05005',
+    '0.05010',
+    '0.05015',
+    '0.05020',
+    '0.05025',
+    '0.05030',
+    '0.05035',
+    '0.05040',
+    '0.05045',
+    '0.05050',
+  ];
+  const bids = [
+    '0.05000',
+    '0.04995',
+    '0.04990',
+    '0.04980',
+    '0.04975',
+    '0.04970',
+    '0.04965',
+    '0.04960',
+    '0.04955',
+    '0.04950',
+  ];
+  assert.equal(bookChecksum(asks.map(level), bids.map(level)), 974947235);
+  // Levels past the tenth do not count.
+  assert.equal(bookChecksum([...asks, '0.06000'].map(level), [...bids, '0.04000'].map(level)), 974947235);
+});
+
+test('book checksum strips the point and then the leading zeros of price and qty', () => {
+  assert.equal(
+    bookChecksum([{ price: '45285.2', qty: '0.00100000' }], [{ price: '45283.5', qty: '0.10000000' }]),
+    crc32('452852100000' + '45283510000000'),
+  );
+  assert.equal(bookChecksum([], []), 0);
+});

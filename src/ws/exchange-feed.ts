@@ -1,0 +1,291 @@
+/**
+ * The exchange side of the channels: what each channel name means (a ChannelProvider for the
+ * protocol layer) and the messages published after every committed batch.
+ *
+ * Nothing is published before it is committed: messages are built only in the `onCommitted`
+ * listener, which the exchange calls synchronously right after the commit, so the reads made
+ * there (book, stats, store) see exactly the state after the batch. Work is skipped for channels
+ * nobody is subscribed to.
+ */
+import { type Clock, systemClock } from '../app/clock.js';
+import type { CommittedBatch, Exchange } from '../app/ports.js';
+import { joinedPair, type MarketId, type MarketSpec, type Micros, type UserId } from '../domain/types.js';
+import type { Trade } from '../engine/types.js';
+import { serializeOrder, serializeUserTrade } from '../http/serializers.js';
+import type { Candle } from '../market-data/candle.js';
+import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
+import { executionSteps } from './executions.js';
+import { silentLogger, type WsLogger } from './logger.js';
+import {
+  bookSnapshotMessage,
+  bookUpdateMessage,
+  candleMessage,
+  executionMessage,
+  executionsSnapshotMessage,
+  type FeedMarket,
+  feedMarket,
+  type MessageType,
+  tickerMessage,
+  tradeMessage,
+} from './payloads.js';
+
+/** Where the feed publishes; the RealtimeServer fits. */
+export interface Publisher {
+  publish(channel: string, event: string, data: unknown): number;
+  subscriberCount(channel: string): number;
+}
+
+export interface FeedOptions {
+  readonly exchange: Exchange;
+  /** For the rolling 24 h ticker window. Default: the system clock. */
+  readonly clock?: Clock;
+  readonly logger?: WsLogger;
+  /** Trades in a trade channel snapshot. Default 50 (Kraken's). */
+  readonly snapshotTrades?: number;
+  /** Open orders in an executions snapshot. Default 500; `truncated` says when there were more. */
+  readonly snapshotOrders?: number;
+}
+
+/** The protocol event of each message equals its `type` (docs/ws-decisions.md). */
+const UPDATE_EVENT = 'update';
+
+/** Shared lookups of the provider and the feed. */
+class FeedContext {
+  private readonly markets = new Map<MarketId, FeedMarket>();
+  readonly clock: Clock;
+  readonly logger: WsLogger;
+
+  constructor(readonly options: FeedOptions) {
+    this.clock = options.clock ?? systemClock();
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  get exchange(): Exchange {
+    return this.options.exchange;
+  }
+
+  /** Market specs never change once created, so the formatting data is cached per id. */
+  market(id: MarketId): FeedMarket | undefined {
+    let cached = this.markets.get(id);
+    if (cached === undefined) {
+      const spec = this.exchange.catalogue.market(id);
+      const quote = spec && this.exchange.catalogue.asset(spec.quote);
+      if (spec === undefined || quote === undefined) return undefined;
+      cached = feedMarket(spec, quote);
+      this.markets.set(id, cached);
+    }
+    return cached;
+  }
+
+  ticker(m: FeedMarket, type: MessageType): ReturnType<typeof tickerMessage> {
+    const id = m.spec.id;
+    const top = this.exchange.book(id, 1);
+    return tickerMessage(m, type, {
+      stats: this.exchange.stats24h(id, this.clock()),
+      last: this.exchange.lastPrice(id),
+      bestBid: top.bids[0],
+      bestAsk: top.asks[0],
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channel provider: names → meaning, and the snapshot sent after subscribing.
+
+export function createExchangeChannels(options: FeedOptions): ChannelProvider {
+  const context = new FeedContext(options);
+  const { exchange } = options;
+  const snapshotTrades = options.snapshotTrades ?? 50;
+  const snapshotOrders = options.snapshotOrders ?? 500;
+
+  function resolve(channel: string): ResolvedChannel | undefined {
+    const parsed = parseChannelName(channel);
+    if (parsed === undefined) return undefined;
+    if (parsed.kind === 'executions') return { kind: 'executions', userId: parsed.userId };
+    const market = exchange.catalogue.marketByName(parsed.pair);
+    // Only the joined spelling names a channel (one name, one set of subscribers).
+    if (market === undefined || joinedPair(market) !== parsed.pair) return undefined;
+    return parsed.kind === 'ohlc'
+      ? { kind: 'ohlc', marketId: market.id, interval: parsed.interval }
+      : { kind: parsed.kind, marketId: market.id };
+  }
+
+  function candleSnapshot(m: FeedMarket, resolved: ResolvedChannel): unknown {
+    const [candle] = exchange.store.listCandles(m.spec.id, resolved.interval!, 0, 1);
+    if (candle === undefined) return undefined;
+    return candleMessage(m, 'snapshot', candle, lastTradeTimeIn(m.spec.id, candle));
+  }
+
+  /** The time of the candle's last trade: the market's last trade, when it falls inside the candle. */
+  function lastTradeTimeIn(marketId: MarketId, candle: Candle): Micros {
+    const [last] = exchange.store.listPublicTrades({ marketId, limit: 1 });
+    const begin = candle.start * 1_000_000;
+    return (last !== undefined && last.time >= begin ? last.time : begin) as Micros;
+  }
+
+  function executionsSnapshot(userId: UserId): unknown {
+    const page = [
+      ...exchange.store.listOrders({ userId, status: 'open' }, { limit: snapshotOrders + 1, offset: 0 }),
+    ];
+    const orders = page.slice(0, snapshotOrders);
+    const trades = exchange.store.tradesOfOrders(orders.map((o) => o.id));
+    const serialized: unknown[] = [];
+    for (const order of orders) {
+      const market = exchange.catalogue.market(order.marketId);
+      if (market === undefined) continue;
+      serialized.push(serializeOrder(order, market, exchange.catalogue, trades.get(order.id) ?? []));
+    }
+    return executionsSnapshotMessage(serialized, page.length > snapshotOrders);
+  }
+
+  return {
+    resolve,
+    snapshot(_channel, resolved) {
+      if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
+      const m = context.market(resolved.marketId!);
+      if (m === undefined) return undefined;
+      switch (resolved.kind) {
+        case 'book':
+          return bookSnapshotMessage(m, exchange.book(m.spec.id, 0));
+        case 'ticker':
+          return context.ticker(m, 'snapshot');
+        case 'trade': {
+          const recent = exchange.store.listPublicTrades({ marketId: m.spec.id, limit: snapshotTrades });
+          return tradeMessage(m, 'snapshot', recent.reverse());
+        }
+        case 'ohlc':
+          return candleSnapshot(m, resolved);
+      }
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Feed: committed batches → update messages.
+
+/** Trades of one batch per market, in engine order. */
+function tradesByMarket(batch: CommittedBatch): Map<MarketId, Trade[]> {
+  const byMarket = new Map<MarketId, Trade[]>();
+  for (const event of batch.events) {
+    if (event.type !== 'trade') continue;
+    const list = byMarket.get(event.trade.marketId) ?? [];
+    list.push(event.trade);
+    byMarket.set(event.trade.marketId, list);
+  }
+  return byMarket;
+}
+
+/** Consecutive trades of the same taker order: one trade message each. */
+function groupByTaker(trades: readonly Trade[]): Trade[][] {
+  const groups: Trade[][] = [];
+  for (const trade of trades) {
+    const current = groups[groups.length - 1];
+    if (current !== undefined && current[0]!.takerOrderId === trade.takerOrderId) current.push(trade);
+    else groups.push([trade]);
+  }
+  return groups;
+}
+
+/** Best bid and ask with their quantities, to tell whether the ticker changed. */
+const topKey = (view: ReturnType<Exchange['book']>): string =>
+  `${view.bids[0]?.join() ?? ''}/${view.asks[0]?.join() ?? ''}`;
+
+/**
+ * Subscribes to the exchange's commits and publishes every channel's updates. Returns the
+ * function that stops it.
+ */
+export function startExchangeFeed(options: FeedOptions & { readonly publisher: Publisher }): () => void {
+  const context = new FeedContext(options);
+  const { exchange, publisher } = options;
+  /** Last top of book seen per market while someone watched its ticker. */
+  const lastTop = new Map<MarketId, string>();
+
+  const watched = (channel: string): boolean => publisher.subscriberCount(channel) > 0;
+
+  function publishBook(m: FeedMarket, update: NonNullable<ReturnType<CommittedBatch['books']['get']>>): void {
+    const channel = channelName.book(m.pair);
+    if (!watched(channel)) return;
+    const top = exchange.book(m.spec.id, 10);
+    if (top.sequence !== update.sequence)
+      context.logger.warn(
+        { market: m.symbol, batch: update.sequence, book: top.sequence },
+        'book moved past the batch: checksum describes the newer book',
+      );
+    publisher.publish(channel, UPDATE_EVENT, bookUpdateMessage(m, update, top));
+  }
+
+  function publishTicker(m: FeedMarket, traded: boolean): void {
+    const channel = channelName.ticker(m.pair);
+    if (!watched(channel)) {
+      lastTop.delete(m.spec.id);
+      return;
+    }
+    const key = topKey(exchange.book(m.spec.id, 1));
+    if (!traded && lastTop.get(m.spec.id) === key) return;
+    lastTop.set(m.spec.id, key);
+    publisher.publish(channel, UPDATE_EVENT, context.ticker(m, 'update'));
+  }
+
+  function publishTrades(m: FeedMarket, trades: readonly Trade[]): void {
+    const channel = channelName.trade(m.pair);
+    if (!watched(channel)) return;
+    for (const group of groupByTaker(trades))
+      publisher.publish(channel, UPDATE_EVENT, tradeMessage(m, 'update', group));
+  }
+
+  function publishCandles(candles: readonly Candle[], trades: Map<MarketId, Trade[]>): void {
+    for (const candle of candles) {
+      const m = context.market(candle.marketId);
+      if (m === undefined) continue;
+      const channel = channelName.ohlc(m.pair, candle.interval);
+      if (!watched(channel)) continue;
+      const list = trades.get(candle.marketId);
+      const updatedAt = list?.[list.length - 1]?.time ?? context.clock();
+      publisher.publish(channel, UPDATE_EVENT, candleMessage(m, 'update', candle, updatedAt));
+    }
+  }
+
+  function publishExecutions(batch: CommittedBatch): void {
+    const steps = executionSteps(batch.events, (userId) => watched(channelName.executions(userId)), {
+      order: (id) => exchange.store.getOrder(id),
+      tradesOfOrders: (ids) => exchange.store.tradesOfOrders(ids),
+    });
+    for (const step of steps) {
+      const market: MarketSpec | undefined = exchange.catalogue.market(step.order.marketId);
+      if (market === undefined) continue;
+      const order = serializeOrder(step.order, market, exchange.catalogue, step.orderTrades);
+      const trades =
+        step.execution === undefined ? [] : [serializeUserTrade(step.execution, market, exchange.catalogue)];
+      publisher.publish(
+        channelName.executions(step.userId),
+        UPDATE_EVENT,
+        executionMessage(step.event, order, trades),
+      );
+    }
+  }
+
+  function onBatch(batch: CommittedBatch): void {
+    const trades = tradesByMarket(batch);
+    const markets = new Set<MarketId>([...batch.books.keys(), ...trades.keys()]);
+    for (const id of markets) {
+      const m = context.market(id);
+      if (m === undefined) continue;
+      const book = batch.books.get(id);
+      if (book !== undefined) publishBook(m, book);
+      const marketTrades = trades.get(id);
+      if (marketTrades !== undefined) publishTrades(m, marketTrades);
+      publishTicker(m, marketTrades !== undefined);
+    }
+    publishCandles(batch.candles, trades);
+    publishExecutions(batch);
+  }
+
+  return exchange.onCommitted((batch) => {
+    try {
+      onBatch(batch);
+    } catch (error) {
+      // The exchange has already committed; a publishing failure must not reach it.
+      context.logger.error({ err: error }, 'publishing a committed batch failed');
+    }
+  });
+}

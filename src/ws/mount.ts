@@ -1,0 +1,48 @@
+/**
+ * One call for the main server: the Pusher-protocol server on the API's HTTP server, with the
+ * exchange's channels and the feed that publishes every committed batch.
+ */
+import type { Server } from 'node:http';
+import type { Clock } from '../app/clock.js';
+import type { Exchange } from '../app/ports.js';
+import { createExchangeChannels, type FeedOptions, startExchangeFeed } from './exchange-feed.js';
+import type { WsLogger } from './logger.js';
+import { createRealtimeServer, type RealtimeServer, type RealtimeServerOptions } from './server.js';
+
+export interface MountOptions
+  extends Pick<
+    RealtimeServerOptions,
+    'appKey' | 'appSecret' | 'activityTimeoutSeconds' | 'keepalive' | 'limits' | 'closeGraceMs'
+  > {
+  readonly server: Server;
+  readonly exchange: Exchange;
+  readonly clock?: Clock;
+  readonly logger?: WsLogger;
+  readonly snapshotTrades?: FeedOptions['snapshotTrades'];
+  readonly snapshotOrders?: FeedOptions['snapshotOrders'];
+}
+
+export interface MountedRealtime {
+  readonly realtime: RealtimeServer;
+  /** Stops the feed, then closes every connection (4200) and stops accepting. */
+  close(): Promise<void>;
+}
+
+export function mountRealtime(options: MountOptions): MountedRealtime {
+  const feed: FeedOptions = {
+    exchange: options.exchange,
+    clock: options.clock,
+    logger: options.logger,
+    snapshotTrades: options.snapshotTrades,
+    snapshotOrders: options.snapshotOrders,
+  };
+  const realtime = createRealtimeServer({ ...options, provider: createExchangeChannels(feed) });
+  const stopFeed = startExchangeFeed({ ...feed, publisher: realtime });
+  return {
+    realtime,
+    async close() {
+      stopFeed();
+      await realtime.close();
+    },
+  };
+}

@@ -1,0 +1,326 @@
+/**
+ * The data messages of the public and private channels, built from engine and store values.
+ * Pure functions. Prices are formatted at the market's pairDecimals, quantities at lotDecimals,
+ * amounts at the asset's decimals, all with formatUnits from integers: no float touches a number.
+ */
+import type { BookView, LevelChange, TradeStats } from '../app/ports.js';
+import { formatBigUnits, formatUnits } from '../domain/money.js';
+import {
+  type AssetSpec,
+  joinedPair,
+  type MarketSpec,
+  type Micros,
+  type Price,
+  slashPair,
+  type Volume,
+} from '../domain/types.js';
+import type { BookLevels, Trade } from '../engine/types.js';
+import { averagePrice } from '../http/serializers.js';
+import type { Candle } from '../market-data/candle.js';
+import { bookChecksum, CHECKSUM_DEPTH, type TextLevel } from './crc32.js';
+
+/** A market with what formatting its messages needs. */
+export interface FeedMarket {
+  readonly spec: MarketSpec;
+  /** Slash form, the `symbol` of every payload. */
+  readonly symbol: string;
+  /** Joined form, used in channel names. */
+  readonly pair: string;
+  readonly quoteDecimals: number;
+}
+
+export const feedMarket = (spec: MarketSpec, quote: AssetSpec): FeedMarket => ({
+  spec,
+  symbol: slashPair(spec),
+  pair: joinedPair(spec),
+  quoteDecimals: quote.decimals,
+});
+
+export type MessageType = 'snapshot' | 'update';
+
+export interface ChannelMessage<C extends string, D> {
+  readonly channel: C;
+  readonly type: MessageType;
+  readonly data: D;
+}
+
+const price = (m: FeedMarket, ticks: number): string => formatUnits(ticks, m.spec.pairDecimals);
+const qty = (m: FeedMarket, lots: number): string => formatUnits(lots, m.spec.lotDecimals);
+
+// Times. Integer arithmetic only: a microsecond count has no exact binary fraction of a second.
+
+const floorDiv = (a: number, b: number): number => (a - (((a % b) + b) % b)) / b;
+
+/** RFC 3339 in UTC with microseconds: `2024-05-01T12:00:00.123456Z`. */
+export function rfc3339(time: Micros): string {
+  const seconds = floorDiv(time, 1_000_000);
+  const micros = time - seconds * 1_000_000;
+  return `${new Date(seconds * 1000).toISOString().slice(0, 19)}.${String(micros).padStart(6, '0')}Z`;
+}
+
+/** `YYYY-MM-DD HH:MM:SS.ffffff` in UTC, the form of the ohlc message's top-level `timestamp`. */
+export function spacedTimestamp(time: Micros): string {
+  const text = rfc3339(time);
+  return `${text.slice(0, 10)} ${text.slice(11, 26)}`;
+}
+
+const secondsToMicros = (seconds: number): Micros => (seconds * 1_000_000) as Micros;
+
+// Book.
+
+export interface BookData {
+  readonly symbol: string;
+  readonly bids: TextLevel[];
+  readonly asks: TextLevel[];
+  /** The book's sequence after this message: +1 per committed batch that changed the book. */
+  readonly sequence: number;
+  /** Kraken CRC-32 of the top 10 levels after this message (crc32.ts). */
+  readonly checksum: number;
+}
+
+const textLevels = (m: FeedMarket, levels: BookLevels): TextLevel[] =>
+  levels.map(([p, v]) => ({ price: price(m, p), qty: qty(m, v) }));
+
+/** The checksum of a book given best first (a view of at least CHECKSUM_DEPTH levels per side). */
+export const checksumOf = (m: FeedMarket, book: Pick<BookView, 'bids' | 'asks'>): number =>
+  bookChecksum(
+    textLevels(m, book.asks.slice(0, CHECKSUM_DEPTH)),
+    textLevels(m, book.bids.slice(0, CHECKSUM_DEPTH)),
+  );
+
+/** Every level of the book, best first. */
+export function bookSnapshotMessage(m: FeedMarket, view: BookView): ChannelMessage<'book', BookData> {
+  return {
+    channel: 'book',
+    type: 'snapshot',
+    data: {
+      symbol: m.symbol,
+      bids: textLevels(m, view.bids),
+      asks: textLevels(m, view.asks),
+      sequence: view.sequence,
+      checksum: checksumOf(m, view),
+    },
+  };
+}
+
+/**
+ * The levels one batch changed, with their new totals (a zero qty removes the level), bids from
+ * the highest price down and asks from the lowest up. `top` is the book after the batch.
+ */
+export function bookUpdateMessage(
+  m: FeedMarket,
+  update: { readonly sequence: number; readonly changes: readonly LevelChange[] },
+  top: Pick<BookView, 'bids' | 'asks'>,
+): ChannelMessage<'book', BookData> {
+  const side = (s: 'buy' | 'sell'): readonly LevelChange[] =>
+    update.changes
+      .filter((c) => c.side === s)
+      .sort((a, b) => (s === 'buy' ? b.price - a.price : a.price - b.price));
+  const text = (changes: readonly LevelChange[]): TextLevel[] =>
+    changes.map((c) => ({ price: price(m, c.price), qty: qty(m, c.volume) }));
+  return {
+    channel: 'book',
+    type: 'update',
+    data: {
+      symbol: m.symbol,
+      bids: text(side('buy')),
+      asks: text(side('sell')),
+      sequence: update.sequence,
+      checksum: checksumOf(m, top),
+    },
+  };
+}
+
+// Ticker.
+
+export interface TickerItem {
+  readonly symbol: string;
+  readonly bid: string;
+  readonly bid_qty: string;
+  readonly ask: string;
+  readonly ask_qty: string;
+  readonly last: string;
+  readonly volume: string;
+  readonly vwap: string;
+  readonly low: string;
+  readonly high: string;
+  readonly change: string;
+  readonly change_pct: string;
+}
+
+export interface TickerInput {
+  /** Rolling 24 hours. */
+  readonly stats: TradeStats;
+  /** The last trade price ever (the 24 h window may be empty). */
+  readonly last: Price | null;
+  readonly bestBid: readonly [Price, Volume] | undefined;
+  readonly bestAsk: readonly [Price, Volume] | undefined;
+}
+
+/** (a / b) rounded half away from zero, for BigInts with b > 0. */
+function roundDiv(a: bigint, b: bigint): bigint {
+  const magnitude = (2n * (a < 0n ? -a : a) + b) / (2n * b);
+  return a < 0n ? -magnitude : magnitude;
+}
+
+/** Change in percent with two decimals, e.g. "-1.25"; "0.00" when there is no opening price. */
+export function changePercent(open: number | null, last: number | null): string {
+  if (open === null || last === null || open === 0) return '0.00';
+  // hundredths of a percent = (last - open) / open · 100 · 100
+  return formatBigUnits(roundDiv(BigInt(last - open) * 10_000n, BigInt(open)), 2);
+}
+
+/**
+ * Kraken's WS v2 ticker fields over the rolling 24 hours. What does not exist (an empty book side,
+ * no trade in the window) shows as zero, as in the REST ticker: the fields are decimal strings.
+ */
+export function tickerMessage(
+  m: FeedMarket,
+  type: MessageType,
+  input: TickerInput,
+): ChannelMessage<'ticker', TickerItem[]> {
+  const { stats } = input;
+  const change = stats.open !== null && stats.last !== null ? stats.last - stats.open : 0;
+  return {
+    channel: 'ticker',
+    type,
+    data: [
+      {
+        symbol: m.symbol,
+        bid: price(m, input.bestBid?.[0] ?? 0),
+        bid_qty: qty(m, input.bestBid?.[1] ?? 0),
+        ask: price(m, input.bestAsk?.[0] ?? 0),
+        ask_qty: qty(m, input.bestAsk?.[1] ?? 0),
+        last: price(m, input.last ?? 0),
+        volume: qty(m, stats.volume),
+        vwap: formatBigUnits(
+          averagePrice(m.spec, m.quoteDecimals, stats.quoteVolume, stats.volume),
+          m.spec.pairDecimals,
+        ),
+        low: price(m, stats.low ?? 0),
+        high: price(m, stats.high ?? 0),
+        change: price(m, change),
+        change_pct: changePercent(stats.open, stats.last),
+      },
+    ],
+  };
+}
+
+// OHLC.
+
+export interface CandleData {
+  readonly symbol: string;
+  readonly open: string;
+  readonly high: string;
+  readonly low: string;
+  readonly close: string;
+  readonly trades: number;
+  readonly volume: string;
+  readonly vwap: string;
+  readonly interval_begin: string;
+  readonly interval: number;
+  readonly timestamp: string;
+}
+
+export interface CandleMessage extends ChannelMessage<'ohlc', CandleData> {
+  /** Start of the interval, `YYYY-MM-DD HH:MM:SS.ffffff`. */
+  readonly timestamp: string;
+}
+
+/** One candle; `updatedAt` is the time of its last trade (`data.timestamp`). */
+export function candleMessage(
+  m: FeedMarket,
+  type: MessageType,
+  candle: Candle,
+  updatedAt: Micros,
+): CandleMessage {
+  const begin = secondsToMicros(candle.start);
+  return {
+    channel: 'ohlc',
+    type,
+    timestamp: spacedTimestamp(begin),
+    data: {
+      symbol: m.symbol,
+      open: price(m, candle.open),
+      high: price(m, candle.high),
+      low: price(m, candle.low),
+      close: price(m, candle.close),
+      trades: candle.count,
+      volume: qty(m, candle.volume),
+      vwap: formatBigUnits(
+        averagePrice(m.spec, m.quoteDecimals, candle.quoteVolume, candle.volume),
+        m.spec.pairDecimals,
+      ),
+      interval_begin: rfc3339(begin),
+      interval: candle.interval,
+      timestamp: rfc3339(updatedAt),
+    },
+  };
+}
+
+// Trades.
+
+export interface TradeItem {
+  readonly symbol: string;
+  readonly side: 'buy' | 'sell';
+  readonly price: string;
+  readonly qty: string;
+  readonly ord_type: 'limit' | 'market';
+  readonly trade_id: number;
+  readonly timestamp: string;
+}
+
+/** Trades oldest first; `side` and `ord_type` are the taker's. */
+export function tradeMessage(
+  m: FeedMarket,
+  type: MessageType,
+  trades: readonly Trade[],
+): ChannelMessage<'trade', TradeItem[]> {
+  return {
+    channel: 'trade',
+    type,
+    data: trades.map((t) => ({
+      symbol: m.symbol,
+      side: t.takerSide,
+      price: price(m, t.price),
+      qty: qty(m, t.volume),
+      ord_type: t.takerType,
+      trade_id: t.id,
+      timestamp: rfc3339(t.time),
+    })),
+  };
+}
+
+// Executions (private-order-executed.{userId}).
+
+export type ExecutionEvent = 'accepted' | 'trade' | 'closed' | 'canceled';
+
+export interface ExecutionData<O, T> {
+  readonly event: ExecutionEvent;
+  /** The order as GET /orders/:order_id shows it, right after this event. */
+  readonly order: O;
+  /** The executions this event is about: one for `trade`, none otherwise. */
+  readonly trades: T[];
+}
+
+export function executionMessage<O, T>(
+  event: ExecutionEvent,
+  order: O,
+  trades: T[],
+): ChannelMessage<'executions', ExecutionData<O, T>> {
+  return { channel: 'executions', type: 'update', data: { event, order, trades } };
+}
+
+export interface ExecutionsSnapshot<O> {
+  /** Open orders, newest first. */
+  readonly orders: O[];
+  /** True when there were more open orders than the snapshot carries (GET /open-orders has all). */
+  readonly truncated: boolean;
+}
+
+export function executionsSnapshotMessage<O>(
+  orders: O[],
+  truncated: boolean,
+): ChannelMessage<'executions', ExecutionsSnapshot<O>> {
+  return { channel: 'executions', type: 'snapshot', data: { orders, truncated } };
+}

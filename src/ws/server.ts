@@ -1,0 +1,323 @@
+/**
+ * The Pusher Channels protocol 7 server: shares the HTTP server (and port) of the REST API by
+ * taking its `upgrade` requests for `/app/<appKey>`. Connection lifecycle lives here; frames,
+ * subscriptions, fan-out and keepalive each have their own module.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { UserId } from '../domain/types.js';
+import { type ChannelProvider, isPrivateChannel } from './channels.js';
+import { ClientConnection } from './connection.js';
+import { publishToChannel } from './fanout.js';
+import {
+  type ClientFrame,
+  CloseCode,
+  connectionEstablishedFrame,
+  errorFrame,
+  excerpt,
+  PONG_FRAME,
+  parseClientFrame,
+  REJECTED_FRAME_CODE,
+  subscriptionErrorFrame,
+} from './frames.js';
+import { startKeepalive } from './keepalive.js';
+import { silentLogger, type WsLogger } from './logger.js';
+import { ChannelRegistry } from './registry.js';
+import { nextSocketId } from './socket-id.js';
+import { type SubscriptionContext, subscribe, unsubscribe } from './subscriptions.js';
+
+export interface RealtimeLimits {
+  readonly maxConnections: number;
+  readonly maxSubscriptionsPerConnection: number;
+  /** Largest client frame accepted; larger ones close the connection with 4009. */
+  readonly maxFrameBytes: number;
+  /** Bytes waiting to be written to one client beyond which it is cut off with 4100. */
+  readonly maxBufferedBytes: number;
+}
+
+export const DEFAULT_LIMITS: RealtimeLimits = {
+  maxConnections: 10_000,
+  maxSubscriptionsPerConnection: 100,
+  // Client frames are subscribe/ping frames of a few hundred bytes; 16 KiB is generous.
+  maxFrameBytes: 16 * 1024,
+  // Room for a full book snapshot plus a burst of updates.
+  maxBufferedBytes: 4 * 1024 * 1024,
+};
+
+export interface RealtimeServerOptions {
+  /** The HTTP server of the REST API; its `upgrade` event is taken over. */
+  readonly server: Server;
+  readonly appKey: string;
+  readonly appSecret: string;
+  readonly provider: ChannelProvider;
+  /** Advertised in `connection_established`, and the idle time after which the server pings. Default 30. */
+  readonly activityTimeoutSeconds?: number;
+  /** Overrides of the keepalive timing in ms (tests use short ones). */
+  readonly keepalive?: { readonly idleMs?: number; readonly pongTimeoutMs?: number };
+  readonly limits?: Partial<RealtimeLimits>;
+  /** How long a closing client gets to answer the close frame before the socket is destroyed. Default 5000. */
+  readonly closeGraceMs?: number;
+  readonly logger?: WsLogger;
+}
+
+export interface RealtimeStats {
+  readonly connections: number;
+  readonly subscriptions: number;
+  readonly channels: number;
+}
+
+export interface RealtimeServer {
+  /** Sends `{event, channel, data: JSON.stringify(data)}` to every subscriber; returns how many. */
+  publish(channel: string, event: string, data: unknown): number;
+  /** Subscribers of a channel, so a publisher can skip building payloads nobody receives. */
+  subscriberCount(channel: string): number;
+  /** Closes every connection with 4200 (clients reconnect at once); keeps accepting new ones. */
+  closeAll(): void;
+  /** Stops accepting, closes every connection with 4200 and resolves once all are gone. */
+  close(): Promise<void>;
+  stats(): RealtimeStats;
+  /**
+   * Ends every private subscription of a user (API key revoked): each gets a
+   * `pusher:subscription_error` with status 403; the connections and public channels stay.
+   * Returns the number of subscriptions ended.
+   */
+  disconnectUserPrivateChannels(userId: UserId | number): number;
+}
+
+const APP_PATH = /^\/app\/([^/?#]+)\/?$/;
+
+/** The app key of an upgrade request for `/app/<key>` (query ignored), or undefined for other paths. */
+export function appKeyOfUrl(url: string | undefined): string | undefined {
+  const path = (url ?? '').split('?', 1)[0] ?? '';
+  const match = APP_PATH.exec(path);
+  if (match === null) return undefined;
+  try {
+    return decodeURIComponent(match[1]!);
+  } catch {
+    // A malformed escape cannot be a key we issued; the caller refuses it like any unknown key.
+    return match[1]!;
+  }
+}
+
+function rawDataToBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+export function createRealtimeServer(options: RealtimeServerOptions): RealtimeServer {
+  const limits: RealtimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const logger = options.logger ?? silentLogger;
+  const activityTimeoutSeconds = options.activityTimeoutSeconds ?? 30;
+  const closeGraceMs = options.closeGraceMs ?? 5000;
+  const now = (): number => performance.now();
+
+  const registry = new ChannelRegistry();
+  const connections = new Set<ClientConnection>();
+  const context: SubscriptionContext = {
+    appKey: options.appKey,
+    appSecret: options.appSecret,
+    provider: options.provider,
+    registry,
+    maxSubscriptionsPerConnection: limits.maxSubscriptionsPerConnection,
+    logger,
+  };
+
+  // `maxPayload` is ws's hard limit: past it ws itself closes with 1009 before we see the frame.
+  // It is set above our own limit so that ordinary oversized frames get the Pusher-style 4009.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxFrameBytes * 2,
+    perMessageDeflate: false,
+  });
+
+  let shuttingDown = false;
+  let closing: Promise<void> | undefined;
+  let drained: (() => void) | undefined;
+
+  const stopKeepalive = startKeepalive(() => connections, now, {
+    idleMs: options.keepalive?.idleMs ?? activityTimeoutSeconds * 1000,
+    pongTimeoutMs: options.keepalive?.pongTimeoutMs ?? 30_000,
+  });
+
+  /** Completes the handshake only to say no: close codes need an open WebSocket. */
+  function refuse(socket: WebSocket, code: number, message: string): void {
+    socket.on('error', () => {});
+    socket.send(errorFrame(code, message));
+    socket.close(code, message);
+    const timer = setTimeout(() => socket.terminate(), closeGraceMs);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  }
+
+  function dispatch(connection: ClientConnection, frame: ClientFrame): void {
+    switch (frame.kind) {
+      case 'subscribe':
+        subscribe(context, connection, frame.channel, frame.auth);
+        return;
+      case 'unsubscribe':
+        unsubscribe(context, connection, frame.channel);
+        return;
+      case 'ping':
+        connection.send(PONG_FRAME);
+        return;
+      case 'pong':
+        return;
+      case 'clientEvent':
+        connection.send(errorFrame(REJECTED_FRAME_CODE, 'Client events are not supported'));
+        return;
+      case 'unknown':
+        connection.send(errorFrame(REJECTED_FRAME_CODE, `Unsupported event: ${excerpt(frame.event)}`));
+        return;
+      case 'invalid':
+        connection.send(errorFrame(REJECTED_FRAME_CODE, frame.reason));
+        return;
+    }
+  }
+
+  function onMessage(connection: ClientConnection, data: RawData, isBinary: boolean): void {
+    connection.touch(now());
+    const bytes = rawDataToBuffer(data);
+    if (bytes.length > limits.maxFrameBytes) {
+      connection.send(errorFrame(CloseCode.frameTooLarge, 'Frame too large'));
+      connection.close(CloseCode.frameTooLarge, 'Frame too large');
+      return;
+    }
+    if (isBinary) {
+      connection.send(errorFrame(REJECTED_FRAME_CODE, 'Binary frames are not supported'));
+      return;
+    }
+    try {
+      dispatch(connection, parseClientFrame(bytes.toString('utf8')));
+    } catch (error) {
+      // A bug in handling one frame must not take the process (and every other client) down.
+      logger.error({ err: error, socketId: connection.socketId }, 'frame handling failed');
+    }
+  }
+
+  /** Why a new connection is refused, as [close code, message], or undefined when it is welcome. */
+  function admission(appKey: string): readonly [number, string] | undefined {
+    if (appKey !== options.appKey) return [CloseCode.unknownApp, 'Unknown app key'];
+    if (shuttingDown) return [CloseCode.goingAway, 'Server shutting down'];
+    if (connections.size >= limits.maxConnections)
+      return [CloseCode.overCapacity, 'Over connection capacity'];
+    return undefined;
+  }
+
+  function accept(socket: WebSocket, appKey: string): void {
+    const refusal = admission(appKey);
+    if (refusal !== undefined) {
+      refuse(socket, refusal[0], refusal[1]);
+      return;
+    }
+
+    const connection = new ClientConnection(
+      nextSocketId(),
+      socket,
+      {
+        maxBufferedBytes: limits.maxBufferedBytes,
+        closeGraceMs,
+        onClosing: (c, code, reason) => {
+          // Stop routing messages at once; the socket may take a while to finish closing.
+          registry.removeAll(c);
+          if (
+            code === CloseCode.overCapacity ||
+            code === CloseCode.pongTimeout ||
+            code === CloseCode.frameTooLarge
+          )
+            logger.warn({ socketId: c.socketId, code, reason }, 'closing connection');
+        },
+      },
+      now(),
+    );
+    connections.add(connection);
+    logger.debug({ socketId: connection.socketId }, 'connection opened');
+
+    socket.on('message', (data, isBinary) => onMessage(connection, data, isBinary));
+    // WebSocket-level pings and pongs are activity too.
+    socket.on('ping', () => connection.touch(now()));
+    socket.on('pong', () => connection.touch(now()));
+    socket.on('error', (error) =>
+      logger.debug({ err: error, socketId: connection.socketId }, 'socket error'),
+    );
+    socket.on('close', (code) => {
+      registry.removeAll(connection);
+      connections.delete(connection);
+      connection.dispose();
+      logger.debug({ socketId: connection.socketId, code }, 'connection closed');
+      if (connections.size === 0) drained?.();
+    });
+
+    connection.send(connectionEstablishedFrame(connection.socketId, activityTimeoutSeconds));
+  }
+
+  function onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const appKey = appKeyOfUrl(request.url);
+    if (appKey === undefined) {
+      // Not a Pusher path: this server owns the upgrade event, so answer instead of hanging.
+      socket.on('error', () => {});
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, appKey));
+  }
+
+  options.server.on('upgrade', onUpgrade);
+
+  async function shutdown(): Promise<void> {
+    shuttingDown = true;
+    options.server.off('upgrade', onUpgrade);
+    stopKeepalive();
+    if (connections.size > 0) {
+      const done = new Promise<void>((resolve) => {
+        drained = resolve;
+      });
+      closeAll();
+      // Every close ends within closeGraceMs (the socket is then destroyed), so this settles.
+      await done;
+    }
+    await new Promise<void>((resolve) => wss.close(() => resolve()));
+  }
+
+  function closeAll(): void {
+    for (const connection of connections) connection.close(CloseCode.goingAway, 'Server shutting down');
+  }
+
+  return {
+    publish: (channel, event, data) => publishToChannel(registry, channel, event, data),
+    subscriberCount: (channel) => registry.count(channel),
+    closeAll,
+    close() {
+      // Every caller gets the same promise: a second close() must not strand the first.
+      closing ??= shutdown();
+      return closing;
+    },
+    stats: () => ({
+      connections: connections.size,
+      subscriptions: registry.subscriptions,
+      channels: registry.channelCount,
+    }),
+    disconnectUserPrivateChannels(userId) {
+      let ended = 0;
+      const channels = registry.channelsWhere(
+        (name, resolved) => isPrivateChannel(name) && resolved.userId === userId,
+      );
+      for (const channel of channels) {
+        for (const connection of [...(registry.subscribers(channel) ?? [])]) {
+          registry.remove(connection, channel);
+          connection.send(
+            subscriptionErrorFrame(channel, {
+              type: 'AuthError',
+              error: 'Authorization revoked',
+              status: 403,
+            }),
+          );
+          ended += 1;
+        }
+      }
+      if (ended > 0) logger.info({ userId, ended }, 'private subscriptions revoked');
+      return ended;
+    },
+  };
+}

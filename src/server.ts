@@ -13,6 +13,13 @@ import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
 import { buildHttpApp } from './http/app.js';
+import type { AdminApi } from './simulator/demo.js';
+import {
+  DEFAULT_REFERENCE_PRICES,
+  provisionDemo,
+  type Simulator,
+  startSimulator,
+} from './simulator/index.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { mountRealtime } from './ws/mount.js';
 
@@ -92,7 +99,7 @@ export async function startServer(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
-
+  const simulator = await startDemo(config, logger, app, admin.token, exchange, port);
   return {
     app,
     exchange,
@@ -101,9 +108,73 @@ export async function startServer(
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;
+      await simulator?.stop();
       await app.close();
       await exchange.close();
       store.close();
     },
   };
+}
+
+/**
+ * Development conveniences: the demo account (and the simulator's accounts), provisioned through
+ * the admin API in-process, and the market simulator trading over the public HTTP API like any
+ * client. The demo's credentials go to DATA_DIR/demo-credentials.json (0600); outside production
+ * they are also logged once, when created — the one secret ever logged, for an account of play money.
+ */
+async function startDemo(
+  config: Config,
+  logger: Logger,
+  app: FastifyInstance,
+  adminToken: string,
+  exchange: OpenExchange,
+  port: number,
+): Promise<Simulator | undefined> {
+  if (!config.demo && !config.simulator.enabled) return undefined;
+  const adminApi: AdminApi = async (method, path, body) => {
+    const response = await app.inject({
+      method: method as 'GET',
+      url: `/admin/v1${path}`,
+      headers: {
+        authorization: `Bearer ${adminToken}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    return {
+      status: response.statusCode,
+      body: response.body === '' ? null : (JSON.parse(response.body) as unknown),
+    };
+  };
+  // The address clients use: a wildcard bind is reached through the loopback address.
+  const reachableHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const base =
+    config.publicUrl ??
+    `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
+  const provision = await provisionDemo(adminApi, config.dataDir, logger, { url: `${base}/v1` });
+  if (config.demo && provision.created) {
+    const credentials = {
+      user_id: provision.demo.userId,
+      api_key: provision.demo.apiKey,
+      file: provision.demoFile,
+    };
+    if (config.production) logger.info(credentials, 'demo account ready; its secret is in the file');
+    else
+      logger.info(
+        { ...credentials, demo_api_secret: provision.demo.apiSecret },
+        'demo account created (play money)',
+      );
+  }
+  if (!config.simulator.enabled) return undefined;
+  logger.info({ rate: config.simulator.ratePerSecond }, 'market simulator on (SIMULATOR=off to stop it)');
+  return startSimulator({
+    baseUrl: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}/v1`,
+    makers: provision.makers,
+    takers: provision.takers,
+    markets: exchange.catalogue.markets().map((m) => `${m.base}/${m.quote}`),
+    ratePerSecond: config.simulator.ratePerSecond,
+    referencePrices: DEFAULT_REFERENCE_PRICES,
+    seed: config.simulator.seed,
+    logger,
+  });
 }

@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
 import { table } from './table.js';
+import { registerTraderCommands } from './trader.js';
 
 const program = new Command();
 program
@@ -37,7 +38,10 @@ program
   .description('run the exchange server (configuration from the environment, see README)')
   .option('--demo', 'provision the demo account and run the market simulator')
   .action(async (opts: { demo?: boolean }) => {
-    if (opts.demo === true) process.env.SIMULATOR = 'on';
+    if (opts.demo === true) {
+      process.env.SIMULATOR = 'on';
+      process.env.DEMO = 'on';
+    }
     await import('../main.js');
   });
 
@@ -153,6 +157,8 @@ program
     print(body, body.assets);
     if (!body.ok) process.exitCode = 3;
   });
+
+registerTraderCommands(program);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`openspot: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -27,7 +27,9 @@ export interface Config {
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
   readonly catalogueFile: string | undefined;
   readonly bodyLimitBytes: number;
-  readonly simulator: { readonly enabled: boolean; readonly ratePerSecond: number };
+  readonly simulator: { readonly enabled: boolean; readonly ratePerSecond: number; readonly seed: number };
+  /** Provision the demo account (credentials in DATA_DIR/demo-credentials.json) at start. */
+  readonly demo: boolean;
   readonly secretsKey: string | undefined;
   /** Public origin (https://api.example.com) for URLs the API returns, when behind a proxy. */
   readonly publicUrl: string | undefined;
@@ -107,7 +109,12 @@ export function loadConfig(env: Env = process.env): Config {
       | 'NORMAL',
     catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
-    simulator: { enabled: simulator === 'on', ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000) },
+    simulator: {
+      enabled: simulator === 'on',
+      ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000),
+      seed: integer(env, 'SIMULATOR_SEED', 1, 0, 2 ** 31 - 1),
+    },
+    demo: oneOf(env, 'DEMO', ['on', 'off'] as const, production ? 'off' : 'on') === 'on',
     secretsKey: env.SECRETS_KEY || undefined,
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',

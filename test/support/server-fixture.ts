@@ -36,6 +36,7 @@ export async function startTestServer(
     DATA_DIR: dir,
     LOG_LEVEL: 'silent',
     SIMULATOR: 'off',
+    DEMO: 'off',
     ...env,
   };
   const config = loadConfig(fullEnv);

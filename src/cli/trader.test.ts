@@ -1,0 +1,239 @@
+/**
+ * Trader commands of the `openspot` CLI, run as a child process against the real server: the
+ * `--json` output of each command, tables by default, errors, profiles, and `book --watch`.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { startTestServer, type TestServer, type Trader } from '../../test/support/server-fixture.js';
+
+const MAIN = join(import.meta.dirname, 'main.ts');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI without blocking the event loop (the server under test lives in this process). */
+function cli(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString('utf8');
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString('utf8');
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`openspot ${args.join(' ')} timed out; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('trader commands', { timeout: 120_000 }, () => {
+  let t: TestServer;
+  let alice: Trader;
+  let bob: Trader;
+  let home: string;
+  let env: Record<string, string>;
+  before(async () => {
+    t = await startTestServer();
+    alice = await t.trader();
+    bob = await t.trader();
+    home = mkdtempSync(join(tmpdir(), 'openspot-cli-home-'));
+    env = {
+      HOME: home,
+      OPENSPOT_URL: t.url,
+      OPENSPOT_API_KEY: alice.apiKey,
+      OPENSPOT_API_SECRET: alice.apiSecret,
+    };
+  });
+  after(async () => {
+    await t.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+
+  const json = async (args: string[], extra: Record<string, string> = {}): Promise<unknown> => {
+    const r = await cli(['--json', ...args], { ...env, ...extra });
+    assert.equal(r.code, 0, `openspot ${args.join(' ')}: ${r.stderr}`);
+    return JSON.parse(r.stdout) as unknown;
+  };
+
+  test('markets, ticker, book (public)', async () => {
+    const markets = (await json(['markets'])) as { data: Record<string, { wsname: string }> };
+    assert.equal(markets.data.BTCEUR?.wsname, 'BTC/EUR');
+    const one = (await json(['markets', '--pair', 'ETH/EUR'])) as { data: Record<string, unknown> };
+    assert.deepEqual(Object.keys(one.data), ['ETHEUR']);
+
+    const tickers = (await json(['ticker'])) as Array<{ ticker_id: string }>;
+    assert.ok(tickers.length >= 5);
+    // The joined spelling is looked up and sent in slash form.
+    assert.deepEqual(
+      ((await json(['ticker', 'BTCEUR'])) as Array<{ ticker_id: string }>).map((x) => x.ticker_id),
+      ['BTC/EUR'],
+    );
+
+    const book = (await json(['book', 'BTC/EUR', '--depth', '3'])) as { ticker_id: string; bids: unknown[] };
+    assert.equal(book.ticker_id, 'BTC/EUR');
+    assert.deepEqual(book.bids, []);
+
+    const table = await cli(['markets'], env);
+    assert.equal(table.code, 0);
+    assert.match(table.stdout, /^PAIR\s+WSNAME\s+BASE/m);
+    assert.match(table.stdout, /^BTCEUR\s+BTC\/EUR\s+BTC\s+EUR\s+1\s+8\s+0\.00005000$/m);
+  });
+
+  test('order, orders, cancel, trades, balances', async () => {
+    const placed = (await json(['order', 'sell', 'BTC/EUR', '0.01', '--price', '30000'])) as {
+      id: number;
+      message: string;
+      order: { id: number; status: string; order_type: string };
+    };
+    assert.equal(typeof placed.id, 'number');
+    assert.equal(placed.order.id, placed.id);
+    assert.equal(placed.order.status, 'open');
+    assert.equal(placed.order.order_type, 'limit');
+
+    const open = (await json(['orders', '--pair', 'BTC/EUR'])) as { data: Array<{ id: number }> };
+    assert.deepEqual(
+      open.data.map((o) => o.id),
+      [placed.id],
+    );
+
+    const bobEnv = { OPENSPOT_API_KEY: bob.apiKey, OPENSPOT_API_SECRET: bob.apiSecret };
+    const market = (await json(['order', 'buy', 'BTCEUR', '0.004'], bobEnv)) as {
+      order: { status: string; order_type: string };
+    };
+    assert.equal(market.order.order_type, 'market');
+    assert.equal(market.order.status, 'closed');
+
+    const trades = (await json(['trades', '--pair', 'BTC/EUR'])) as {
+      data: Array<{ type: string; price: { amount: string } }>;
+    };
+    assert.equal(trades.data.length, 1);
+    assert.equal(trades.data[0]?.type, 'sell');
+    assert.equal(trades.data[0]?.price.amount, '30000.0');
+
+    const canceled = (await json(['cancel', String(placed.id)])) as { success: boolean; code: number };
+    assert.deepEqual(canceled, { success: true, message: 'Order canceled successfully.', code: 200 });
+    const closed = (await json(['orders', '--closed', '--page-size', '10'])) as {
+      data: Array<{ id: number; status: string; trades: unknown[] }>;
+      meta: { total: number };
+    };
+    assert.equal(closed.data[0]?.id, placed.id);
+    assert.equal(closed.data[0]?.status, 'canceled');
+    assert.equal(closed.data[0]?.trades.length, 1);
+    assert.equal(closed.meta.total, 1);
+
+    const balances = (await json(['balances'])) as {
+      data: Array<{ asset_id: string; balance: { balance_total: string } }>;
+    };
+    assert.equal(balances.data.find((b) => b.asset_id === 'BTC')?.balance.balance_total, '9.9960000000');
+
+    const table = await cli(['balances'], env);
+    assert.match(table.stdout, /^ASSET\s+TOTAL\s+IN_ORDERS\s+AVAILABLE\s+VALUE$/m);
+    assert.match(table.stdout, /^BTC\s+9\.9960000000\s+0\.0000000000\s+9\.9960000000\s/m);
+  });
+
+  test('errors: exit code 1 and a readable message', async () => {
+    const missing = await cli(['order', 'buy', 'BTC/EUR', '0.01', '--type', 'limit'], env);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /a limit order needs --price/);
+
+    const refused = await cli(['order', 'buy', 'BTC/EUR', '0.0000001', '--price', '100'], env);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^openspot: 422: .*\n\s+volume: /m);
+
+    const unknown = await cli(['cancel', '999999'], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /404: Order not found/);
+
+    const noKey = await cli(['balances'], { HOME: home, OPENSPOT_URL: t.url });
+    assert.equal(noKey.code, 1);
+    assert.match(noKey.stderr, /no API credentials/);
+  });
+
+  test('--profile supplies url and credentials', async () => {
+    const profile = join(home, 'bob.json');
+    writeFileSync(
+      profile,
+      JSON.stringify({ url: `${t.url}/v1`, api_key: bob.apiKey, api_secret: bob.apiSecret }),
+    );
+    const r = (await json(['--profile', profile, 'trades'], { OPENSPOT_URL: 'http://127.0.0.1:9/' })) as {
+      data: Array<{ type: string }>;
+    };
+    assert.equal(r.data[0]?.type, 'buy');
+  });
+
+  test('book --watch --json streams the live book until SIGINT', async () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', MAIN, '--json', 'book', 'ETH/EUR', '--watch', '--depth', '2'],
+      {
+        env: { PATH: process.env.PATH ?? '', ...env },
+      },
+    );
+    const lines: Array<{ sequence: number; asks: Array<{ price: string; qty: string }> }> = [];
+    let buffered = '';
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString('utf8');
+    });
+    const waitFor = (predicate: () => boolean, what: string) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`${what}: ${JSON.stringify(lines)} ${stderr}`)),
+          15_000,
+        );
+        const check = () => {
+          if (predicate()) {
+            clearTimeout(timer);
+            child.stdout.off('data', check);
+            resolve();
+          }
+        };
+        child.stdout.on('data', check);
+        check();
+      });
+    child.stdout.on('data', (c: Buffer) => {
+      buffered += c.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop() ?? '';
+      for (const part of parts) if (part !== '') lines.push(JSON.parse(part) as (typeof lines)[number]);
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    try {
+      await waitFor(() => lines.length >= 1, 'snapshot line');
+      const c = (await import('../client/client.js')).OpenSpotClient;
+      const seller = new c({ baseUrl: `${t.url}/v1`, apiKey: bob.apiKey, apiSecret: bob.apiSecret });
+      await seller.createOrder({
+        pair: 'ETH/EUR',
+        direction: 'sell',
+        type: 'limit',
+        volume: '0.5',
+        price: '2500.00',
+      });
+      await waitFor(
+        () => lines.some((l) => l.asks.some((a) => a.price === '2500.00' && a.qty === '0.50000000')),
+        'update line',
+      );
+      assert.equal(lines.at(-1)!.sequence, lines[0]!.sequence + 1);
+    } finally {
+      child.kill('SIGINT');
+    }
+    assert.equal(await exited, 0, stderr);
+  });
+});

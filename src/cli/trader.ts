@@ -1,0 +1,250 @@
+/**
+ * Trader commands of `openspot`, over the signed /v1 interface through the public client:
+ *
+ *   markets                      the /v1/markets table (the operator's `markets list|create` stay)
+ *   ticker [PAIR]                tickers
+ *   book PAIR [--depth N] [--watch]
+ *   balances                     the spot wallet
+ *   order buy|sell PAIR VOLUME [--price P] [--type limit|market]
+ *   orders [--closed] [--pair P] [--page-size N --page N]
+ *   cancel ID
+ *   trades [--pair P] [--page-size N --page N]
+ *
+ * `--json` prints the server's answer as received (for scripts); tables otherwise. Credentials
+ * and URL: see trader-config.ts.
+ */
+import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
+import { OpenSpotClient } from '../client/client.js';
+import { OpenSpotApiError } from '../client/errors.js';
+import type { Side } from '../client/types.js';
+import { watchBook } from './book-watch.js';
+import { table } from './table.js';
+import { resolveTrader, type TraderTarget } from './trader-config.js';
+import { balanceRows, marketRows, orderRows, restBookTable, tickerRows, tradeRows } from './trader-format.js';
+
+type Globals = { url?: string; profile?: string; json?: boolean };
+
+const positiveInt =
+  (name: string) =>
+  (value: string): number => {
+    if (!/^\d{1,15}$/.test(value) || Number(value) < 1)
+      throw new InvalidArgumentError(`${name} must be a positive whole number`);
+    return Number(value);
+  };
+
+/** An API error as one readable text, with every field message of a validation error. */
+function describe(error: OpenSpotApiError): string {
+  const body = error.body;
+  if (body !== undefined && 'errors' in body) {
+    const details = Object.entries(body.errors).flatMap(([field, messages]) =>
+      messages.map((m) => `  ${field}: ${m}`),
+    );
+    return [`${error.status}: ${body.message}`, ...details].join('\n');
+  }
+  return error.message;
+}
+
+export function registerTraderCommands(program: Command): void {
+  program.option(
+    '--profile <file>',
+    'trader profile JSON {url, api_key, api_secret} (default ~/.config/openspot/profile.json)',
+  );
+
+  const globals = (): Globals => program.opts<Globals>();
+  const target = (appKey?: string): TraderTarget => resolveTrader({ ...globals(), appKey });
+  const client = (t: TraderTarget = target()) =>
+    new OpenSpotClient({ baseUrl: t.baseUrl, apiKey: t.apiKey, apiSecret: t.apiSecret });
+  /** A client for private endpoints: says how to configure credentials instead of a bare 422. */
+  const signedClient = () => {
+    const t = target();
+    if (t.apiKey === undefined || t.apiSecret === undefined)
+      throw new Error(
+        'no API credentials: set OPENSPOT_API_KEY and OPENSPOT_API_SECRET, or use --profile FILE ' +
+          '(JSON {url, api_key, api_secret}; the demo writes DATA_DIR/demo-credentials.json)',
+      );
+    return client(t);
+  };
+
+  const out = (text: string) => process.stdout.write(`${text}\n`);
+  const print = (value: unknown, human: () => string) =>
+    out(globals().json === true ? JSON.stringify(value, null, 2) : human());
+
+  /** Runs an action; API errors leave as one readable Error for main.ts to print. */
+  const run =
+    <A extends unknown[]>(action: (...args: A) => Promise<void>) =>
+    async (...args: A): Promise<void> => {
+      try {
+        await action(...args);
+      } catch (error) {
+        if (error instanceof OpenSpotApiError) throw new Error(describe(error), { cause: error });
+        throw error;
+      }
+    };
+
+  /** The slash form the REST endpoints take; `BTCEUR` is looked up in /v1/markets. */
+  const slashPair = async (c: OpenSpotClient, pair: string): Promise<string> => {
+    if (pair.includes('/')) return pair;
+    const markets = (await c.markets()).data;
+    const found = markets[pair] ?? Object.values(markets).find((m) => m.altname === pair);
+    return found?.wsname ?? pair;
+  };
+
+  // `markets` already exists for the operator (`markets list`, `markets create`): without a
+  // subcommand it now shows the public /v1/markets table, so neither use shadows the other.
+  const markets =
+    program.commands.find((c) => c.name() === 'markets') ?? program.command('markets').description('markets');
+  markets
+    .description('markets: without a subcommand, the public /v1/markets table')
+    .option('--pair <pair>', 'only this market')
+    .action(
+      run(async (o: { pair?: string }) => {
+        const answer = await client().markets(o.pair);
+        print(answer, () => table(marketRows(answer.data)));
+      }),
+    );
+
+  program
+    .command('ticker [pair]')
+    .description('tickers: last price, best bid and ask, today’s high, low and volume')
+    .action(
+      run(async (pair?: string) => {
+        const c = client();
+        const answer = await c.tickers(pair === undefined ? undefined : await slashPair(c, pair));
+        print(answer, () => table(tickerRows(answer)));
+      }),
+    );
+
+  program
+    .command('book <pair>')
+    .description('order book; --watch shows it live over the WebSocket (Ctrl-C to quit)')
+    .option('--depth <n>', 'levels per side (default 10)', positiveInt('--depth'))
+    .option('--watch', 'live view, redrawn in place; with --json one JSON line per change')
+    .option('--app-key <key>', 'WebSocket app key (default $OPENSPOT_WS_APP_KEY or openspot-key)')
+    .action(
+      run(async (pair: string, o: { depth?: number; watch?: boolean; appKey?: string }) => {
+        const t = target(o.appKey);
+        const c = client(t);
+        const depth = o.depth ?? 10;
+        const name = await slashPair(c, pair);
+        if (o.watch === true) {
+          await watchBook({
+            client: c,
+            pair: name,
+            depth,
+            appKey: t.wsAppKey,
+            json: globals().json === true,
+          });
+          return;
+        }
+        // The interface's depth counts both sides together.
+        const [book] = await c.orderbook({ tickerId: name, depth: depth * 2 });
+        if (book === undefined) throw new Error(`no order book for ${name}`);
+        print(book, () => restBookTable(book, depth));
+      }),
+    );
+
+  program
+    .command('balances')
+    .description('spot wallet: total, held by open orders, available')
+    .action(
+      run(async () => {
+        const answer = await signedClient().spotWallet();
+        print(answer, () => table(balanceRows(answer.data)));
+      }),
+    );
+
+  program
+    .command('order')
+    .description('place an order: a limit order with --price, else a market order')
+    .addArgument(new Argument('<side>', 'buy or sell').choices(['buy', 'sell']))
+    .argument('<pair>', 'e.g. BTC/EUR')
+    .argument('<volume>', 'in the base asset, e.g. 0.01')
+    .option('--price <price>', 'limit price in the quote asset')
+    .addOption(
+      new Option('--type <type>', 'limit or market (default: limit when --price is given)').choices([
+        'limit',
+        'market',
+      ]),
+    )
+    .action(
+      run(
+        async (
+          side: Side,
+          pair: string,
+          volume: string,
+          o: { price?: string; type?: 'limit' | 'market' },
+        ) => {
+          const type = o.type ?? (o.price === undefined ? 'market' : 'limit');
+          if (type === 'limit' && o.price === undefined) throw new Error('a limit order needs --price');
+          const c = signedClient();
+          const created = await c.createOrder({
+            pair: await slashPair(c, pair),
+            direction: side,
+            type,
+            volume,
+            ...(type === 'limit' ? { price: o.price } : {}),
+          });
+          // The answer has no order record: fetch it, so the caller sees the status at once.
+          const order = created.id === undefined ? undefined : (await c.order(created.id)).data;
+          print({ id: created.id, message: created.envelope.message, order }, () =>
+            order === undefined ? created.envelope.message : table(orderRows([order])),
+          );
+        },
+      ),
+    );
+
+  program
+    .command('orders')
+    .description('your open orders (--closed: closed and canceled ones, with their executions)')
+    .option('--closed', 'closed orders instead of open ones')
+    .option('--pair <pair>', 'only this market')
+    .option('--page-size <n>', 'paginate', positiveInt('--page-size'))
+    .option('--page <n>', 'page number (with --page-size)', positiveInt('--page'))
+    .action(
+      run(async (o: { closed?: boolean; pair?: string; pageSize?: number; page?: number }) => {
+        const c = signedClient();
+        const params = {
+          pair: o.pair === undefined ? undefined : await slashPair(c, o.pair),
+          pageSize: o.pageSize,
+          page: o.page,
+        };
+        const answer = o.closed === true ? await c.closedOrders(params) : await c.openOrders(params);
+        print(answer, () => {
+          const meta = answer.meta;
+          const footer =
+            meta === undefined
+              ? ''
+              : `\npage ${meta.current_page} of ${meta.last_page}, ${meta.total} orders`;
+          return table(orderRows(answer.data)) + footer;
+        });
+      }),
+    );
+
+  program
+    .command('cancel <id>')
+    .description('cancel one of your open orders')
+    .action(
+      run(async (id: string) => {
+        const answer = await signedClient().cancelOrder(positiveInt('order id')(id));
+        print(answer, () => answer.message);
+      }),
+    );
+
+  program
+    .command('trades')
+    .description('your executions')
+    .option('--pair <pair>', 'only this market')
+    .option('--page-size <n>', 'paginate', positiveInt('--page-size'))
+    .option('--page <n>', 'page number (with --page-size)', positiveInt('--page'))
+    .action(
+      run(async (o: { pair?: string; pageSize?: number; page?: number }) => {
+        const c = signedClient();
+        const answer = await c.trades({
+          pairs: o.pair === undefined ? undefined : [await slashPair(c, o.pair)],
+          pageSize: o.pageSize,
+          page: o.page,
+        });
+        print(answer, () => table(tradeRows(answer.data)));
+      }),
+    );
+}

@@ -1,0 +1,115 @@
+/**
+ * Channel names and the data messages of the WebSocket channels, as OpenSpot sends them
+ * (interface "Events", completed by the server's payloads): every message arrives first as event
+ * `snapshot` right after subscribing, then as event `update`; the message's `type` repeats it.
+ * Types only and name builders: no protocol library is needed to use them.
+ */
+import type { Decimal, Interval, Order, Side, UserTrade } from './types.js';
+
+export type MessageType = 'snapshot' | 'update';
+
+export interface ChannelMessage<C extends string, D> {
+  readonly channel: C;
+  readonly type: MessageType;
+  readonly data: D;
+}
+
+export interface TickerItem {
+  /** Slash form. */
+  readonly symbol: string;
+  readonly bid: Decimal;
+  readonly bid_qty: Decimal;
+  readonly ask: Decimal;
+  readonly ask_qty: Decimal;
+  readonly last: Decimal;
+  /** Rolling 24 h. */
+  readonly volume: Decimal;
+  readonly vwap: Decimal;
+  readonly low: Decimal;
+  readonly high: Decimal;
+  readonly change: Decimal;
+  readonly change_pct: Decimal;
+}
+export type TickerMessage = ChannelMessage<'ticker', TickerItem[]>;
+
+export interface CandleData {
+  readonly symbol: string;
+  readonly open: Decimal;
+  readonly high: Decimal;
+  readonly low: Decimal;
+  readonly close: Decimal;
+  readonly trades: number;
+  readonly volume: Decimal;
+  readonly vwap: Decimal;
+  /** RFC 3339. */
+  readonly interval_begin: string;
+  readonly interval: Interval;
+  /** RFC 3339, time of the candle's last trade. */
+  readonly timestamp: string;
+}
+export interface CandleMessage extends ChannelMessage<'ohlc', CandleData> {
+  /** Start of the interval, `YYYY-MM-DD HH:MM:SS.ffffff`. */
+  readonly timestamp: string;
+}
+
+export interface TradeItem {
+  readonly symbol: string;
+  /** The taker's side. */
+  readonly side: Side;
+  readonly price: Decimal;
+  readonly qty: Decimal;
+  /** The taker's order type. */
+  readonly ord_type: 'limit' | 'market';
+  /** Sequence number unique per book. */
+  readonly trade_id: number;
+  /** RFC 3339. */
+  readonly timestamp: string;
+}
+export type TradeMessage = ChannelMessage<'trade', TradeItem[]>;
+
+export interface BookLevelText {
+  readonly price: Decimal;
+  /** The level's new total; "0…" removes the level. */
+  readonly qty: Decimal;
+}
+export interface BookData {
+  readonly symbol: string;
+  /** Best first: bids from the highest price down. */
+  readonly bids: readonly BookLevelText[];
+  /** Best first: asks from the lowest price up. */
+  readonly asks: readonly BookLevelText[];
+  /** The book's sequence after this message: +1 per change batch, so a gap means lost messages. */
+  readonly sequence: number;
+  /** CRC-32 of the top 10 levels after this message (Kraken's book checksum). */
+  readonly checksum: number;
+}
+export type BookMessage = ChannelMessage<'book', BookData>;
+
+export type ExecutionEvent = 'accepted' | 'trade' | 'closed' | 'canceled';
+export interface ExecutionData {
+  readonly event: ExecutionEvent;
+  /** The order as GET /orders/:id shows it right after the event. */
+  readonly order: Order;
+  /** One for `trade`, none otherwise. */
+  readonly trades: UserTrade[];
+}
+export interface ExecutionsSnapshot {
+  /** Open orders, newest first. */
+  readonly orders: Order[];
+  /** More open orders exist than the snapshot carries. */
+  readonly truncated: boolean;
+}
+export type ExecutionMessage =
+  | (ChannelMessage<'executions', ExecutionsSnapshot> & { readonly type: 'snapshot' })
+  | (ChannelMessage<'executions', ExecutionData> & { readonly type: 'update' });
+
+/** Channel names use the pair joined without separator (`BTC/EUR` → `BTCEUR`). */
+export const joinPair = (pair: string): string => pair.replace('/', '');
+
+export const channelNames = {
+  ticker: (pair: string): string => `ticker-information.${joinPair(pair)}`,
+  ohlc: (pair: string, interval: Interval): string => `ohlc.${joinPair(pair)}.${interval}`,
+  trade: (pair: string): string => `trade.${joinPair(pair)}`,
+  book: (pair: string): string => `order-book.${joinPair(pair)}`,
+  executions: (userId: number): string => `private-order-executed.${userId}`,
+} as const;

@@ -1,0 +1,243 @@
+/**
+ * The client against the real server (startTestServer): every endpoint, error typing by status
+ * and shape, and the realtime helper on the real WebSocket feed (private executions, a local book
+ * kept in sync and checksum-verified against what the engine really does).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startTestServer, type TestServer, type Trader } from '../../test/support/server-fixture.js';
+import type { ExecutionMessage } from './channels.js';
+import { OpenSpotClient } from './client.js';
+import { OpenSpotApiError } from './errors.js';
+import { connectRealtime } from './realtime.js';
+
+const clientFor = (t: TestServer, trader?: Trader) =>
+  new OpenSpotClient({
+    baseUrl: `${t.url}/v1`,
+    apiKey: trader?.apiKey,
+    apiSecret: trader?.apiSecret,
+    timeoutMs: 5000,
+  });
+
+async function apiError(promise: Promise<unknown>): Promise<OpenSpotApiError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof OpenSpotApiError) return error;
+    throw error;
+  }
+  assert.fail('expected an OpenSpotApiError');
+}
+
+/** Polls until `check` stops throwing (market data are published after the commit). */
+async function eventually(check: () => void | Promise<void>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
+  let t: TestServer;
+  let seller: Trader;
+  let buyer: Trader;
+  before(async () => {
+    t = await startTestServer();
+    seller = await t.trader();
+    buyer = await t.trader();
+  });
+  after(() => t.close());
+
+  test('public market data', async () => {
+    const pub = clientFor(t);
+    const markets = await pub.markets();
+    assert.equal(markets.success, true);
+    assert.equal(markets.data.BTCEUR?.wsname, 'BTC/EUR');
+    assert.equal(markets.data.BTCEUR?.pairDecimals, 1);
+    assert.deepEqual(Object.keys((await pub.markets('BTC/EUR')).data), ['BTCEUR']);
+    const a = await apiError(pub.markets('NOPE/EUR'));
+    assert.equal(a.status, 400);
+    assert.equal(a.shape, 'A');
+
+    const tickers = await pub.tickers();
+    assert.ok(tickers.some((x) => x.ticker_id === 'BTC/EUR'));
+    assert.equal((await pub.tickers('ETH/EUR')).length, 1);
+    const e = await apiError(pub.tickers('NOPE/EUR'));
+    assert.equal(e.status, 400);
+    assert.equal(e.shape, 'E');
+
+    const b = await apiError(pub.ohlc({ tickerId: '' }));
+    assert.equal(b.status, 422);
+    assert.equal(b.shape, 'B');
+    assert.equal((await apiError(pub.orderbook({ tickerId: 'NOPE' }))).shape, 'B');
+    assert.equal((await apiError(pub.historicalTrades({ tickerId: '' }))).shape, 'B');
+  });
+
+  test('orders, executions, lists, wallets and trades', async () => {
+    const s = clientFor(t, seller);
+    const b = clientFor(t, buyer);
+    const resting = await s.createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.01',
+      price: '30000.0',
+    });
+    assert.equal(typeof resting.id, 'number');
+    assert.equal(resting.envelope.code, 201);
+
+    const book = await clientFor(t).orderbook({ tickerId: 'BTC/EUR', depth: 10 });
+    assert.deepEqual(book[0]?.asks[0], ['30000.0', '0.01000000']);
+
+    const taker = await b.createOrder({ pair: 'BTC/EUR', direction: 'buy', type: 'market', volume: '0.004' });
+    const filled = (await b.order(taker.id!)).data;
+    assert.equal(filled.status, 'closed');
+    assert.equal(filled.volume_executed.amount, '0.00400000');
+    assert.equal(filled.trades.length, 1);
+
+    const open = await s.openOrders({ pair: 'BTC/EUR' });
+    assert.deepEqual(
+      open.data.map((o) => o.id),
+      [resting.id],
+    );
+    assert.equal(open.meta, undefined);
+    const paged = await s.openOrders({ pageSize: 1, page: 1 });
+    assert.equal(paged.meta?.per_page, 1);
+    assert.equal(paged.meta?.total, 1);
+
+    const closed = await b.closedOrders({ pair: 'BTC/EUR' });
+    assert.equal(closed.data[0]?.id, taker.id);
+
+    const trades = await b.trades({ pairs: ['BTC/EUR'] });
+    assert.equal(trades.data.length, 1);
+    const trade = trades.data[0]!;
+    assert.equal(trade.order_id, taker.id);
+    assert.equal(trade.price.amount, '30000.0');
+    assert.deepEqual((await b.trade(trade.id)).data, trade);
+    assert.equal((await b.trades({ pairs: ['ETH/EUR'] })).data.length, 0);
+
+    const wallet = await b.spotWallet();
+    assert.equal(wallet.data.find((w) => w.asset_id === 'BTC')?.balance.balance_total, '10.0040000000');
+    assert.deepEqual((await b.tradeWallet()).data, wallet.data);
+
+    const pub = clientFor(t);
+    const history = await pub.historicalTrades({ tickerId: 'BTC/EUR' });
+    assert.equal(history.buy.length, 1);
+    assert.equal(history.buy[0]?.price, '30000.0');
+    const candles = await pub.ohlc({ tickerId: 'BTC/EUR', interval: 1 });
+    assert.equal(candles.at(-1)?.close, '30000.0');
+    assert.equal(candles.at(-1)?.count, 1);
+    await eventually(async () => {
+      const [ticker] = await pub.tickers('BTC/EUR');
+      assert.equal(ticker?.last_price, '30000.0');
+    });
+
+    const canceled = await s.cancelOrder(resting.id!);
+    assert.equal(canceled.success, true);
+    assert.equal((await s.order(resting.id!)).data.status, 'canceled');
+    const again = await apiError(s.cancelOrder(resting.id!));
+    assert.equal(again.status, 409);
+    assert.equal(again.shape, 'E');
+  });
+
+  test('error statuses and shapes of private endpoints', async () => {
+    const s = clientFor(t, seller);
+    const d = await apiError(
+      s.createOrder({ pair: 'BTC/EUR', direction: 'buy', type: 'limit', volume: '0.01' }),
+    );
+    assert.equal(d.status, 422);
+    assert.equal(d.shape, 'D');
+    assert.ok(d.body !== undefined && 'errors' in d.body && d.body.errors.price !== undefined);
+
+    const c = await apiError(s.order(999_999));
+    assert.equal(c.status, 404);
+    assert.equal(c.shape, 'C');
+    assert.equal((await apiError(s.trade(999_999))).shape, 'C');
+
+    const forged = new OpenSpotClient({
+      baseUrl: `${t.url}/v1`,
+      apiKey: seller.apiKey,
+      apiSecret: Buffer.from('not the secret').toString('base64'),
+    });
+    const e = await apiError(forged.spotWallet());
+    assert.equal(e.status, 422);
+    assert.deepEqual(e.body, { error: 'Invalid Signature' });
+
+    const readOnly = await t.trader({}, ['read']);
+    const denied = await apiError(
+      clientFor(t, readOnly).createOrder({
+        pair: 'BTC/EUR',
+        direction: 'buy',
+        type: 'market',
+        volume: '0.01',
+      }),
+    );
+    assert.equal(denied.status, 403);
+    assert.deepEqual(denied.body, { error: 'Access Denied' });
+  });
+
+  test('broadcastingAuth: own channel granted, other channels denied', async () => {
+    const s = clientFor(t, seller);
+    const granted = await s.broadcastingAuth('123.456', `private-order-executed.${seller.userId}`);
+    assert.match(granted.auth, /^[^:]+:[0-9a-f]{64}$/);
+    const denied = await apiError(s.broadcastingAuth('123.456', `private-order-executed.${buyer.userId}`));
+    assert.equal(denied.status, 403);
+    assert.deepEqual(denied.body, { error: 'Access Denied' });
+  });
+
+  test('realtime on the real feed: private executions and a checksum-verified local book', async () => {
+    const port = Number(new URL(t.url).port);
+    const s = clientFor(t, seller);
+    const rt = connectRealtime({ wsHost: '127.0.0.1', wsPort: port, appKey: 'openspot-key', client: s });
+    try {
+      await rt.connected(5000);
+      const executions: ExecutionMessage[] = [];
+      const books: string[] = [];
+      const privateSub = rt.executions(seller.userId, (m) => executions.push(m));
+      const bookSub = rt.localBook('ETH/EUR', (_book, result) => books.push(result.status));
+      await Promise.all([privateSub.ready, bookSub.ready]);
+      await eventually(() => assert.ok(books.length >= 1 && executions.length >= 1));
+
+      const ids: number[] = [];
+      for (const [price, volume] of [
+        ['2000.00', '0.5'],
+        ['2001.50', '0.25'],
+        ['1999.99', '1'],
+      ] as const) {
+        ids.push(
+          (await s.createOrder({ pair: 'ETH/EUR', direction: 'sell', type: 'limit', volume, price })).id!,
+        );
+      }
+      await clientFor(t, buyer).createOrder({
+        pair: 'ETH/EUR',
+        direction: 'buy',
+        type: 'market',
+        volume: '1.2',
+      });
+      await s.cancelOrder(ids[1]!);
+
+      await eventually(() => {
+        assert.deepEqual(bookSub.book.asks(), [{ price: '2000.00', qty: '0.30000000' }]);
+        assert.ok(
+          books.every((status) => status === 'ok'),
+          JSON.stringify(books),
+        );
+      });
+      await eventually(() => {
+        const events = executions.flatMap((m) => (m.type === 'update' ? [m.data.event] : []));
+        assert.deepEqual(events.filter((e) => e === 'accepted').length, 3);
+        assert.ok(events.includes('trade'));
+        assert.ok(events.includes('closed'));
+        assert.ok(events.includes('canceled'));
+      });
+    } finally {
+      rt.disconnect();
+    }
+  });
+});

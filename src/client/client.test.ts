@@ -1,0 +1,236 @@
+/**
+ * OpenSpotClient against a tiny local HTTP server that records what it receives: paths, exact
+ * query names, headers, signatures over the exact bytes sent, and error typing for every shape.
+ */
+import assert from 'node:assert/strict';
+import { createHash, createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { OpenSpotClient } from './client.js';
+import { OpenSpotApiError, OpenSpotTransportError } from './errors.js';
+
+interface Received {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+const SECRET = Buffer.from('fake-secret-bytes-for-the-tests!').toString('base64');
+const received: Received[] = [];
+let reply: (req: Received, res: ServerResponse) => void = (_req, res) => json(res, 200, {});
+let baseUrl = '';
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const r = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    };
+    received.push(r);
+    reply(r, res);
+  });
+});
+
+before(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+after(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+const client = () => new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, timeoutMs: 5000 });
+const last = () => received[received.length - 1]!;
+
+/** The server-side check, written independently of sign.ts. */
+function verify(r: Received): boolean {
+  const digest = createHash('sha256')
+    .update(r.body === '' ? '{}' : r.body)
+    .digest('hex');
+  const expected = createHmac('sha512', Buffer.from(SECRET, 'base64'))
+    .update(r.method + digest)
+    .digest('base64');
+  return r.headers['x-api-sign'] === expected && r.headers['x-api-key'] === 'key-1';
+}
+
+test('public endpoints: paths, exact query names, no auth headers', { timeout: 10_000 }, async () => {
+  reply = (_r, res) => json(res, 200, []);
+  const c = client();
+  await c.markets('BTC/EUR');
+  assert.equal(last().url, '/v1/markets?pair=BTC%2FEUR');
+  assert.equal(last().headers['x-api-key'], undefined);
+  assert.equal(last().headers.accept, 'application/json');
+  await c.tickers();
+  assert.equal(last().url, '/v1/tickers');
+  await c.ohlc({ tickerId: 'BTC/EUR', interval: 5, since: 1700000000 });
+  assert.equal(last().url, '/v1/ohlc?ticker_id=BTC%2FEUR&interval=5&since=1700000000');
+  await c.orderbook({ tickerId: 'ETH/EUR', depth: 10 });
+  assert.equal(last().url, '/v1/orderbook?ticker_id=ETH%2FEUR&depth=10');
+  await c.historicalTrades({ tickerId: 'BTC/EUR', type: 'sell', limit: 3, startTime: 1 });
+  assert.equal(last().url, '/v1/historical_trades?ticker_id=BTC%2FEUR&type=sell&limit=3&start_time=1');
+});
+
+test('private GET and DELETE are signed over {} and send no body', { timeout: 10_000 }, async () => {
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', data: [], code: 200 });
+  const c = client();
+  for (const call of [
+    () => c.spotWallet(),
+    () => c.tradeWallet(),
+    () => c.order(7),
+    () => c.openOrders({ pair: 'BTC/EUR', pageSize: 2, page: 3 }),
+    () => c.closedOrders(),
+    () => c.trades({ pairs: ['BTC/EUR', 'ETH/EUR'], pageSize: 5 }),
+    () => c.trade(9),
+    () => c.cancelOrder(7),
+  ]) {
+    await call();
+    assert.equal(last().body, '');
+    assert.equal(last().headers['content-type'], undefined);
+    assert.ok(verify(last()), `${last().method} ${last().url} is signed`);
+  }
+  const urls = received.slice(-8).map((r) => `${r.method} ${r.url}`);
+  assert.deepEqual(urls, [
+    'GET /v1/spot-wallet',
+    'GET /v1/trade-wallet',
+    'GET /v1/orders/7',
+    'GET /v1/open-orders?pair=BTC%2FEUR&page-size=2&page=3',
+    'GET /v1/closed-orders',
+    'GET /v1/trades?pairs[]=BTC%2FEUR&pairs[]=ETH%2FEUR&page-size=5',
+    'GET /v1/trades/9',
+    'DELETE /v1/orders/7',
+  ]);
+});
+
+test('createOrder sends the signed string byte for byte and reads the id from Location', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) =>
+    json(res, 201, { success: true, message: 'Order created', code: 201 }, { location: '/v1/orders/42' });
+  const created = await client().createOrder({
+    pair: 'BTC/EUR',
+    direction: 'buy',
+    type: 'limit',
+    volume: '0.01',
+    price: '30000.5',
+  });
+  assert.equal(created.id, 42);
+  assert.deepEqual(created.envelope, { success: true, message: 'Order created', code: 201 });
+  const r = last();
+  assert.equal(r.method, 'POST');
+  assert.equal(r.headers['content-type'], 'application/json');
+  assert.equal(
+    r.body,
+    '{"order_direction":"buy","order_type":"limit","pair":"BTC/EUR","volume":"0.01","price":"30000.5"}',
+  );
+  assert.ok(verify(r));
+
+  reply = (_r, res) => json(res, 201, { success: true, message: 'Order created', code: 201 });
+  const market = await client().createOrder({
+    pair: 'BTC/EUR',
+    direction: 'sell',
+    type: 'market',
+    volume: '1',
+  });
+  assert.equal(market.id, undefined);
+  assert.equal(last().body, '{"order_direction":"sell","order_type":"market","pair":"BTC/EUR","volume":"1"}');
+});
+
+test('broadcastingAuth writes socket_id as a number from its own digits', { timeout: 10_000 }, async () => {
+  reply = (_r, res) => json(res, 200, { auth: 'k:abc' });
+  assert.deepEqual(await client().broadcastingAuth('12.34560', 'private-order-executed.3'), {
+    auth: 'k:abc',
+  });
+  assert.equal(last().body, '{"socket_id":12.34560,"channel_name":"private-order-executed.3"}');
+  assert.ok(verify(last()));
+  await assert.rejects(client().broadcastingAuth('1e3', 'x'), TypeError);
+});
+
+test('errors carry the status and the body typed by shape', { timeout: 10_000 }, async () => {
+  const cases: Array<[number, unknown, string | undefined, string]> = [
+    [400, { success: false, error: { message: 'Invalid pair', code: 400 } }, 'A', 'Invalid pair'],
+    [
+      422,
+      {
+        success: false,
+        error: { message: 'The ticker id field is required.', validations: ['x'], code: 422 },
+      },
+      'B',
+      'The ticker id field is required.',
+    ],
+    [
+      404,
+      { success: false, message: 'Order not found', error: { message: 'Order not found', code: 404 } },
+      'C',
+      'Order not found',
+    ],
+    [
+      422,
+      { message: 'The price field is required.', errors: { price: ['The price field is required.'] } },
+      'D',
+      'The price field is required.',
+    ],
+    [422, { error: 'Invalid Signature' }, 'E', 'Invalid Signature'],
+    [502, '<html>bad gateway</html>', undefined, 'HTTP 502'],
+  ];
+  for (const [status, body, shape, text] of cases) {
+    reply = (_r, res) => {
+      res.writeHead(status, { 'content-type': 'application/json', 'retry-after': '2' });
+      res.end(typeof body === 'string' ? body : JSON.stringify(body));
+    };
+    const error = await client()
+      .spotWallet()
+      .then(
+        () => assert.fail('expected an error'),
+        (e: unknown) => e,
+      );
+    assert.ok(error instanceof OpenSpotApiError);
+    assert.equal(error.status, status);
+    assert.equal(error.shape, shape);
+    assert.equal(error.retryAfter, 2);
+    assert.equal(error.message, `${status}: ${text}`);
+    if (shape === 'D' && error.body !== undefined && 'errors' in error.body)
+      assert.deepEqual(error.body.errors.price, ['The price field is required.']);
+    if (shape === undefined) assert.equal(error.raw, body);
+  }
+});
+
+test('transport failures and missing credentials', { timeout: 10_000 }, async () => {
+  // A port that was just free: the connection is refused.
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const freePort = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const dead = new OpenSpotClient({ baseUrl: `http://127.0.0.1:${freePort}/v1`, timeoutMs: 2000 });
+  await assert.rejects(
+    dead.tickers(),
+    (e: unknown) => e instanceof OpenSpotTransportError && /ECONNREFUSED/.test(e.message),
+  );
+  await assert.rejects(new OpenSpotClient({ baseUrl }).spotWallet(), /needs an API key/);
+  await assert.rejects(client().order(0), TypeError);
+  const slow = new OpenSpotClient({ baseUrl, timeoutMs: 50 });
+  reply = (_r, res) => setTimeout(() => json(res, 200, []), 500);
+  await assert.rejects(slow.tickers(), OpenSpotTransportError);
+});
+
+test('an injected fetch replaces the global one', { timeout: 10_000 }, async () => {
+  const calls: string[] = [];
+  const fake: typeof fetch = async (input) => {
+    calls.push(String(input));
+    return new Response('[]', { status: 200 });
+  };
+  const c = new OpenSpotClient({ baseUrl: 'http://example.invalid/v1/', fetch: fake });
+  assert.deepEqual(await c.tickers('BTC/EUR'), []);
+  assert.deepEqual(calls, ['http://example.invalid/v1/tickers?ticker_id=BTC%2FEUR']);
+});

@@ -1,0 +1,275 @@
+/**
+ * A typed HTTP client for the interface: one method per endpoint, signed private requests, typed
+ * errors. Self-contained (Node built-ins and the global fetch), so it can be used without the
+ * server code.
+ */
+import { type ErrorBody, errorShape, OpenSpotApiError, OpenSpotTransportError } from './errors.js';
+import { signRequest } from './sign.js';
+import type {
+  BareEnvelope,
+  Candle,
+  ChannelAuth,
+  CreatedOrder,
+  Envelope,
+  HistoricalTrades,
+  Interval,
+  Market,
+  Order,
+  OrderBook,
+  OrderType,
+  PagedEnvelope,
+  Side,
+  Ticker,
+  UserTrade,
+  WalletEntry,
+} from './types.js';
+
+export interface ClientOptions {
+  /** The interface's `{base_url}`, ending in `/v1`, e.g. `http://127.0.0.1:8080/v1`. */
+  readonly baseUrl: string;
+  readonly apiKey?: string;
+  /** Base64 API secret; needed for private endpoints. */
+  readonly apiSecret?: string;
+  /** Replaces the global fetch (tests, proxies, instrumentation). */
+  readonly fetch?: typeof fetch;
+  /** Per-request timeout. Default 30 s. */
+  readonly timeoutMs?: number;
+}
+
+export interface CreateOrderParams {
+  readonly pair: string;
+  readonly direction: Side;
+  readonly type: OrderType;
+  /** Decimal string: amounts never travel as JSON numbers. */
+  readonly volume: string;
+  /** Required for limit orders. */
+  readonly price?: string;
+}
+
+export interface PageParams {
+  readonly pageSize?: number;
+  readonly page?: number;
+}
+
+type QueryValue = string | number | readonly string[] | undefined;
+
+/** Query text with the interface's exact parameter names (`page-size`, `pairs[]`). */
+function queryString(query: Readonly<Record<string, QueryValue>>): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    const values = typeof value === 'object' ? value : [String(value)];
+    // The names are fixed ASCII; `[]` stays literal, as PHP-style servers expect it.
+    for (const v of values) parts.push(`${name}=${encodeURIComponent(v)}`);
+  }
+  return parts.length === 0 ? '' : `?${parts.join('&')}`;
+}
+
+const ORDER_LOCATION = /\/orders\/(\d+)\/?$/;
+
+interface RequestSpec {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly path: string;
+  readonly query?: Readonly<Record<string, QueryValue>>;
+  /** The serialized body: signed and sent as this exact string. */
+  readonly body?: string;
+  readonly signed: boolean;
+}
+
+interface RawResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly data: unknown;
+}
+
+export class OpenSpotClient {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #apiSecret: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#apiSecret = options.apiSecret;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** True when private endpoints can be called. */
+  get hasCredentials(): boolean {
+    return Boolean(this.#apiKey && this.#apiSecret);
+  }
+
+  // --- public ---------------------------------------------------------------------------------
+
+  async markets(pair?: string): Promise<Envelope<Record<string, Market>>> {
+    return this.#json({ method: 'GET', path: '/markets', query: { pair }, signed: false });
+  }
+
+  async tickers(tickerId?: string): Promise<Ticker[]> {
+    return this.#json({ method: 'GET', path: '/tickers', query: { ticker_id: tickerId }, signed: false });
+  }
+
+  async ohlc(params: { tickerId: string; interval?: Interval; since?: number | string }): Promise<Candle[]> {
+    const query = { ticker_id: params.tickerId, interval: params.interval, since: params.since };
+    return this.#json({ method: 'GET', path: '/ohlc', query, signed: false });
+  }
+
+  async orderbook(params: { tickerId: string; depth?: number }): Promise<OrderBook[]> {
+    const query = { ticker_id: params.tickerId, depth: params.depth };
+    return this.#json({ method: 'GET', path: '/orderbook', query, signed: false });
+  }
+
+  async historicalTrades(params: {
+    tickerId: string;
+    type?: Side;
+    limit?: number;
+    startTime?: number | string;
+  }): Promise<HistoricalTrades> {
+    const query = {
+      ticker_id: params.tickerId,
+      type: params.type,
+      limit: params.limit,
+      start_time: params.startTime,
+    };
+    return this.#json({ method: 'GET', path: '/historical_trades', query, signed: false });
+  }
+
+  // --- private --------------------------------------------------------------------------------
+
+  async spotWallet(): Promise<Envelope<WalletEntry[]>> {
+    return this.#json({ method: 'GET', path: '/spot-wallet', signed: true });
+  }
+
+  /** Deprecated by the interface; same data as spotWallet(). */
+  async tradeWallet(): Promise<Envelope<WalletEntry[]>> {
+    return this.#json({ method: 'GET', path: '/trade-wallet', signed: true });
+  }
+
+  /** Places an order. The answer carries no order record; the id comes from the Location header. */
+  async createOrder(params: CreateOrderParams): Promise<CreatedOrder> {
+    // Key order as the interface lists the fields; the server hashes the bytes, so any order
+    // would do as long as the sent string is the signed one.
+    const body = JSON.stringify({
+      order_direction: params.direction,
+      order_type: params.type,
+      pair: params.pair,
+      volume: params.volume,
+      ...(params.price === undefined ? {} : { price: params.price }),
+    });
+    const response = await this.#send({ method: 'POST', path: '/orders', body, signed: true });
+    const match = ORDER_LOCATION.exec(response.headers.get('location') ?? '');
+    return { id: match === null ? undefined : Number(match[1]), envelope: response.data as BareEnvelope };
+  }
+
+  async cancelOrder(id: number): Promise<BareEnvelope> {
+    return this.#json({ method: 'DELETE', path: `/orders/${orderPath(id)}`, signed: true });
+  }
+
+  async order(id: number): Promise<Envelope<Order>> {
+    return this.#json({ method: 'GET', path: `/orders/${orderPath(id)}`, signed: true });
+  }
+
+  async openOrders(params: { pair?: string } & PageParams = {}): Promise<PagedEnvelope<Order>> {
+    return this.#json({ method: 'GET', path: '/open-orders', query: orderQuery(params), signed: true });
+  }
+
+  async closedOrders(params: { pair?: string } & PageParams = {}): Promise<PagedEnvelope<Order>> {
+    return this.#json({ method: 'GET', path: '/closed-orders', query: orderQuery(params), signed: true });
+  }
+
+  async trades(params: { pairs?: readonly string[] } & PageParams = {}): Promise<PagedEnvelope<UserTrade>> {
+    const query = { 'pairs[]': params.pairs, 'page-size': params.pageSize, page: params.page };
+    return this.#json({ method: 'GET', path: '/trades', query, signed: true });
+  }
+
+  async trade(id: number): Promise<Envelope<UserTrade>> {
+    return this.#json({ method: 'GET', path: `/trades/${orderPath(id)}`, signed: true });
+  }
+
+  /**
+   * The `auth` token for subscribing this socket to a private channel. `socket_id` is a JSON
+   * number in the interface; it is written from the id's own digits (`123.4567`), never through a
+   * float, so the server reads back exactly the id the WebSocket gave.
+   */
+  async broadcastingAuth(socketId: string, channelName: string): Promise<ChannelAuth> {
+    if (!/^\d+\.\d+$/.test(socketId)) throw new TypeError(`not a socket id: ${socketId}`);
+    const body = `{"socket_id":${socketId},"channel_name":${JSON.stringify(channelName)}}`;
+    return this.#json({ method: 'POST', path: '/broadcasting/auth', body, signed: true });
+  }
+
+  // --- transport ------------------------------------------------------------------------------
+
+  async #json<T>(spec: RequestSpec): Promise<T> {
+    // The one place where a parsed body becomes a typed record: the server's schemas are the
+    // contract, and re-validating every field here would duplicate them.
+    return (await this.#send(spec)).data as T;
+  }
+
+  async #send(spec: RequestSpec): Promise<RawResponse> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (spec.body !== undefined) headers['content-type'] = 'application/json';
+    if (spec.signed) {
+      if (this.#apiKey === undefined || this.#apiSecret === undefined || this.#apiKey === '')
+        throw new TypeError(`${spec.method} ${spec.path} needs an API key and secret`);
+      headers['x-api-key'] = this.#apiKey;
+      headers['x-api-sign'] = signRequest(spec.method, spec.body ?? '', this.#apiSecret);
+    }
+    const url = `${this.baseUrl}${spec.path}${queryString(spec.query ?? {})}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method: spec.method,
+        headers,
+        body: spec.body,
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      // fetch says only "fetch failed"; the reason (ECONNREFUSED, a timeout) is in its cause.
+      const cause =
+        error instanceof Error ? (error.cause as { code?: unknown } | undefined)?.code : undefined;
+      const reason = `${error instanceof Error ? error.message : String(error)}${typeof cause === 'string' ? ` (${cause})` : ''}`;
+      throw new OpenSpotTransportError(`${spec.method} ${url}: ${reason}`, { cause: error });
+    }
+    const parsed = parseJson(text);
+    if (!response.ok) {
+      const body =
+        parsed.ok && errorShape(parsed.value) !== undefined ? (parsed.value as ErrorBody) : undefined;
+      throw new OpenSpotApiError(response.status, body, text, retryAfter(response.headers));
+    }
+    if (!parsed.ok)
+      throw new OpenSpotTransportError(`${spec.method} ${url}: answer ${response.status} is not JSON`);
+    return { status: response.status, headers: response.headers, data: parsed.value };
+  }
+}
+
+/** Ids go into paths; anything but a positive integer is a caller bug, not a server question. */
+function orderPath(id: number): string {
+  if (!Number.isSafeInteger(id) || id < 1) throw new TypeError(`not a record id: ${id}`);
+  return String(id);
+}
+
+const orderQuery = (params: { pair?: string } & PageParams) => ({
+  pair: params.pair,
+  'page-size': params.pageSize,
+  page: params.page,
+});
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (text === '') return { ok: true, value: undefined };
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+function retryAfter(headers: Headers): number | undefined {
+  const value = headers.get('retry-after');
+  if (value === null || !/^\d+$/.test(value.trim())) return undefined;
+  return Number(value.trim());
+}

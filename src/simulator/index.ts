@@ -1,0 +1,26 @@
+/** The market simulator and the demo provisioning that feeds it accounts. */
+export {
+  type AdminApi,
+  DEMO_FILE,
+  type DemoAccount,
+  type DemoOptions,
+  type DemoProvision,
+  provisionDemo,
+  SIMULATOR_FILE,
+} from './demo.js';
+export {
+  type Simulator,
+  type SimulatorLogger,
+  type SimulatorOptions,
+  type SimulatorStats,
+  startSimulator,
+} from './simulator.js';
+
+/** Reference prices for the default catalogue's markets (rough real-world levels). */
+export const DEFAULT_REFERENCE_PRICES: Readonly<Record<string, string>> = {
+  'BTC/EUR': '60000',
+  'ETH/EUR': '3000',
+  'BTC/USD': '65000',
+  'ETH/BTC': '0.05',
+  'USDT/EUR': '0.92',
+};

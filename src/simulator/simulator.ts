@@ -1,0 +1,405 @@
+/**
+ * A market simulator that trades through the public client only (signed HTTP, exactly what any
+ * trader sends), so running it exercises the real request path: auth, validation, matching,
+ * settlement, market data and the WebSocket feed.
+ *
+ * - Market makers quote a few levels on both sides around a reference price that does a bounded
+ *   random walk (price-walk.ts); every refresh cancels the maker's previous quotes first.
+ * - Takers send market orders and crossing limit orders; what a limit order leaves resting is
+ *   canceled after a few seconds, so takers never build a book of their own.
+ *
+ * All amounts are built from integers (ticks and lots) and formatted at the market's precision.
+ * Errors are logged and the loop goes on; 503/429 and unreachable servers make it back off.
+ */
+import { OpenSpotClient } from '../client/client.js';
+import { formatUnits, isZeroDecimal, parseUnits } from '../client/decimal.js';
+import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
+import type { Credentials, Market, Side } from '../client/types.js';
+import { type PriceWalk, priceWalk } from './price-walk.js';
+import { type Random, seededRandom } from './random.js';
+
+/** The subset of a pino logger the simulator uses. */
+export interface SimulatorLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface SimulatorOptions {
+  /** `{base_url}`, ending in /v1. */
+  readonly baseUrl: string;
+  readonly makers: readonly Credentials[];
+  readonly takers: readonly Credentials[];
+  /** Slash pairs, e.g. `BTC/EUR`. */
+  readonly markets: readonly string[];
+  /** Simulator actions per second over all markets (a maker refresh or one taker order). */
+  readonly ratePerSecond: number;
+  /** Centre of each market's random walk, by slash pair. */
+  readonly referencePrices: Readonly<Record<string, string>>;
+  readonly seed: number;
+  readonly logger: SimulatorLogger;
+  /** Quote levels per side. Default 3. */
+  readonly levels?: number;
+  /** How often a market's quotes are refreshed. Default 3000 ms. */
+  readonly refreshMs?: number;
+  /** Taker limit orders still resting after this are canceled. Default 5000 ms. */
+  readonly restingMs?: number;
+  /** Per-request timeout. Default 5000 ms. */
+  readonly timeoutMs?: number;
+  readonly fetch?: typeof fetch;
+}
+
+export interface SimulatorStats {
+  readonly actions: number;
+  readonly ordersPlaced: number;
+  readonly ordersCanceled: number;
+  readonly errors: number;
+}
+
+export interface Simulator {
+  /** Stops the loop and waits for the action in flight; resting quotes stay (swept at next start). */
+  stop(): Promise<void>;
+  stats(): SimulatorStats;
+}
+
+interface Account {
+  readonly name: string;
+  readonly client: OpenSpotClient;
+}
+
+interface MarketState {
+  readonly market: Market;
+  /** Slash form, as sent in order bodies. */
+  readonly pair: string;
+  readonly walk: PriceWalk;
+  /** Distance of the best quotes from the reference, in ticks. */
+  readonly halfSpread: bigint;
+  /** Distance between quote levels, in ticks. */
+  readonly gap: bigint;
+  /** ordermin in lots. */
+  readonly minLots: bigint;
+  /** Open quote ids per maker index. */
+  readonly quotes: Map<number, number[]>;
+  nextMaker: number;
+  lastRefresh: number;
+}
+
+interface Resting {
+  readonly account: Account;
+  readonly id: number;
+  readonly placedAt: number;
+}
+
+const maxBig = (a: bigint, b: bigint): bigint => (a > b ? a : b);
+const MAX_BACKOFF_MS = 30_000;
+const WARN_EVERY_MS = 30_000;
+
+/**
+ * A decimal at `decimals`, dropping digits beyond them (a reference price may be finer), or
+ * undefined when the text is not a plain decimal.
+ */
+function ticksOf(text: string, decimals: number): bigint | undefined {
+  const [whole = '0', fraction = ''] = text.trim().split('.');
+  try {
+    return parseUnits(`${whole}.${fraction.slice(0, decimals) || '0'}`, decimals);
+  } catch {
+    return undefined;
+  }
+}
+
+class Runner {
+  readonly #random: Random;
+  readonly #makers: Account[];
+  readonly #takers: Account[];
+  readonly #public: OpenSpotClient;
+  readonly #markets: MarketState[] = [];
+  readonly #resting: Resting[] = [];
+  readonly #lastWarn = new Map<string, number>();
+  readonly #levels: number;
+  readonly #refreshMs: number;
+  readonly #restingMs: number;
+  readonly #intervalMs: number;
+  #stopped = false;
+  #wake: (() => void) | undefined;
+  #backoffMs = 0;
+  /** Set when a request of the current round asked for a backoff (503, 429, unreachable). */
+  #overloaded = false;
+  #cursor = 0;
+  readonly stats = { actions: 0, ordersPlaced: 0, ordersCanceled: 0, errors: 0 };
+
+  constructor(private readonly options: SimulatorOptions) {
+    if (!(options.ratePerSecond > 0)) throw new RangeError('ratePerSecond must be positive');
+    this.#random = seededRandom(options.seed);
+    const client = (c?: Credentials) =>
+      new OpenSpotClient({
+        baseUrl: options.baseUrl,
+        apiKey: c?.apiKey,
+        apiSecret: c?.apiSecret,
+        fetch: options.fetch,
+        timeoutMs: options.timeoutMs ?? 5000,
+      });
+    this.#makers = options.makers.map((c, i) => ({ name: `maker${i + 1}`, client: client(c) }));
+    this.#takers = options.takers.map((c, i) => ({ name: `taker${i + 1}`, client: client(c) }));
+    this.#public = client();
+    this.#levels = Math.max(1, options.levels ?? 3);
+    this.#refreshMs = options.refreshMs ?? 3000;
+    this.#restingMs = options.restingMs ?? 5000;
+    this.#intervalMs = 1000 / options.ratePerSecond;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#wake?.();
+  }
+
+  async run(): Promise<void> {
+    await this.#init();
+    while (!this.#stopped) {
+      const started = Date.now();
+      this.#overloaded = false;
+      try {
+        await this.#expireResting();
+        await this.#act();
+      } catch (error) {
+        // #act handles API errors itself; anything here is a bug, which must not end the loop.
+        this.stats.errors += 1;
+        this.options.logger.error({ err: error }, 'simulator action failed');
+      }
+      this.stats.actions += 1;
+      // The backoff doubles while the server keeps refusing and resets after one good round.
+      if (!this.#overloaded) this.#backoffMs = 0;
+      const wait = this.#overloaded ? this.#backoffMs : this.#intervalMs - (Date.now() - started);
+      if (wait > 0) await this.#sleep(wait);
+    }
+  }
+
+  /** Loads the markets (retrying until the server answers), sweeps leftovers, places first quotes. */
+  async #init(): Promise<void> {
+    let delay = 250;
+    while (!this.#stopped) {
+      try {
+        await this.#loadMarkets();
+        break;
+      } catch (error) {
+        this.#warn('markets', { err: errorSummary(error) }, 'simulator cannot load markets yet; retrying');
+        await this.#sleep(delay);
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+    if (this.#stopped) return;
+    await this.#sweep();
+    for (const m of this.#markets) if (!this.#stopped) await this.#refresh(m);
+    this.options.logger.info(
+      { markets: this.#markets.map((m) => m.pair), makers: this.#makers.length, takers: this.#takers.length },
+      'simulator is trading',
+    );
+  }
+
+  async #loadMarkets(): Promise<void> {
+    const [catalogue, tickers] = await Promise.all([this.#public.markets(), this.#public.tickers()]);
+    const byName = new Map(Object.values(catalogue.data).map((m) => [m.wsname, m]));
+    const lastPrice = new Map(tickers.map((t) => [t.ticker_id, t.last_price]));
+    this.#markets.length = 0;
+    for (const pair of this.options.markets) {
+      const market = byName.get(pair);
+      const traded = lastPrice.get(pair);
+      const last = traded !== undefined && !isZeroDecimal(traded) ? traded : undefined;
+      // A market of a custom catalogue without a configured reference walks around its last trade.
+      const reference = this.options.referencePrices[pair] ?? last;
+      const center =
+        market === undefined || reference === undefined ? undefined : ticksOf(reference, market.pairDecimals);
+      if (market === undefined || center === undefined || center <= 0n) {
+        this.options.logger.warn(
+          { pair, reference },
+          'simulator skips a market that is unknown or has no usable reference price',
+        );
+        continue;
+      }
+      // Continue from the last trade after a restart; the walk clamps it into its band.
+      const start = (last === undefined ? undefined : ticksOf(last, market.pairDecimals)) ?? center;
+      this.#markets.push({
+        market,
+        pair,
+        walk: priceWalk(this.#random, { center, start }),
+        halfSpread: maxBig(center / 4000n, 1n),
+        gap: maxBig(center / 10_000n, 1n),
+        minLots: maxBig(parseUnits(market.ordermin, market.lotDecimals), 1n),
+        quotes: new Map(),
+        nextMaker: 0,
+        lastRefresh: 0,
+      });
+    }
+  }
+
+  /** Cancels what earlier runs left open in the simulated markets (ids are not remembered). */
+  async #sweep(): Promise<void> {
+    const names = new Set(this.#markets.map((m) => m.market.altname));
+    for (const account of [...this.#makers, ...this.#takers]) {
+      try {
+        const open = await account.client.openOrders();
+        const ids = open.data.filter((o) => names.has(o.pair)).map((o) => o.id);
+        for (let i = 0; i < ids.length && !this.#stopped; i += 20)
+          await Promise.all(ids.slice(i, i + 20).map((id) => this.#cancel(account, id)));
+      } catch (error) {
+        this.#failed(error, `${account.name} open orders`);
+      }
+    }
+  }
+
+  /** One action: the next market's quote refresh when due, else a taker order there. */
+  async #act(): Promise<void> {
+    if (this.#markets.length === 0) return;
+    const m = this.#markets[this.#cursor % this.#markets.length]!;
+    this.#cursor += 1;
+    const due = Date.now() - m.lastRefresh >= this.#refreshMs;
+    if (this.#makers.length > 0 && (due || this.#takers.length === 0)) await this.#refresh(m);
+    else if (this.#takers.length > 0) await this.#take(m);
+  }
+
+  async #refresh(m: MarketState): Promise<void> {
+    if (this.#makers.length === 0) return;
+    m.lastRefresh = Date.now();
+    const index = m.nextMaker % this.#makers.length;
+    m.nextMaker += 1;
+    const maker = this.#makers[index]!;
+    const stale = m.quotes.get(index) ?? [];
+    // Cancel first: a maker's new bid may not meet its own old ask (self-trade prevention would
+    // cancel it anyway, but that wastes the quote). Quotes that could not be canceled are kept
+    // for the next refresh rather than forgotten in the book.
+    const gone = await Promise.all(stale.map((id) => this.#cancel(maker, id)));
+    const kept = stale.filter((_id, i) => !gone[i]);
+    const reference = m.walk.step();
+    const jitter = BigInt(this.#random.int(0, Number(m.gap) - 1));
+    const orders: Array<{ side: Side; ticks: bigint; lots: bigint }> = [];
+    for (let level = 0; level < this.#levels; level += 1) {
+      const distance = m.halfSpread + m.gap * BigInt(level) + jitter;
+      // Quotes several times a taker's size, deeper levels larger: the book stays visible.
+      const lots = () => m.minLots * BigInt(this.#random.int(5 + 5 * level, 20 + 10 * level));
+      if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
+      orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
+    }
+    const ids = await Promise.all(
+      orders.map((o) =>
+        this.#place(maker, {
+          pair: m.pair,
+          direction: o.side,
+          type: 'limit',
+          volume: formatUnits(o.lots, m.market.lotDecimals),
+          price: formatUnits(o.ticks, m.market.pairDecimals),
+        }),
+      ),
+    );
+    m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
+  }
+
+  async #take(m: MarketState): Promise<void> {
+    const taker = this.#random.pick(this.#takers);
+    const side: Side = this.#random.chance(0.5) ? 'buy' : 'sell';
+    const volume = formatUnits(m.minLots * BigInt(this.#random.int(1, 6)), m.market.lotDecimals);
+    if (this.#random.chance(0.5)) {
+      await this.#place(taker, { pair: m.pair, direction: side, type: 'market', volume });
+      return;
+    }
+    // A limit that reaches into the makers' levels: it trades, and what is left rests briefly.
+    const reach = m.halfSpread + m.gap * BigInt(this.#random.int(0, this.#levels - 1));
+    const ticks = side === 'buy' ? m.walk.ticks + reach : maxBig(m.walk.ticks - reach, 1n);
+    const price = formatUnits(ticks, m.market.pairDecimals);
+    const id = await this.#place(taker, { pair: m.pair, direction: side, type: 'limit', volume, price });
+    if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
+  }
+
+  async #expireResting(): Promise<void> {
+    const cutoff = Date.now() - this.#restingMs;
+    const expired: Resting[] = [];
+    while (this.#resting.length > 0 && this.#resting[0]!.placedAt <= cutoff)
+      expired.push(this.#resting.shift()!);
+    const gone = await Promise.all(expired.map((r) => this.#cancel(r.account, r.id)));
+    this.#resting.push(...expired.filter((_r, i) => !gone[i]).map((r) => ({ ...r, placedAt: Date.now() })));
+  }
+
+  async #place(
+    account: Account,
+    order: Parameters<OpenSpotClient['createOrder']>[0],
+  ): Promise<number | undefined> {
+    try {
+      const created = await account.client.createOrder(order);
+      this.stats.ordersPlaced += 1;
+      return created.id;
+    } catch (error) {
+      this.#failed(error, `${account.name} ${order.direction} ${order.type} ${order.pair}`);
+      return undefined;
+    }
+  }
+
+  /** True when the order is no longer open (canceled now, or already filled or canceled). */
+  async #cancel(account: Account, id: number): Promise<boolean> {
+    try {
+      await account.client.cancelOrder(id);
+      this.stats.ordersCanceled += 1;
+      return true;
+    } catch (error) {
+      // Already filled or canceled (self-trade prevention, no liquidity): nothing to do.
+      if (error instanceof OpenSpotApiError && (error.status === 404 || error.status === 409)) return true;
+      this.#failed(error, `${account.name} cancel ${id}`);
+      return false;
+    }
+  }
+
+  /** Logs an error at the level it deserves and decides whether the loop backs off. */
+  #failed(error: unknown, what: string): void {
+    this.stats.errors += 1;
+    const overloaded = error instanceof OpenSpotApiError && (error.status === 503 || error.status === 429);
+    if (overloaded || error instanceof OpenSpotTransportError) {
+      const hinted = error instanceof OpenSpotApiError ? (error.retryAfter ?? 0) * 1000 : 0;
+      // Once per round: the concurrent requests of one refresh all fail together.
+      if (!this.#overloaded)
+        this.#backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(hinted, this.#backoffMs * 2, 500));
+      this.#overloaded = true;
+      this.#warn('backoff', { what, err: errorSummary(error) }, 'simulator backs off');
+    } else if (error instanceof OpenSpotApiError && error.status < 500) {
+      // Insufficient funds, a price the walk pushed below a limit: expected now and then.
+      this.options.logger.debug({ what, err: errorSummary(error) }, 'simulator order refused');
+    } else {
+      this.#warn(what, { what, err: errorSummary(error) }, 'simulator request failed');
+    }
+  }
+
+  /** Warns at most once per key every 30 s, so an outage does not flood the log. */
+  #warn(key: string, details: object, message: string): void {
+    const now = Date.now();
+    if (now - (this.#lastWarn.get(key) ?? 0) < WARN_EVERY_MS) return;
+    this.#lastWarn.set(key, now);
+    this.options.logger.warn(details, message);
+  }
+
+  #sleep(ms: number): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+    });
+  }
+}
+
+const errorSummary = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** Starts the loop in the background and returns at once; `stop()` ends it. */
+export function startSimulator(options: SimulatorOptions): Simulator {
+  const runner = new Runner(options);
+  const running = runner.run().catch((error: unknown) => {
+    options.logger.error({ err: error }, 'simulator stopped by an unexpected error');
+  });
+  return {
+    async stop() {
+      runner.stop();
+      await running;
+    },
+    stats: () => ({ ...runner.stats }),
+  };
+}

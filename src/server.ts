@@ -13,6 +13,7 @@ import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
 import { buildHttpApp } from './http/app.js';
+import { Metrics } from './metrics.js';
 import type { AdminApi } from './simulator/demo.js';
 import {
   DEFAULT_REFERENCE_PRICES,
@@ -48,11 +49,12 @@ export async function startServer(
     );
   }
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = SqliteStore.open({
-    path: join(config.dataDir, 'openspot.db'),
-    synchronous: config.sqliteSynchronous,
-  });
+  const metrics = new Metrics();
+  const store = metrics.instrumentStore(
+    SqliteStore.open({ path: join(config.dataDir, 'openspot.db'), synchronous: config.sqliteSynchronous }),
+  );
   const exchange = openExchange({ store, logger });
+  metrics.watchExchange(exchange);
   if (await seedCatalogue(exchange, config.catalogueFile))
     logger.info('created the default catalogue of assets and markets');
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
@@ -67,6 +69,7 @@ export async function startServer(
     clock: exchange.clock,
     config: { ...config, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
+  metrics.mount(app, admin.token);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     const ready = !shuttingDown && exchange.isWritable();
@@ -84,6 +87,7 @@ export async function startServer(
     clock: exchange.clock,
     logger,
   });
+  metrics.watchRealtime(() => realtime.realtime.stats());
   // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
   app.addHook('preClose', async () => realtime.close());
   await app.register(adminRoutes, {

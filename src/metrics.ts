@@ -1,0 +1,119 @@
+/**
+ * Prometheus metrics (prom-client). Collected at the adapters' edges so the engine and the
+ * sequencer stay free of instrumentation: the store is wrapped to time commits, committed
+ * batches are counted through `onCommitted`, HTTP through Fastify hooks, WebSocket on scrape.
+ */
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { bearerMatches } from './admin/admin-token.js';
+import type { Exchange } from './app/ports.js';
+import type { CommitBatch, Store } from './store/store.js';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly commitSeconds = new Histogram({
+    name: 'openspot_commit_duration_seconds',
+    help: 'Duration of one group commit (one store transaction, fsync included)',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  private readonly batchEvents = new Histogram({
+    name: 'openspot_commit_batch_events',
+    help: 'Engine events written by one group commit',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000],
+    registers: [this.registry],
+  });
+  private readonly commitFailures = new Counter({
+    name: 'openspot_commit_failures_total',
+    help: 'Group commits that failed (the batch was refused with 503)',
+    registers: [this.registry],
+  });
+  private readonly events = new Counter({
+    name: 'openspot_engine_events_total',
+    help: 'Committed engine events by type (orderAccepted, trade, orderDone, deposited, ...)',
+    labelNames: ['type'],
+    registers: [this.registry],
+  });
+  private readonly httpSeconds = new Histogram({
+    name: 'openspot_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'openspot_' });
+  }
+
+  /** The same store, with each commit timed and counted. */
+  instrumentStore(store: Store): Store {
+    const { commitSeconds, batchEvents, commitFailures } = this;
+    return new Proxy(store, {
+      get(target, property, receiver) {
+        if (property !== 'commit') {
+          const value: unknown = Reflect.get(target, property, receiver);
+          // Bound to the real store: its methods may use private fields a proxy does not carry.
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return (batch: CommitBatch) => {
+          const stop = commitSeconds.startTimer();
+          try {
+            target.commit(batch);
+            batchEvents.observe(batch.events.length);
+          } catch (error) {
+            commitFailures.inc();
+            throw error;
+          } finally {
+            stop();
+          }
+        };
+      },
+    });
+  }
+
+  watchExchange(exchange: Exchange): void {
+    exchange.onCommitted((batch) => {
+      for (const event of batch.events) this.events.inc({ type: event.type });
+    });
+  }
+
+  watchRealtime(stats: () => { connections: number; subscriptions: number }): void {
+    new Gauge({
+      name: 'openspot_ws_connections',
+      help: 'Open WebSocket connections',
+      registers: [this.registry],
+      collect() {
+        this.set(stats().connections);
+      },
+    });
+    new Gauge({
+      name: 'openspot_ws_subscriptions',
+      help: 'WebSocket channel subscriptions',
+      registers: [this.registry],
+      collect() {
+        this.set(stats().subscriptions);
+      },
+    });
+  }
+
+  /** HTTP timing for every route, and `GET /metrics` behind the admin token. */
+  mount(app: FastifyInstance, adminToken: string): void {
+    app.addHook('onResponse', async (request, reply) => {
+      this.httpSeconds.observe(
+        {
+          method: request.method,
+          route: request.routeOptions.url ?? 'unknown',
+          status: String(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+      if (!bearerMatches(request.headers.authorization, adminToken)) {
+        return reply.code(401).header('WWW-Authenticate', 'Bearer').send({ error: 'Unauthorized' });
+      }
+      return reply.type(this.registry.contentType).send(await this.registry.metrics());
+    });
+  }
+}

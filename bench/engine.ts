@@ -1,19 +1,34 @@
 /**
- * Engine throughput benchmark: `npm run bench:engine [-- --commands N] [--runs R] [--seed S] [--only abc]`
- * (`--only b` runs the engine alone, e.g. under `node --cpu-prof`).
+ * Engine throughput benchmark:
+ *   npm run bench:engine [-- --commands N] [--runs R] [--seed S] [--only abc]
+ *                           [--scenario shallow|deep|both] [--preload P]
+ * (`--only b` runs the engine alone, e.g. under `node --cpu-prof`; `node --max-semi-space-size=64
+ * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.)
  *
- * One deterministic stream (default 1,000,000 commands: ~55% limit orders near the spread, ~35%
- * cancels of orders that are live at that point, ~10% market orders; 200 users; one BTC/EUR-style
- * market) is generated up front and not timed. Then, each measured R times (default 5) on fresh
- * state, interleaved:
+ * Two scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
+ * the spread, ~35% cancels of orders that are live at that point, ~10% market orders; 200 users;
+ * one BTC/EUR-style market) generated up front and not timed:
+ *   shallow ("as generated"): the stream alone, on an empty book, its orders priced around a
+ *       random-walk mid that wanders hundreds of ticks and keeps sweeping what rests, so the book
+ *       stays shallow (~1,500 resting orders on ~220 levels).
+ *   deep: first P resting limit orders (default 100,000) are placed, untimed, 2 to 301 ticks behind
+ *       the mid on each side (uniformly: 600 levels, ~165 orders a level, all 200 users, none
+ *       crossing); then the same kind of stream (same mix, same order sizes and distances from the
+ *       mid) is timed, its cancels drawn from all live orders, the preloaded ones included. One
+ *       difference: its orders are priced around the book's own mid rather than around an
+ *       independent random walk, which would sweep the preload away (see generate()). With this mix
+ *       the book then grows slowly (~100k to ~170k orders over 1M commands on ~600 levels).
+ * Then, for each scenario, each implementation is measured R times (default 3) on fresh state,
+ * interleaved:
  *   (a) the order book alone: BookSide from src/engine/book-side.ts with the minimal match loop
  *       below (price-time priority, self-trade prevention, no ledger, no events);
  *   (b) the full engine: Engine.apply with the ledger, fees and events; drainChanges() every 1,000
  *       commands as the sequencer would;
  *   (c) the nodejs-order-book package (limit / market / cancel with accountId and EXPIRE_MAKER
  *       self-trade prevention, i.e. the same matching rules).
- * The median commands/s of each and the ratios engine/book and engine/nodejs-order-book are printed,
- * with the number of trades each produced (identical workloads produce identical trade counts).
+ * The median commands/s of each and the ratios engine/book and engine/nodejs-order-book are printed
+ * per scenario, with the number of trades each produced (the preload never trades). Identical workloads
+ * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1.
  */
 import {
   type LimitOrderOptions,
@@ -51,11 +66,19 @@ const only = process.argv.indexOf('--only');
 /** `--only b` (or `a`, `c`, `ab`, ...) runs a subset, e.g. to profile the engine alone. */
 const ONLY = only === -1 ? 'abc' : (process.argv[only + 1] ?? 'abc');
 const COMMANDS = option('commands', 1_000_000);
-const RUNS = option('runs', 5);
+const RUNS = option('runs', 3);
 const SEED = option('seed', 20_240_601);
+const PRELOAD = option('preload', 100_000);
+const scenarioAt = process.argv.indexOf('--scenario');
+const SCENARIO = scenarioAt === -1 ? 'both' : (process.argv[scenarioAt + 1] ?? '');
+if (SCENARIO !== 'shallow' && SCENARIO !== 'deep' && SCENARIO !== 'both')
+  throw new Error('--scenario needs shallow, deep or both');
 const USERS = 200;
 const DRAIN_EVERY = 1_000;
 const MID0 = 300_000; // 30000.0 EUR in ticks of 0.1
+/** Preloaded orders rest PRELOAD_NEAR..PRELOAD_FAR ticks behind MID0 (uniformly). */
+const PRELOAD_NEAR = 2;
+const PRELOAD_FAR = 301;
 
 // ---- the stream ----------------------------------------------------------------------------
 
@@ -63,8 +86,13 @@ const KIND_LIMIT = 0;
 const KIND_MARKET = 1;
 const KIND_CANCEL = 2;
 
-/** Structure-of-arrays form of the stream, for the book-only run. */
+/**
+ * Structure-of-arrays form of a scenario: entries [0, pre) are the preloaded limit orders (placed
+ * untimed), entries [pre, pre + n) the timed stream.
+ */
 interface Stream {
+  readonly name: string;
+  readonly pre: number;
   readonly n: number;
   readonly kind: Uint8Array;
   /** 1 = buy, 0 = sell. */
@@ -74,12 +102,21 @@ interface Stream {
   readonly volume: Float64Array;
   /** The order id a limit/market order gets (engines number accepted orders 1, 2, ...), or the id a cancel targets. */
   readonly id: Float64Array;
+  /** Of the timed stream. */
   readonly counts: { limit: number; market: number; cancel: number };
+  readonly levelsAtStart: number;
   readonly restingAtEnd: number;
-  /** Resting orders and price levels, averaged over the stream. */
+  /** Preloaded orders still resting at the end. */
+  readonly preloadAtEnd: number;
+  /** Resting orders and price levels, averaged over the timed stream. */
   readonly meanResting: number;
   readonly meanLevels: number;
+  /** Trades in the timed stream (the preload never trades). */
   readonly trades: number;
+  /** Where the stream's reference mid went, in ticks from MID0. */
+  readonly midLow: number;
+  readonly midHigh: number;
+  readonly midEnd: number;
 }
 
 function mulberry32(seed: number): () => number {
@@ -155,21 +192,16 @@ class MiniBook {
   }
 }
 
-function generate(n: number, seed: number): Stream {
-  const rnd = mulberry32(seed);
-  const s: Stream = {
-    n,
-    kind: new Uint8Array(n),
-    buy: new Uint8Array(n),
-    user: new Int32Array(n),
-    price: new Float64Array(n),
-    volume: new Float64Array(n),
-    id: new Float64Array(n),
+function generate(name: string, n: number, seed: number, pre: number): Stream {
+  const total = pre + n;
+  const s = {
+    kind: new Uint8Array(total),
+    buy: new Uint8Array(total),
+    user: new Int32Array(total),
+    price: new Float64Array(total),
+    volume: new Float64Array(total),
+    id: new Float64Array(total),
     counts: { limit: 0, market: 0, cancel: 0 },
-    restingAtEnd: 0,
-    meanResting: 0,
-    meanLevels: 0,
-    trades: 0,
   };
   let restingSum = 0;
   let levelSum = 0;
@@ -178,13 +210,49 @@ function generate(n: number, seed: number): Stream {
   const book = new MiniBook();
   const live: number[] = [];
   let nextId = 1;
-  let mid = MID0;
-  const volume = (): number =>
+  const volume = (rnd: () => number): number =>
     Math.floor(Math.exp(Math.log(10_000) + rnd() * (Math.log(20_000_000) - Math.log(10_000))));
-  for (let i = 0; i < n; i++) {
+
+  // The preload has its own generator, so the stream below draws exactly what it draws without one.
+  const prnd = mulberry32(seed ^ 0x5bd1e995);
+  for (let i = 0; i < pre; i++) {
+    const buy = prnd() < 0.5;
+    const user = 1 + Math.floor(prnd() * USERS);
+    const distance = PRELOAD_NEAR + Math.floor(prnd() * (PRELOAD_FAR - PRELOAD_NEAR + 1));
+    s.kind[i] = KIND_LIMIT;
+    s.buy[i] = buy ? 1 : 0;
+    s.user[i] = user;
+    s.price[i] = buy ? MID0 - distance : MID0 + distance;
+    s.volume[i] = volume(prnd);
+    s.id[i] = nextId++;
+    book.limit(s.id[i]!, user, buy, s.price[i]!, s.volume[i]!);
+    live.push(s.id[i]!);
+  }
+  if (book.trades !== 0 || book.orders.size !== pre) throw new Error('the preload crossed itself');
+  const levelsAtStart = book.bids.levelCount + book.asks.levelCount;
+
+  const rnd = mulberry32(seed);
+  // The reference mid new orders are priced around. Without a preload it is a random walk of its
+  // own (one tick every ten commands on average), as the stream was first written. With one it is
+  // the book's own mid, like order flow on a real venue: the walk wanders +-300..500 ticks over a
+  // million commands, so its orders would sweep a 300-tick-deep book within a few hundred thousand
+  // commands and leave the shallow book again (the walk's draws are still made, and ignored).
+  const anchored = pre > 0;
+  let mid = MID0;
+  let midLow = MID0;
+  let midHigh = MID0;
+  for (let i = pre; i < total; i++) {
     restingSum += book.orders.size;
     levelSum += book.bids.levelCount + book.asks.levelCount;
-    if (rnd() < 0.1) mid += rnd() < 0.5 ? -1 : 1;
+    if (rnd() < 0.1) {
+      const step = rnd() < 0.5 ? -1 : 1;
+      if (!anchored) mid += step;
+    }
+    if (anchored && book.bids.best !== null && book.asks.best !== null) {
+      mid = Math.floor((book.bids.best.price + book.asks.best.price) / 2);
+    }
+    if (mid < midLow) midLow = mid;
+    else if (mid > midHigh) midHigh = mid;
     const r = rnd();
     const buy = rnd() < 0.5;
     const user = 1 + Math.floor(rnd() * USERS);
@@ -211,7 +279,7 @@ function generate(n: number, seed: number): Stream {
     s.kind[i] = kind;
     s.buy[i] = buy ? 1 : 0;
     s.user[i] = user;
-    s.volume[i] = volume();
+    s.volume[i] = volume(rnd);
     s.id[i] = nextId++;
     if (kind === KIND_LIMIT) {
       // Distance from the mid in ticks: exponential with a mean of ~25 ticks behind it, and about
@@ -227,41 +295,63 @@ function generate(n: number, seed: number): Stream {
       s.counts.market++;
     }
   }
+  let preloadAtEnd = 0;
+  for (const id of book.orders.keys()) if (id <= pre) preloadAtEnd++;
   return {
     ...s,
+    name,
+    pre,
+    n,
+    levelsAtStart,
     restingAtEnd: book.orders.size,
+    preloadAtEnd,
     meanResting: restingSum / n,
     meanLevels: levelSum / n,
     trades: book.trades,
+    midLow: midLow - MID0,
+    midHigh: midHigh - MID0,
+    midEnd: mid - MID0,
   };
 }
 
 // ---- runs ----------------------------------------------------------------------------------
 
 interface RunResult {
+  /** Of the timed stream only. */
   readonly seconds: number;
+  /** All trades, preload included (the preload never crosses, so a preload trade is a mismatch). */
   readonly trades: number;
   readonly refused: number;
 }
 
-function runBook(s: Stream): RunResult {
-  const book = new MiniBook();
+/** Applies entries [from, to) of the stream to a MiniBook; returns how many cancels found nothing. */
+function applyBook(book: MiniBook, s: Stream, from: number, to: number): number {
   const { kind, buy, user, price, volume, id } = s;
-  const started = process.hrtime.bigint();
   let refused = 0;
-  for (let i = 0; i < s.n; i++) {
+  for (let i = from; i < to; i++) {
     const k = kind[i];
     if (k === KIND_LIMIT) book.limit(id[i]!, user[i]!, buy[i] === 1, price[i]!, volume[i]!);
     else if (k === KIND_MARKET) book.market(user[i]!, buy[i] === 1, volume[i]!);
     else if (!book.cancel(id[i]!)) refused++;
   }
+  return refused;
+}
+
+/** Runs the preload untimed, then times the stream. */
+function runBook(s: Stream): RunResult {
+  const book = new MiniBook();
+  let refused = applyBook(book, s, 0, s.pre);
+  const started = process.hrtime.bigint();
+  refused += applyBook(book, s, s.pre, s.pre + s.n);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { seconds, trades: book.trades, refused };
 }
 
+/** The engine's form of the whole scenario, preload included. */
 function engineCommands(s: Stream): Command[] {
-  const commands: Command[] = new Array(s.n);
-  for (let i = 0; i < s.n; i++) {
+  const total = s.pre + s.n;
+  const commands: Command[] = new Array(total);
+  for (let i = 0; i < total; i++) {
     const k = s.kind[i];
     commands[i] =
       k === KIND_CANCEL
@@ -296,7 +386,7 @@ function freshEngine(): Engine {
     },
   ];
   // Generous funding: 4e13 units of each asset per user (400 billion EUR, 400,000 BTC); the
-  // per-asset total stays below 2^53.
+  // per-asset total stays below 2^53. The deep preload holds at most ~1e10 units a user.
   for (let u = 1; u <= USERS; u++) {
     for (const asset of ['BTC', 'EUR']) {
       setup.push({
@@ -315,16 +405,25 @@ function freshEngine(): Engine {
   return engine;
 }
 
-function runEngine(commands: readonly Command[]): RunResult {
-  const engine = freshEngine();
-  const t0 = 1_700_000_000_000_000;
+const T0 = 1_700_000_000_000_000;
+
+/** Applies commands [from, to), draining every DRAIN_EVERY commands; returns how many were refused. */
+function applyEngine(engine: Engine, commands: readonly Command[], from: number, to: number): number {
   let refused = 0;
-  const started = process.hrtime.bigint();
-  for (let i = 0; i < commands.length; i++) {
-    if (!engine.apply(commands[i]!, (t0 + i) as Micros).ok) refused++;
+  for (let i = from; i < to; i++) {
+    if (!engine.apply(commands[i]!, (T0 + i) as Micros).ok) refused++;
     if (i % DRAIN_EVERY === DRAIN_EVERY - 1) engine.drainChanges();
   }
   engine.drainChanges();
+  return refused;
+}
+
+/** Runs the first `pre` commands untimed, then times the rest. */
+function runEngine(commands: readonly Command[], pre: number): RunResult {
+  const engine = freshEngine();
+  let refused = applyEngine(engine, commands, 0, pre);
+  const started = process.hrtime.bigint();
+  refused += applyEngine(engine, commands, pre, commands.length);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { seconds, trades: engine.sequences().nextTradeId - 1, refused };
 }
@@ -334,10 +433,12 @@ type ObCommand =
   | { readonly kind: 1; readonly options: MarketOrderOptions }
   | { readonly kind: 2; readonly id: string };
 
+/** The nodejs-order-book form of the whole scenario, preload included. */
 function obCommands(s: Stream): ObCommand[] {
-  const out: ObCommand[] = new Array(s.n);
+  const total = s.pre + s.n;
+  const out: ObCommand[] = new Array(total);
   const stp = SelfTradePreventionMode.EXPIRE_MAKER;
-  for (let i = 0; i < s.n; i++) {
+  for (let i = 0; i < total; i++) {
     const side = s.buy[i] === 1 ? ObSide.BUY : ObSide.SELL;
     const accountId = String(s.user[i]);
     const k = s.kind[i];
@@ -360,12 +461,11 @@ function obCommands(s: Stream): ObCommand[] {
   return out;
 }
 
-function runNodejsOrderBook(commands: readonly ObCommand[]): RunResult {
-  const ob = new OrderBook();
+/** Applies commands [from, to); returns the trades made and the commands refused. */
+function applyOb(ob: OrderBook, commands: readonly ObCommand[], from: number, to: number): [number, number] {
   let trades = 0;
   let refused = 0;
-  const started = process.hrtime.bigint();
-  for (let i = 0; i < commands.length; i++) {
+  for (let i = from; i < to; i++) {
     const c = commands[i]!;
     if (c.kind === 2) {
       if (ob.cancel(c.id) === undefined) refused++;
@@ -381,8 +481,17 @@ function runNodejsOrderBook(commands: readonly ObCommand[]): RunResult {
     for (const o of r.done) if (o.id !== takerId) trades++;
     if (r.partial !== null && r.partial.id !== takerId) trades++;
   }
+  return [trades, refused];
+}
+
+/** Runs the first `pre` commands untimed, then times the rest. */
+function runNodejsOrderBook(commands: readonly ObCommand[], pre: number): RunResult {
+  const ob = new OrderBook();
+  const [preTrades, preRefused] = applyOb(ob, commands, 0, pre);
+  const started = process.hrtime.bigint();
+  const [trades, refused] = applyOb(ob, commands, pre, commands.length);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades, refused };
+  return { seconds, trades: trades + preTrades, refused: refused + preRefused };
 }
 
 // ---- main ----------------------------------------------------------------------------------
@@ -394,43 +503,88 @@ const median = (xs: readonly number[]): number => {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-function main(): void {
-  console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
+/** Whether the young generation was resized on the command line (V8 picks the default otherwise). */
+function semiSpaceSetting(): string {
+  const flag = /^--max[-_]semi[-_]space[-_]size(?:=(.*))?$/;
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const m = flag.exec(argv[i]!);
+    if (m !== null) return `NON-DEFAULT: --max-semi-space-size=${m[1] ?? argv[i + 1] ?? '?'} (MB)`;
+  }
+  const env = /--max[-_]semi[-_]space[-_]size[= ](\S+)/.exec(process.env.NODE_OPTIONS ?? '');
+  if (env !== null) return `NON-DEFAULT: --max-semi-space-size=${env[1]} (MB, from NODE_OPTIONS)`;
+  return 'default (no --max-semi-space-size in process.execArgv or NODE_OPTIONS)';
+}
+
+const NAMES = [
+  '(a) order book only (BookSide)',
+  '(b) full engine (Engine.apply)',
+  '(c) nodejs-order-book',
+] as const;
+const ACTIVE = [0, 1, 2].filter((k) => ONLY.includes('abc'[k]!));
+
+interface ScenarioResult {
+  readonly title: string;
+  readonly meanResting: number;
+  readonly meanLevels: number;
+  readonly medians: readonly number[];
+  readonly trades: readonly (number | undefined)[];
+  readonly consistent: boolean;
+}
+
+const signed = (n: number): string => (n > 0 ? `+${n}` : `${n}`);
+const ratio = (x: number, y: number): string => (Number.isFinite(x / y) ? (x / y).toFixed(2) : 'n/a');
+
+function runScenario(title: string, pre: number): ScenarioResult {
+  console.log(`\n=== scenario: ${title} ${'='.repeat(Math.max(3, 95 - title.length))}`);
   const g0 = performance.now();
-  const stream = generate(COMMANDS, SEED);
-  const engineStream = engineCommands(stream);
-  const obStream = obCommands(stream);
+  const stream = generate(title, COMMANDS, SEED, pre);
+  const engineStream = ACTIVE.includes(1) ? engineCommands(stream) : [];
+  const obStream = ACTIVE.includes(2) ? obCommands(stream) : [];
   const genSeconds = (performance.now() - g0) / 1000;
   const { limit, market, cancel } = stream.counts;
   const pct = (x: number): string => `${((100 * x) / COMMANDS).toFixed(1)}%`;
+  if (pre > 0) {
+    console.log(
+      `preload: ${fmt(pre)} resting limit orders on ${fmt(stream.levelsAtStart)} price levels, ` +
+        `${PRELOAD_NEAR}-${PRELOAD_FAR} ticks behind the mid on each side, ${USERS} users, none crossing ` +
+        `(placed untimed before each run)`,
+    );
+  }
   console.log(
-    `stream: ${fmt(COMMANDS)} commands (seed ${SEED}): ${fmt(limit)} limit (${pct(limit)}), ` +
+    `stream:  ${fmt(COMMANDS)} commands (seed ${SEED}): ${fmt(limit)} limit (${pct(limit)}), ` +
       `${fmt(cancel)} cancel (${pct(cancel)}), ${fmt(market)} market (${pct(market)}); ${USERS} users`,
   );
   console.log(
-    `        ${fmt(stream.trades)} trades; on average ${fmt(stream.meanResting)} orders resting on ${fmt(stream.meanLevels)} price levels ` +
-      `(${fmt(stream.restingAtEnd)} at the end); generated in ${genSeconds.toFixed(1)} s (not timed)`,
+    `         ${fmt(stream.trades)} trades; on average ${fmt(stream.meanResting)} orders resting on ` +
+      `${fmt(stream.meanLevels)} price levels (${fmt(stream.restingAtEnd)} at the end` +
+      (pre > 0 ? `, ${fmt(stream.preloadAtEnd)} of them preloaded` : '') +
+      `); generated in ${genSeconds.toFixed(1)} s (not timed)`,
   );
-  // One untimed warm-up pass of each on a prefix, so the first measured run is not mostly JIT time.
-  const warm = Math.min(COMMANDS, 100_000);
-  if (ONLY.includes('a')) runBook({ ...stream, n: warm });
-  if (ONLY.includes('b')) runEngine(engineStream.slice(0, warm));
-  if (ONLY.includes('c')) runNodejsOrderBook(obStream.slice(0, warm));
   console.log(
-    `runs: ${RUNS} of each after an untimed warm-up on ${fmt(warm)} commands; fresh state each run, interleaved a/b/c\n`,
+    `         reference mid (${pre > 0 ? "the book's own mid" : 'a random walk'}) between ${signed(stream.midLow)} ` +
+      `and ${signed(stream.midHigh)} ticks from the start, ${signed(stream.midEnd)} at the end`,
+  );
+  // One untimed warm-up pass of each on the preload plus a prefix of the stream, so the first
+  // measured run is not mostly JIT time.
+  const warm = Math.min(COMMANDS, 100_000);
+  if (ACTIVE.includes(0)) runBook({ ...stream, n: warm });
+  if (ACTIVE.includes(1)) runEngine(engineStream.slice(0, pre + warm), pre);
+  if (ACTIVE.includes(2)) runNodejsOrderBook(obStream.slice(0, pre + warm), pre);
+  console.log(
+    `runs: ${RUNS} of each after an untimed warm-up on ${pre > 0 ? 'the preload + ' : ''}${fmt(warm)} commands; ` +
+      `fresh state each run${pre > 0 ? ' (preload untimed)' : ''}, interleaved a/b/c\n`,
   );
 
-  const names = [
-    '(a) order book only (BookSide)',
-    '(b) full engine (Engine.apply)',
-    '(c) nodejs-order-book',
-  ] as const;
-  const runners = [() => runBook(stream), () => runEngine(engineStream), () => runNodejsOrderBook(obStream)];
-  const active = [0, 1, 2].filter((k) => ONLY.includes('abc'[k]!));
+  const runners = [
+    () => runBook(stream),
+    () => runEngine(engineStream, pre),
+    () => runNodejsOrderBook(obStream, pre),
+  ];
   const results: RunResult[][] = [[], [], []];
   for (let run = 0; run < RUNS; run++) {
-    for (const k of active) results[k]!.push(runners[k]!());
-    const line = active.map((k) => `${'abc'[k]} ${fmt(COMMANDS / results[k]![run]!.seconds)}/s`).join('  ');
+    for (const k of ACTIVE) results[k]!.push(runners[k]!());
+    const line = ACTIVE.map((k) => `${'abc'[k]} ${fmt(COMMANDS / results[k]![run]!.seconds)}/s`).join('  ');
     console.log(`run ${run + 1}/${RUNS}: ${line}`);
   }
 
@@ -441,25 +595,95 @@ function main(): void {
   console.log(
     `${'implementation'.padEnd(34)}${'median cmd/s'.padStart(14)}${'trades'.padStart(12)}${'refused'.padStart(10)}   runs (cmd/s)`,
   );
-  for (const k of active) {
+  for (const k of ACTIVE) {
     const rs = results[k]!;
     console.log(
-      `${names[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(rs[0]!.trades).padStart(12)}${fmt(rs[0]!.refused).padStart(10)}   ` +
+      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(rs[0]!.trades).padStart(12)}${fmt(rs[0]!.refused).padStart(10)}   ` +
         rs.map((r) => fmt(COMMANDS / r.seconds)).join(', '),
     );
   }
   const [book, engine, ob] = medians as [number, number, number];
   console.log('');
-  console.log(`engine / book              = ${(engine / book).toFixed(2)}`);
-  console.log(`engine / nodejs-order-book = ${(engine / ob).toFixed(2)}`);
-  const trades = active.map((k) => results[k]![0]!.trades);
-  if (trades.some((t) => t !== stream.trades)) {
-    console.log(
-      `WARNING: trade counts differ (${trades.join(' / ')} vs ${stream.trades} when generated): the workloads are not identical`,
+  console.log(`[${title}] engine / book              = ${ratio(engine, book)}`);
+  console.log(`[${title}] engine / nodejs-order-book = ${ratio(engine, ob)}`);
+
+  // Identical workloads must produce identical trade counts, in every run of every implementation.
+  const consistent = ACTIVE.every((k) => results[k]!.every((r) => r.trades === stream.trades));
+  if (!consistent) {
+    const bar = '!'.repeat(110);
+    const got = ACTIVE.map((k) => `${'abc'[k]} ${results[k]!.map((r) => fmt(r.trades)).join('/')}`).join(
+      ', ',
     );
+    console.log(`\n${bar}`);
+    console.log(
+      `!!! WARNING [${title}]: TRADE COUNTS DIFFER: ${got}; the generator made ${fmt(stream.trades)}.`,
+    );
+    console.log(
+      '!!! The implementations did not run the same workload: the figures above are NOT comparable.',
+    );
+    console.log(bar);
+    process.exitCode = 1;
+  } else {
+    console.log(`[${title}] trade counts equal across implementations and runs: ${fmt(stream.trades)}`);
   }
   if (results.some((rs) => rs.some((r) => r.refused !== 0))) {
-    console.log('WARNING: some commands were refused (see the refused column)');
+    console.log(`WARNING [${title}]: some commands were refused (see the refused column)`);
+    process.exitCode = 1;
+  }
+  return {
+    title,
+    meanResting: stream.meanResting,
+    meanLevels: stream.meanLevels,
+    medians,
+    trades: results.map((rs) => rs[0]?.trades),
+    consistent,
+  };
+}
+
+function main(): void {
+  console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
+  console.log(`semi-space (young generation): ${semiSpaceSetting()}`);
+  console.log(
+    `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}`,
+  );
+  const scenarios: ScenarioResult[] = [];
+  if (SCENARIO !== 'deep') scenarios.push(runScenario('shallow (as generated)', 0));
+  if (SCENARIO !== 'shallow') scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
+  if (scenarios.length < 2) return;
+
+  console.log(`\n=== summary (median commands/s of the timed stream) ${'='.repeat(50)}`);
+  const w = 32;
+  const row = (label: string, cells: readonly string[]): void =>
+    console.log(`${label.padEnd(34)}${cells.map((c) => c.padStart(w)).join('')}`);
+  row(
+    'scenario',
+    scenarios.map((r) => r.title),
+  );
+  row(
+    'mean resting orders / levels',
+    scenarios.map((r) => `${fmt(r.meanResting)} / ${fmt(r.meanLevels)}`),
+  );
+  for (const k of ACTIVE)
+    row(
+      NAMES[k]!,
+      scenarios.map((r) => fmt(r.medians[k]!)),
+    );
+  for (const k of ACTIVE)
+    row(
+      `trades ${'abc'[k]}`,
+      scenarios.map((r) => fmt(r.trades[k]!)),
+    );
+  const ratios = (r: ScenarioResult): [number, number, number] => r.medians as [number, number, number];
+  row(
+    'engine / book',
+    scenarios.map((r) => ratio(ratios(r)[1], ratios(r)[0])),
+  );
+  row(
+    'engine / nodejs-order-book',
+    scenarios.map((r) => ratio(ratios(r)[1], ratios(r)[2])),
+  );
+  if (scenarios.some((r) => !r.consistent)) {
+    console.log('!!! WARNING: trade counts differed in at least one scenario (see above); exit code 1');
   }
 }
 

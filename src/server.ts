@@ -55,8 +55,8 @@ export async function startServer(
   );
   const exchange = openExchange({ store, logger });
   metrics.watchExchange(exchange);
-  if (await seedCatalogue(exchange, config.catalogueFile))
-    logger.info('created the default catalogue of assets and markets');
+  const seeded = await seedCatalogue(exchange, config.catalogueFile);
+  if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
   if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');

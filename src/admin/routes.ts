@@ -65,12 +65,15 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
         .send({ error: { code: 'invalid_input', message: error.message, field: error.field } });
     }
     if (error instanceof StoreUnavailableError) {
-      return reply.code(503).send({
-        error: {
-          code: 'unavailable',
-          message: 'The store cannot accept changes right now; try again later.',
-        },
-      });
+      return reply
+        .code(503)
+        .header('Retry-After', '1')
+        .send({
+          error: {
+            code: 'unavailable',
+            message: 'The store cannot accept changes right now; try again later.',
+          },
+        });
     }
     const status = (error as { statusCode?: number }).statusCode;
     if (status !== undefined && status >= 400 && status < 500) {

@@ -7,11 +7,26 @@
  * reader ever sees state that is not committed, and a batch's effects are acknowledged together.
  * If the commit fails, the engine is rebuilt from the store (the last committed state) and every
  * command of the batch is refused: nothing unacknowledged is half-applied.
+ *
+ * After a failure the exchange is "unavailable": it refuses every command at once (503) without
+ * touching the engine, and probes the store with an empty commit every `probeIntervalMs` until a
+ * write succeeds again (disk space freed, file writable again), then accepts commands again. When
+ * the rebuild itself fails, the engine holds state that was never committed; nothing is applied on
+ * top of it until a later rebuild succeeds (the probe retries it), so the store never receives a
+ * change set computed from uncommitted state.
  */
 import type { Logger } from 'pino';
 import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
-import type { BalanceState, Command, CommandResult, EngineEvent, Trade } from '../engine/types.js';
+import type {
+  BalanceState,
+  ChangeSet,
+  Command,
+  CommandResult,
+  EngineEvent,
+  Sequences,
+  Trade,
+} from '../engine/types.js';
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
 import { type CommitBatch, type LedgerEntry, type Store, StoreUnavailableError } from '../store/store.js';
@@ -31,7 +46,11 @@ export interface ExchangeOptions {
   readonly store: Store;
   readonly clock?: Clock;
   readonly logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** While the store is unavailable, how often to try a write (and, if needed, the rebuild). Default 1000 ms. */
+  readonly probeIntervalMs?: number;
 }
+
+const DEFAULT_PROBE_INTERVAL_MS = 1000;
 
 export type SubmitResult = CommandResult & {
   /** True when a deposit or withdrawal with the same reference was already applied (nothing new happened). */
@@ -70,7 +89,15 @@ class SequencedExchange implements OpenExchange {
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
   private queue: Pending[] = [];
   private flushScheduled = false;
+  /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
+  /**
+   * True when a failed commit could not be followed by a rebuild: the engine (or the candle
+   * aggregator) may hold uncommitted effects, so nothing may be applied or committed on top of it.
+   */
+  private stale = false;
+  private probeTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly probeIntervalMs: number;
   private closed = false;
   private readonly logger: ExchangeOptions['logger'];
 
@@ -78,9 +105,19 @@ class SequencedExchange implements OpenExchange {
     this.store = options.store;
     this.clock = options.clock ?? systemClock();
     this.logger = options.logger;
+    this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+    if (!Number.isSafeInteger(this.probeIntervalMs) || this.probeIntervalMs <= 0)
+      throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
     this.engine = Engine.restore(this.store.loadSnapshot());
     this.loadReadModels();
     this.catalogue = new EngineCatalogue(() => this.engine);
+    // Whether the store takes writes is only known by writing: one that cannot (a full disk) is
+    // reported unwritable from the start (/readyz 503) and probed until it can.
+    if (!this.tryWrite()) {
+      this.writable = false;
+      this.logger?.warn('the store does not accept writes; commands are refused until it does');
+      this.startProbing();
+    }
   }
 
   private loadReadModels(): void {
@@ -115,6 +152,35 @@ class SequencedExchange implements OpenExchange {
     const batch = this.queue;
     this.queue = [];
     if (batch.length === 0) return;
+    if (!this.writable) {
+      // Refused before the engine sees it: nothing to undo, no rebuild per batch during an outage.
+      const refusal = new StoreUnavailableError('The store cannot accept writes right now; retry later.');
+      for (const pending of batch) pending.reject(refusal);
+      return;
+    }
+    let applied: AppliedBatch;
+    try {
+      applied = this.applyAndCommit(batch);
+    } catch (error) {
+      // A failed commit, or anything thrown while applying: the engine may hold part of the
+      // batch, so it is rebuilt from the last committed state and the whole batch is refused.
+      this.recoverFromFailedCommit(error);
+      const failure =
+        error instanceof StoreUnavailableError
+          ? error
+          : new StoreUnavailableError('The store could not commit.', { cause: error });
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
+    const { results, events, changes, trades, touched } = applied;
+    for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
+    this.stats.record(touched);
+    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
+    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched);
+  }
+
+  /** Applies a batch to the engine and commits its changes; throws (engine possibly half-changed) on failure. */
+  private applyAndCommit(batch: readonly Pending[]): AppliedBatch {
     const time = this.clock();
     const results: SubmitResult[] = [];
     const events: EngineEvent[] = [];
@@ -138,22 +204,10 @@ class SequencedExchange implements OpenExchange {
     const touched: Candle[] = [];
     for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
     const commit: CommitBatch = { changes, events, ledger, candles: touched };
-    try {
-      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
-      this.writable = true;
-    } catch (error) {
-      this.recoverFromFailedCommit(error);
-      const failure =
-        error instanceof StoreUnavailableError
-          ? error
-          : new StoreUnavailableError('The store could not commit.', { cause: error });
-      for (const pending of batch) pending.reject(failure);
-      return;
-    }
-    for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
-    this.stats.record(touched);
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
-    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched);
+    // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
+    // about the store either, so `writable` is left as it is.
+    if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
+    return { results, events, changes, trades, touched };
   }
 
   private duplicateLedger(pending: Pending, seen: Set<string>): SubmitResult | undefined {
@@ -175,11 +229,64 @@ class SequencedExchange implements OpenExchange {
   private recoverFromFailedCommit(error: unknown): void {
     this.writable = false;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
+    this.stale = true;
+    this.rebuild();
+    this.startProbing();
+  }
+
+  /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
+  private rebuild(): boolean {
     try {
       this.engine = Engine.restore(this.store.loadSnapshot());
       this.loadReadModels();
+      this.stale = false;
+      return true;
     } catch (reloadError) {
-      this.logger?.error({ err: reloadError }, 'could not reload the committed state');
+      this.logger?.error(
+        { err: reloadError },
+        'could not reload the committed state; commands stay refused until it can be reloaded',
+      );
+      return false;
+    }
+  }
+
+  private startProbing(): void {
+    if (this.probeTimer !== undefined || this.closed) return;
+    this.probeTimer = setInterval(() => this.probe(), this.probeIntervalMs);
+    // The probe alone must not keep the process alive (a stopping server closes the exchange).
+    this.probeTimer.unref?.();
+  }
+
+  private stopProbing(): void {
+    if (this.probeTimer !== undefined) clearInterval(this.probeTimer);
+    this.probeTimer = undefined;
+  }
+
+  /**
+   * While unavailable: rebuild if still needed, then try one write. The probe commits an empty
+   * batch (it rewrites the id sequences with their committed values), which needs the same things
+   * a real commit needs: the write lock, room in the WAL and a writable file. It runs in its own
+   * turn of the event loop, when the engine holds exactly the committed state.
+   */
+  private probe(): void {
+    if (this.closed) {
+      this.stopProbing();
+      return;
+    }
+    if (this.stale && !this.rebuild()) return;
+    if (!this.tryWrite()) return; // still unavailable; the failure was logged when it began
+    this.writable = true;
+    this.stopProbing();
+    this.logger?.info('the store accepts writes again; commands are accepted');
+  }
+
+  /** One empty commit: true when the store took it. */
+  private tryWrite(): boolean {
+    try {
+      this.store.commit(emptyBatch(this.engine.sequences()));
+      return true;
+    } catch {
+      return false;
     }
   }
 
@@ -264,30 +371,84 @@ class SequencedExchange implements OpenExchange {
   async close(): Promise<void> {
     if (this.queue.length > 0) this.flush();
     this.closed = true;
+    this.stopProbing();
   }
 }
 
+/**
+ * The engine's catalogue with lookup tables (every request resolves a pair or an asset). They are
+ * rebuilt when the engine is replaced (restore after a failed commit) or gains an asset or a
+ * market: the catalogue only grows, and every new market takes the next market id.
+ */
 class EngineCatalogue implements Catalogue {
+  private indexedEngine: Engine | undefined;
+  private indexedAssets = -1;
+  private indexedNextMarketId = -1;
+  private marketList: readonly MarketSpec[] = [];
+  private readonly marketsByName = new Map<string, MarketSpec>();
+  private readonly assetsByCode = new Map<string, AssetSpec>();
+
   constructor(private readonly engine: () => Engine) {}
+
+  private indexed(): this {
+    const engine = this.engine();
+    const assets = engine.assetList();
+    const nextMarketId = engine.sequences().nextMarketId;
+    if (
+      engine === this.indexedEngine &&
+      assets.length === this.indexedAssets &&
+      nextMarketId === this.indexedNextMarketId
+    )
+      return this;
+    this.assetsByCode.clear();
+    // First one wins, as a linear search would find it.
+    for (const asset of assets)
+      if (!this.assetsByCode.has(asset.code)) this.assetsByCode.set(asset.code, asset);
+    this.marketList = Object.freeze(engine.marketList());
+    this.marketsByName.clear();
+    for (const m of this.marketList) {
+      for (const name of [`${m.base}${m.quote}`, `${m.base}/${m.quote}`])
+        if (!this.marketsByName.has(name)) this.marketsByName.set(name, m);
+    }
+    this.indexedEngine = engine;
+    this.indexedAssets = assets.length;
+    this.indexedNextMarketId = nextMarketId;
+    return this;
+  }
+
   assets(): readonly AssetSpec[] {
     return this.engine().assetList();
   }
   asset(code: string): AssetSpec | undefined {
-    return this.engine()
-      .assetList()
-      .find((a) => a.code === code);
+    return this.indexed().assetsByCode.get(code);
   }
   markets(): readonly MarketSpec[] {
-    return this.engine().marketList();
+    return this.indexed().marketList;
   }
   market(id: MarketId): MarketSpec | undefined {
     return this.engine().market(id);
   }
   marketByName(name: string): MarketSpec | undefined {
-    return this.engine()
-      .marketList()
-      .find((m) => `${m.base}${m.quote}` === name || `${m.base}/${m.quote}` === name);
+    return this.indexed().marketsByName.get(name);
   }
+}
+
+interface AppliedBatch {
+  readonly results: SubmitResult[];
+  readonly events: EngineEvent[];
+  readonly changes: ChangeSet;
+  readonly trades: Map<MarketId, Trade[]>;
+  readonly touched: Candle[];
+}
+
+/** A commit that changes nothing but still takes the write lock and writes (the probe). */
+function emptyBatch(sequences: Sequences): CommitBatch {
+  return {
+    changes: { orders: [], balances: [], totals: [], levels: [], sequences },
+    events: [],
+    ledger: [],
+    candles: [],
+  };
 }
 
 function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {

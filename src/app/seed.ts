@@ -1,25 +1,34 @@
 /**
- * First start: a data directory without assets gets the default catalogue (or the operator's
- * CATALOGUE_FILE, same JSON shape as the admin API's inputs), through the ordinary command path.
+ * At every start, the configured catalogue (the default one, or the operator's CATALOGUE_FILE in
+ * the admin API's input shape) is made to exist: whatever asset or market of it is missing is
+ * created through the ordinary command path. Declarative, so a first start killed half-way
+ * through seeding is completed by the next start. Nothing is ever removed or changed.
  */
 import { readFileSync } from 'node:fs';
 import { assetCommand, marketCommand } from '../admin/inputs.js';
 import { type CatalogueFile, DEFAULT_CATALOGUE } from '../config/default-catalogue.js';
 import type { OpenExchange } from './exchange.js';
 
-export async function seedCatalogue(exchange: OpenExchange, file: string | undefined): Promise<boolean> {
-  if (exchange.catalogue.assets().length > 0) return false;
+/** Returns how many assets and markets were created. */
+export async function seedCatalogue(exchange: OpenExchange, file: string | undefined): Promise<number> {
   const catalogue: CatalogueFile =
     file === undefined ? DEFAULT_CATALOGUE : (JSON.parse(readFileSync(file, 'utf8')) as CatalogueFile);
-  for (const asset of catalogue.assets) await expectOk(exchange, assetCommand(asset), `asset ${asset.code}`);
+  let created = 0;
+  for (const asset of catalogue.assets) {
+    if (exchange.catalogue.asset(asset.code) !== undefined) continue;
+    await expectOk(exchange, assetCommand(asset), `asset ${asset.code}`);
+    created++;
+  }
   for (const market of catalogue.markets) {
+    if (exchange.catalogue.marketByName(`${market.base}/${market.quote}`) !== undefined) continue;
     await expectOk(
       exchange,
       marketCommand(market, exchange.catalogue),
       `market ${market.base}/${market.quote}`,
     );
+    created++;
   }
-  return true;
+  return created;
 }
 
 async function expectOk(

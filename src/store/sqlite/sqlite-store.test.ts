@@ -626,6 +626,23 @@ describe('SqliteStore: users, API keys, ledger', () => {
     assert.throws(() => store.createApiKey(key('k5', ['admin' as never])), RangeError);
   });
 
+  test('API keys: a key read before its revocation reads as revoked right after it', (t) => {
+    const { store } = tempStore(t);
+    const user = store.createUser(null, T0);
+    store.createApiKey({
+      key: 'k1',
+      userId: user.id,
+      sealedSecret: 'sealed:k1',
+      scopes: ['read', 'trade'],
+      createdAt: T0,
+      revokedAt: null,
+    });
+    for (let i = 0; i < 3; i++) assert.equal(store.getApiKey('k1')?.revokedAt, null);
+    assert.equal(store.revokeApiKey('k1', (T0 + 5) as Micros), true);
+    assert.equal(store.getApiKey('k1')?.revokedAt, T0 + 5);
+    assert.throws(() => (store.getApiKey('k1')!.scopes as string[]).push('admin'), TypeError);
+  });
+
   test('findLedgerEntry: by user, asset, kind and reference', (t) => {
     const { store } = tempStore(t);
     const entry = ledger({ kind: 'withdrawal', reference: 'w-7', amount: 42 as Amount, asset: BTC });

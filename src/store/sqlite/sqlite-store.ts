@@ -8,6 +8,7 @@
  * the next one resumes below the last id seen (keyset pagination), so memory stays bounded and
  * the connection is free between chunks.
  */
+import { accessSync, constants } from 'node:fs';
 import Database from 'better-sqlite3';
 import type {
   AssetCode,
@@ -22,20 +23,21 @@ import type {
 } from '../../domain/types.js';
 import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/types.js';
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
-import type {
-  ApiKeyRecord,
-  CommitBatch,
-  LedgerEntry,
-  LedgerKind,
-  OrderFilter,
-  Page,
-  PublicTradeFilter,
-  Store,
-  TradeFilter,
-  UserRecord,
-  UserTrade,
+import {
+  type ApiKeyRecord,
+  type CommitBatch,
+  type LedgerEntry,
+  type LedgerKind,
+  type OrderFilter,
+  type Page,
+  type PublicTradeFilter,
+  type Store,
+  StoreUnavailableError,
+  type TradeFilter,
+  type UserRecord,
+  type UserTrade,
 } from '../store.js';
-import { guarded } from './errors.js';
+import { guarded, toStoreError } from './errors.js';
 import { migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import {
   type ApiKeyRow,
@@ -81,6 +83,8 @@ const CHUNK_ROWS = 256;
 /** Order ids bound per `tradesOfOrders` query, well under SQLite's bound-parameter limit. */
 const IN_LIST_SIZE = 500;
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+/** API key records kept in memory (see SqliteStore.getApiKey). */
+const MAX_CACHED_API_KEYS = 10_000;
 
 const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
 const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
@@ -94,6 +98,12 @@ export class SqliteStore implements Store {
   readonly #read: ReadStatements;
   readonly #commit: Database.Transaction<(batch: CommitBatch) => void>;
   readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
+  /**
+   * API key records by key, as read: every signed request reads its key. Every write to api_keys
+   * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
+   * revocation is seen by the very next read. Off on a read-only store (another process writes).
+   */
+  readonly #apiKeys = new Map<string, ApiKeyRecord>();
 
   private constructor(db: Database.Database) {
     this.#db = db;
@@ -112,6 +122,7 @@ export class SqliteStore implements Store {
       const db = new Database(options.path, { readonly, fileMustExist: readonly, timeout });
       try {
         configure(db, options.synchronous ?? 'FULL', readonly);
+        if (!readonly) assertWritable(options.path);
         return new SqliteStore(db);
       } catch (error) {
         db.close();
@@ -121,14 +132,42 @@ export class SqliteStore implements Store {
   }
 
   loadSnapshot(): EngineSnapshot {
+    // Inside a transaction left open by a failed commit, better-sqlite3 would read through a
+    // savepoint, i.e. the uncommitted writes: the snapshot must only ever be the committed state.
+    this.#endAbandonedTransaction();
     // A read transaction so every table is read from the same state of the file.
     return guarded(() => this.#snapshot.deferred());
   }
 
   commit(batch: CommitBatch): void {
-    // IMMEDIATE takes the write lock up front, so lock contention surfaces at BEGIN (after the
-    // busy timeout) rather than half-way through the batch.
-    guarded(() => this.#commit.immediate(batch));
+    // A commit nested in a leftover transaction would only release a savepoint: nothing durable.
+    this.#endAbandonedTransaction();
+    try {
+      // IMMEDIATE takes the write lock up front, so lock contention surfaces at BEGIN (after the
+      // busy timeout) rather than half-way through the batch.
+      guarded(() => this.#commit.immediate(batch));
+    } catch (error) {
+      // better-sqlite3 rolls back when the connection is still in the transaction; should that
+      // rollback fail too, try once more here so the next reader does not see the failed writes.
+      this.#endAbandonedTransaction(false);
+      throw error;
+    }
+  }
+
+  /**
+   * Rolls back a transaction still open on the connection (only a failed commit or rollback can
+   * leave one). Throws StoreUnavailableError when it cannot, unless `strict` is false.
+   */
+  #endAbandonedTransaction(strict = true): void {
+    if (!this.#db.open || !this.#db.inTransaction) return;
+    try {
+      this.#db.exec('ROLLBACK');
+    } catch (error) {
+      if (strict) throw toStoreError(error);
+      return;
+    }
+    if (this.#db.inTransaction && strict)
+      throw new StoreUnavailableError('store unavailable: a failed transaction could not be rolled back');
   }
 
   createUser(email: string | null, time: Micros): UserRecord {
@@ -147,6 +186,7 @@ export class SqliteStore implements Store {
   }
 
   createApiKey(record: ApiKeyRecord): void {
+    this.#apiKeys.delete(record.key);
     const scopes = encodeScopes(record.scopes);
     guarded(() =>
       this.#write.insertApiKey.run(
@@ -161,8 +201,21 @@ export class SqliteStore implements Store {
   }
 
   getApiKey(key: string): ApiKeyRecord | undefined {
+    const cached = this.#apiKeys.get(key);
+    if (cached !== undefined) return cached;
     const row = guarded(() => this.#read.apiKey.get(key));
-    return row && apiKeyFromRow(row);
+    if (row === undefined) return undefined; // unknown keys are not remembered: nothing to fill memory with
+    const record = apiKeyFromRow(row);
+    Object.freeze(record.scopes);
+    // Only what is committed: a read inside a transaction could see writes that get rolled back.
+    if (!this.#db.readonly && !this.#db.inTransaction) {
+      if (this.#apiKeys.size >= MAX_CACHED_API_KEYS) {
+        const oldest = this.#apiKeys.keys().next();
+        if (oldest.done !== true) this.#apiKeys.delete(oldest.value);
+      }
+      this.#apiKeys.set(key, Object.freeze(record));
+    }
+    return record;
   }
 
   listApiKeys(userId: UserId): ApiKeyRecord[] {
@@ -171,6 +224,7 @@ export class SqliteStore implements Store {
 
   /** True when the key existed and was active; revoking twice keeps the first revocation time. */
   revokeApiKey(key: string, time: Micros): boolean {
+    this.#apiKeys.delete(key);
     return guarded(() => this.#write.revokeApiKey.run(time, key)).changes > 0;
   }
 
@@ -268,6 +322,26 @@ export class SqliteStore implements Store {
 
   close(): void {
     if (this.#db.open) this.#db.close();
+  }
+}
+
+/**
+ * SQLite opens a file it may not write (read-only mount, immutable file) read-only without a word
+ * when its WAL already exists, and only the first commit fails; nothing short of reopening would
+ * ever make it writable again. Refuse at open instead, saying why.
+ */
+function assertWritable(path: string): void {
+  if (path === '' || path === ':memory:' || path.startsWith('file:')) return;
+  try {
+    accessSync(path, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new StoreUnavailableError(
+      `store unavailable: the database file ${path} cannot be written (${code})`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

@@ -1,0 +1,616 @@
+/**
+ * The committed history in a store file, read and checked independently of the server's own
+ * read paths: plain SQL over a copy of the file (so the original is left exactly as the killed
+ * process left it, for the restarted server to recover), then
+ *
+ * - `checkLedger`: balances, reservations, fees and totals recomputed with BigInt arithmetic from
+ *   the ledger entries, the trades and the orders alone, and compared with the stored rows;
+ *   every order's executed volume, cost and fee against its trades; every trade's cost and fees
+ *   against the market's rules; id sequences without gaps; books not crossed; candles against trades;
+ * - `replayCheck`: the committed commands (deposits, placements in id order, user cancels) replayed
+ *   through a fresh engine must reproduce every stored order, trade, balance and total exactly;
+ * - `auditSnapshot`: `Engine.restore(store.loadSnapshot()).audit()`, the server's own view.
+ */
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type {
+  Amount,
+  AssetCode,
+  AssetSpec,
+  MarketId,
+  MarketSpec,
+  Micros,
+  OrderId,
+  Price,
+  UserId,
+  Volume,
+} from '../../src/domain/types.js';
+import { Engine } from '../../src/engine/engine.js';
+import type { OrderState, Trade } from '../../src/engine/types.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { bookFromOrders, type MarketBook } from './book-hash.js';
+
+export const USER_CANCEL_REASON = 'canceled by user';
+const FEE_SCALE = 100_000_000n;
+
+export interface AssetRow {
+  code: string;
+  name: string;
+  type: 'crypto' | 'fiat';
+  decimals: number;
+}
+export interface MarketRow {
+  id: number;
+  base: string;
+  quote: string;
+  pair_decimals: number;
+  lot_decimals: number;
+  ordermin: number;
+  maker_fee: number;
+  taker_fee: number;
+}
+export interface OrderRow {
+  id: number;
+  user_id: number;
+  market_id: number;
+  side: 'buy' | 'sell';
+  type: 'limit' | 'market';
+  price: number;
+  volume: number;
+  executed: number;
+  status: 'open' | 'closed' | 'canceled';
+  reason: string | null;
+  open_time: number;
+  close_time: number | null;
+  cost: number;
+  fee: number;
+  reserved: number;
+}
+export interface TradeRow {
+  id: number;
+  market_id: number;
+  price: number;
+  volume: number;
+  cost: number;
+  taker_order_id: number;
+  maker_order_id: number;
+  taker_user_id: number;
+  maker_user_id: number;
+  taker_side: 'buy' | 'sell';
+  taker_type: 'limit' | 'market';
+  taker_fee: number;
+  maker_fee: number;
+  time: number;
+}
+export interface LedgerRow {
+  id: number;
+  user_id: number;
+  asset: string;
+  kind: 'deposit' | 'withdrawal';
+  amount: number;
+  reference: string | null;
+  time: number;
+}
+export interface BalanceRow {
+  user_id: number;
+  asset: string;
+  available: number;
+  reserved: number;
+}
+export interface TotalsRow {
+  asset: string;
+  net_deposits: number;
+  fees: number;
+}
+export interface CandleSums {
+  market_id: number;
+  interval: number;
+  count: number;
+  volume: number;
+  quote_volume: number;
+}
+
+export interface Committed {
+  readonly assets: AssetRow[];
+  readonly markets: MarketRow[];
+  readonly orders: OrderRow[];
+  readonly trades: TradeRow[];
+  readonly ledger: LedgerRow[];
+  readonly balances: BalanceRow[];
+  readonly totals: TotalsRow[];
+  readonly meta: Map<string, number>;
+  readonly candles: CandleSums[];
+  readonly integrity: string;
+  /** `Engine.restore(SqliteStore.loadSnapshot()).audit()` on the same file. */
+  readonly audit: ReturnType<Engine['audit']>;
+}
+
+/**
+ * Reads a store file (and its WAL) through a private copy, so nothing is written to the original.
+ * The process that wrote it must be gone (or the files quiescent).
+ */
+export function readCommitted(dbFile: string): Committed {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-committed-'));
+  try {
+    const copy = join(dir, 'copy.db');
+    copyFileSync(dbFile, copy);
+    if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
+    const db = new Database(copy);
+    let committed: Omit<Committed, 'audit'>;
+    try {
+      const all = <T>(sql: string) => db.prepare<[], T>(sql).all();
+      committed = {
+        integrity: (db.pragma('integrity_check', { simple: true }) as string) ?? 'no answer',
+        assets: all<AssetRow>('SELECT code, name, type, decimals FROM assets ORDER BY rowid'),
+        markets: all<MarketRow>('SELECT * FROM markets ORDER BY id'),
+        orders: all<OrderRow>('SELECT * FROM orders ORDER BY id'),
+        trades: all<TradeRow>('SELECT * FROM trades ORDER BY id'),
+        ledger: all<LedgerRow>('SELECT * FROM ledger_entries ORDER BY id'),
+        balances: all<BalanceRow>('SELECT * FROM balances ORDER BY user_id, asset'),
+        totals: all<TotalsRow>('SELECT * FROM asset_totals ORDER BY asset'),
+        meta: new Map(
+          all<{ key: string; value: number }>('SELECT key, value FROM meta').map((r) => [r.key, r.value]),
+        ),
+        candles: all<CandleSums>(
+          `SELECT market_id, interval, sum(count) AS count, sum(volume) AS volume, sum(quote_volume) AS quote_volume
+           FROM candles GROUP BY market_id, interval ORDER BY market_id, interval`,
+        ),
+      };
+    } finally {
+      db.close();
+    }
+    const store = SqliteStore.open({ path: copy });
+    try {
+      return { ...committed, audit: Engine.restore(store.loadSnapshot()).audit() };
+    } finally {
+      store.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+interface MarketMath {
+  readonly row: MarketRow;
+  readonly baseUnitsPerLot: bigint;
+  readonly multiplier: bigint;
+  readonly divisor: bigint;
+}
+
+function marketMath(c: Committed): Map<number, MarketMath> {
+  const decimals = new Map(c.assets.map((a) => [a.code, a.decimals]));
+  const out = new Map<number, MarketMath>();
+  for (const m of c.markets) {
+    const shift = m.pair_decimals + m.lot_decimals - decimals.get(m.quote)!;
+    out.set(m.id, {
+      row: m,
+      baseUnitsPerLot: 10n ** BigInt(decimals.get(m.base)! - m.lot_decimals),
+      multiplier: shift < 0 ? 10n ** BigInt(-shift) : 1n,
+      divisor: shift > 0 ? 10n ** BigInt(shift) : 1n,
+    });
+  }
+  return out;
+}
+
+const costOf = (m: MarketMath, price: number, volume: number): bigint =>
+  (BigInt(price) * BigInt(volume) * m.multiplier) / m.divisor;
+const feeOf = (cost: bigint, rate: number): bigint => (cost * BigInt(rate)) / FEE_SCALE;
+
+/** What a limit order held when it was accepted (docs/money.md: cost + fee at the larger rate for a buy). */
+export function initialHold(m: MarketMath, o: Pick<OrderRow, 'side' | 'price' | 'volume'>): bigint {
+  if (o.side === 'sell') return BigInt(o.volume) * m.baseUnitsPerLot;
+  const cost = costOf(m, o.price, o.volume);
+  return cost + feeOf(cost, Math.max(m.row.maker_fee, m.row.taker_fee));
+}
+
+/**
+ * Every accounting rule recomputed from the history. Returns the problems found (empty: consistent).
+ */
+export function checkLedger(c: Committed): string[] {
+  const problems: string[] = [];
+  const fail = (text: string) => {
+    if (problems.length < 50) problems.push(text);
+  };
+  if (c.integrity !== 'ok') fail(`integrity_check: ${c.integrity}`);
+  const math = marketMath(c);
+  const key = (user: number, asset: string) => `${user}/${asset}`;
+  const total = new Map<string, bigint>();
+  const add = (user: number, asset: string, delta: bigint) =>
+    total.set(key(user, asset), (total.get(key(user, asset)) ?? 0n) + delta);
+  const netDeposits = new Map<string, bigint>();
+  const fees = new Map<string, bigint>();
+
+  for (const e of c.ledger) {
+    const delta = e.kind === 'deposit' ? BigInt(e.amount) : -BigInt(e.amount);
+    add(e.user_id, e.asset, delta);
+    netDeposits.set(e.asset, (netDeposits.get(e.asset) ?? 0n) + delta);
+  }
+
+  const orders = new Map(c.orders.map((o) => [o.id, o]));
+  const executed = new Map<number, { volume: bigint; cost: bigint; fee: bigint; spent: bigint }>();
+  const account = (id: number) => {
+    let a = executed.get(id);
+    if (a === undefined) {
+      a = { volume: 0n, cost: 0n, fee: 0n, spent: 0n };
+      executed.set(id, a);
+    }
+    return a;
+  };
+  c.trades.forEach((t, i) => {
+    if (t.id !== i + 1) fail(`trade ids have a gap: #${i + 1} is ${t.id}`);
+    const m = math.get(t.market_id);
+    const taker = orders.get(t.taker_order_id);
+    const maker = orders.get(t.maker_order_id);
+    if (m === undefined || taker === undefined || maker === undefined) {
+      fail(`trade ${t.id} refers to a missing market or order`);
+      return;
+    }
+    const cost = costOf(m, t.price, t.volume);
+    if (BigInt(t.cost) !== cost) fail(`trade ${t.id}: cost ${t.cost}, the market's rule gives ${cost}`);
+    if (BigInt(t.taker_fee) !== feeOf(cost, m.row.taker_fee)) fail(`trade ${t.id}: taker fee ${t.taker_fee}`);
+    if (BigInt(t.maker_fee) !== feeOf(cost, m.row.maker_fee)) fail(`trade ${t.id}: maker fee ${t.maker_fee}`);
+    if (taker.market_id !== t.market_id || maker.market_id !== t.market_id)
+      fail(`trade ${t.id}: market mismatch`);
+    if (taker.user_id !== t.taker_user_id || maker.user_id !== t.maker_user_id)
+      fail(`trade ${t.id}: users differ from its orders'`);
+    if (taker.user_id === maker.user_id) fail(`trade ${t.id}: a self-trade`);
+    if (taker.side !== t.taker_side || maker.side === taker.side || taker.type !== t.taker_type)
+      fail(`trade ${t.id}: sides or type differ from its orders'`);
+    if (maker.type !== 'limit' || maker.price !== t.price)
+      fail(`trade ${t.id}: not at the maker's limit price`);
+    if (maker.id >= taker.id)
+      fail(`trade ${t.id}: the maker (${maker.id}) is not older than the taker (${taker.id})`);
+    if (taker.type === 'limit' && (taker.side === 'buy' ? t.price > taker.price : t.price < taker.price))
+      fail(`trade ${t.id}: price ${t.price} beyond the taker's limit ${taker.price}`);
+    if (t.time < taker.open_time || t.time < maker.open_time) fail(`trade ${t.id}: earlier than its orders`);
+    const baseUnits = BigInt(t.volume) * m.baseUnitsPerLot;
+    const buyerIsTaker = t.taker_side === 'buy';
+    const buyer = buyerIsTaker ? taker : maker;
+    const seller = buyerIsTaker ? maker : taker;
+    const buyerFee = BigInt(buyerIsTaker ? t.taker_fee : t.maker_fee);
+    const sellerFee = BigInt(buyerIsTaker ? t.maker_fee : t.taker_fee);
+    add(buyer.user_id, m.row.base, baseUnits);
+    add(buyer.user_id, m.row.quote, -(cost + buyerFee));
+    add(seller.user_id, m.row.base, -baseUnits);
+    add(seller.user_id, m.row.quote, cost - sellerFee);
+    fees.set(m.row.quote, (fees.get(m.row.quote) ?? 0n) + BigInt(t.taker_fee) + BigInt(t.maker_fee));
+    for (const [order, fee] of [
+      [taker, BigInt(t.taker_fee)],
+      [maker, BigInt(t.maker_fee)],
+    ] as const) {
+      const a = account(order.id);
+      a.volume += BigInt(t.volume);
+      a.cost += cost;
+      a.fee += fee;
+      a.spent += order.side === 'buy' ? cost + fee : baseUnits;
+    }
+  });
+
+  const reserved = new Map<string, bigint>();
+  const best = new Map<number, { bid: number; ask: number }>();
+  c.orders.forEach((o, i) => {
+    if (o.id !== i + 1) fail(`order ids have a gap: #${i + 1} is ${o.id}`);
+    const m = math.get(o.market_id);
+    if (m === undefined) {
+      fail(`order ${o.id} in unknown market ${o.market_id}`);
+      return;
+    }
+    const a = executed.get(o.id) ?? { volume: 0n, cost: 0n, fee: 0n, spent: 0n };
+    if (BigInt(o.executed) !== a.volume)
+      fail(`order ${o.id}: executed ${o.executed}, its trades sum to ${a.volume}`);
+    if (BigInt(o.cost) !== a.cost) fail(`order ${o.id}: cost ${o.cost}, its trades sum to ${a.cost}`);
+    if (BigInt(o.fee) !== a.fee) fail(`order ${o.id}: fee ${o.fee}, its trades sum to ${a.fee}`);
+    if (o.executed > o.volume) fail(`order ${o.id}: executed more than its volume`);
+    if (o.status === 'open') {
+      if (o.type !== 'limit' || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
+        fail(`order ${o.id}: open but ${o.type}, executed ${o.executed}/${o.volume}, closed ${o.close_time}`);
+      const expected = initialHold(m, o) - a.spent;
+      if (BigInt(o.reserved) !== expected)
+        fail(`order ${o.id}: reserves ${o.reserved}, expected ${expected}`);
+      const asset = o.side === 'buy' ? m.row.quote : m.row.base;
+      reserved.set(key(o.user_id, asset), (reserved.get(key(o.user_id, asset)) ?? 0n) + BigInt(o.reserved));
+      const b = best.get(o.market_id) ?? { bid: 0, ask: Number.POSITIVE_INFINITY };
+      if (o.side === 'buy') b.bid = Math.max(b.bid, o.price);
+      else b.ask = Math.min(b.ask, o.price);
+      best.set(o.market_id, b);
+    } else {
+      if (o.reserved !== 0) fail(`order ${o.id}: ${o.status} but still reserves ${o.reserved}`);
+      if (o.close_time === null) fail(`order ${o.id}: ${o.status} without a close time`);
+      if (o.status === 'closed' && o.type === 'limit' && o.executed !== o.volume)
+        fail(`order ${o.id}: a limit order closed with ${o.executed}/${o.volume} executed`);
+      if (o.status === 'closed' && o.executed === 0) fail(`order ${o.id}: closed with nothing executed`);
+      if (o.status === 'canceled' && o.reason === null) fail(`order ${o.id}: canceled without a reason`);
+    }
+  });
+  for (const [marketId, b] of best)
+    if (b.bid >= b.ask) fail(`market ${marketId}: the book is crossed (bid ${b.bid} >= ask ${b.ask})`);
+
+  const stored = new Map(c.balances.map((b) => [key(b.user_id, b.asset), b]));
+  for (const k of new Set([...total.keys(), ...stored.keys()])) {
+    const row = stored.get(k);
+    const have = row === undefined ? 0n : BigInt(row.available) + BigInt(row.reserved);
+    const want = total.get(k) ?? 0n;
+    if (have !== want) fail(`balance ${k}: stored ${have}, history gives ${want}`);
+    const held = reserved.get(k) ?? 0n;
+    if (BigInt(row?.reserved ?? 0) !== held)
+      fail(`balance ${k}: reserved ${row?.reserved ?? 0}, open orders hold ${held}`);
+    if (row !== undefined && (row.available < 0 || row.reserved < 0)) fail(`balance ${k}: negative`);
+  }
+  for (const t of c.totals) {
+    if (BigInt(t.net_deposits) !== (netDeposits.get(t.asset) ?? 0n))
+      fail(
+        `totals ${t.asset}: net deposits ${t.net_deposits}, ledger gives ${netDeposits.get(t.asset) ?? 0n}`,
+      );
+    if (BigInt(t.fees) !== (fees.get(t.asset) ?? 0n))
+      fail(`totals ${t.asset}: fees ${t.fees}, trades give ${fees.get(t.asset) ?? 0n}`);
+  }
+  for (const asset of new Set([...netDeposits.keys(), ...fees.keys()]))
+    if (!c.totals.some((t) => t.asset === asset)) fail(`totals ${asset}: missing row`);
+
+  // The id sequences continue exactly after the last committed ids.
+  const next = (k: string) => c.meta.get(k) ?? 1;
+  if (c.orders.length > 0 && next('nextOrderId') !== c.orders.length + 1)
+    fail(`nextOrderId ${next('nextOrderId')} after ${c.orders.length} orders`);
+  if (c.trades.length > 0 && next('nextTradeId') !== c.trades.length + 1)
+    fail(`nextTradeId ${next('nextTradeId')} after ${c.trades.length} trades`);
+
+  // Candles are committed with their trades: each interval's candles add up to the market's trades.
+  const perMarket = new Map<number, { count: number; volume: bigint; quote: bigint }>();
+  for (const t of c.trades) {
+    const s = perMarket.get(t.market_id) ?? { count: 0, volume: 0n, quote: 0n };
+    s.count += 1;
+    s.volume += BigInt(t.volume);
+    s.quote += BigInt(t.cost);
+    perMarket.set(t.market_id, s);
+  }
+  for (const candle of c.candles) {
+    const s = perMarket.get(candle.market_id) ?? { count: 0, volume: 0n, quote: 0n };
+    if (
+      candle.count !== s.count ||
+      BigInt(candle.volume) !== s.volume ||
+      BigInt(candle.quote_volume) !== s.quote
+    )
+      fail(
+        `candles of market ${candle.market_id}/${candle.interval}: ${candle.count} trades, history has ${s.count}`,
+      );
+  }
+
+  for (const row of c.audit)
+    if (!row.ok)
+      fail(`conservation broken for ${row.asset}: held ${row.held} + fees ${row.fees} != ${row.netDeposits}`);
+  return problems;
+}
+
+/**
+ * Replays the committed commands through a fresh engine and compares everything it produces with
+ * what is stored. Deposits come first at equal times; a user cancel is replayed right after the
+ * last command that touched its order (its placement, or the last taker that traded with it) —
+ * the earliest point consistent with the history, which gives the same result as the real point.
+ */
+export function replayCheck(c: Committed): string[] {
+  const problems: string[] = [];
+  const fail = (text: string) => {
+    if (problems.length < 50) problems.push(text);
+  };
+  const engine = Engine.restore({
+    assets: c.assets.map((a) => ({ ...a, code: a.code as AssetCode }) as AssetSpec),
+    markets: c.markets.map(
+      (m): MarketSpec => ({
+        id: m.id as MarketId,
+        base: m.base as AssetCode,
+        quote: m.quote as AssetCode,
+        pairDecimals: m.pair_decimals,
+        lotDecimals: m.lot_decimals,
+        ordermin: m.ordermin as Volume,
+        makerFee: m.maker_fee as MarketSpec['makerFee'],
+        takerFee: m.taker_fee as MarketSpec['takerFee'],
+      }),
+    ),
+    balances: [],
+    totals: [],
+    openOrders: [],
+    sequences: {
+      nextOrderId: 1,
+      nextTradeId: 1,
+      nextMarketId: Math.max(0, ...c.markets.map((m) => m.id)) + 1,
+    },
+  });
+  // Where each user cancel goes: after the order id of the last command that touched the order.
+  const cancelAfter = new Map<number, OrderRow[]>();
+  const lastTaker = new Map<number, number>();
+  for (const t of c.trades)
+    lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, t.taker_order_id));
+  for (const o of c.orders) {
+    if (o.status !== 'canceled' || o.reason !== USER_CANCEL_REASON) continue;
+    const after = Math.max(o.id, lastTaker.get(o.id) ?? 0);
+    const list = cancelAfter.get(after) ?? [];
+    list.push(o);
+    cancelAfter.set(after, list);
+  }
+  const trades: Trade[] = [];
+  const finals = new Map<number, OrderState>();
+  const record = (events: readonly { type: string; trade?: Trade; order?: OrderState }[]) => {
+    for (const e of events) {
+      if (e.type === 'trade' && e.trade !== undefined) trades.push(e.trade);
+      if ((e.type === 'orderAccepted' || e.type === 'orderDone') && e.order !== undefined)
+        finals.set(e.order.id, e.order);
+    }
+  };
+  let ledgerNext = 0;
+  const applyLedgerUpTo = (time: number) => {
+    while (ledgerNext < c.ledger.length && c.ledger[ledgerNext]!.time <= time) {
+      const e = c.ledger[ledgerNext++]!;
+      const result = engine.apply(
+        {
+          kind: e.kind === 'deposit' ? 'deposit' : 'withdraw',
+          userId: e.user_id as UserId,
+          asset: e.asset as AssetCode,
+          amount: e.amount as Amount,
+        },
+        e.time as Micros,
+      );
+      if (!result.ok) fail(`replay: ledger entry ${e.id} refused: ${result.error.message}`);
+    }
+  };
+  for (const o of c.orders) {
+    applyLedgerUpTo(o.open_time);
+    const result = engine.apply(
+      {
+        kind: 'placeOrder',
+        userId: o.user_id as UserId,
+        marketId: o.market_id as MarketId,
+        side: o.side,
+        type: o.type,
+        price: o.price as Price,
+        volume: o.volume as Volume,
+      },
+      o.open_time as Micros,
+    );
+    if (!result.ok) {
+      fail(`replay: order ${o.id} refused: ${result.error.message}`);
+      return problems;
+    }
+    record(result.events);
+    const accepted = result.events.find((e) => e.type === 'orderAccepted');
+    if (accepted?.type !== 'orderAccepted' || accepted.order.id !== o.id) {
+      fail(`replay: order ${o.id} got id ${accepted?.type === 'orderAccepted' ? accepted.order.id : '?'}`);
+      return problems;
+    }
+    for (const canceled of cancelAfter.get(o.id) ?? []) {
+      const r = engine.apply(
+        { kind: 'cancelOrder', userId: canceled.user_id as UserId, orderId: canceled.id as OrderId },
+        canceled.close_time as Micros,
+      );
+      if (!r.ok) fail(`replay: cancel of ${canceled.id} refused: ${r.error.message}`);
+      else record(r.events);
+    }
+  }
+  applyLedgerUpTo(Number.MAX_SAFE_INTEGER);
+
+  // Orders: every stored field.
+  for (const o of c.orders) {
+    const state = engine.openOrder(o.id as OrderId) ?? finals.get(o.id);
+    if (state === undefined) {
+      fail(`replay: order ${o.id} never appeared`);
+      continue;
+    }
+    const replayed = {
+      user_id: state.userId,
+      status: state.status,
+      executed: state.executed,
+      cost: state.cost,
+      fee: state.fee,
+      reserved: state.reserved,
+      reason: state.reason,
+      close_time: state.closeTime,
+    };
+    const storedView = {
+      user_id: o.user_id,
+      status: o.status,
+      executed: o.executed,
+      cost: o.cost,
+      fee: o.fee,
+      reserved: o.reserved,
+      reason: o.reason,
+      close_time: o.close_time,
+    };
+    if (JSON.stringify(replayed) !== JSON.stringify(storedView))
+      fail(`replay: order ${o.id} stored ${JSON.stringify(storedView)}, replay ${JSON.stringify(replayed)}`);
+  }
+  // Trades: the same list, field for field.
+  if (trades.length !== c.trades.length) fail(`replay: ${trades.length} trades, stored ${c.trades.length}`);
+  for (let i = 0; i < Math.min(trades.length, c.trades.length); i++) {
+    const t = trades[i]!;
+    const s = c.trades[i]!;
+    const replayed = [
+      t.id,
+      t.marketId,
+      t.price,
+      t.volume,
+      t.cost,
+      t.takerOrderId,
+      t.makerOrderId,
+      t.takerUserId,
+      t.makerUserId,
+      t.takerSide,
+      t.takerType,
+      t.takerFee,
+      t.makerFee,
+      t.time,
+    ];
+    const storedView = [
+      s.id,
+      s.market_id,
+      s.price,
+      s.volume,
+      s.cost,
+      s.taker_order_id,
+      s.maker_order_id,
+      s.taker_user_id,
+      s.maker_user_id,
+      s.taker_side,
+      s.taker_type,
+      s.taker_fee,
+      s.maker_fee,
+      s.time,
+    ];
+    if (JSON.stringify(replayed) !== JSON.stringify(storedView)) {
+      fail(
+        `replay: trade #${i + 1} stored ${JSON.stringify(storedView)}, replay ${JSON.stringify(replayed)}`,
+      );
+      break;
+    }
+  }
+  // Balances and totals.
+  const snapshot = engine.snapshot();
+  const nonZero = (
+    rows: readonly { user_id: number; asset: string; available: number; reserved: number }[],
+  ) =>
+    new Map(
+      rows
+        .filter((b) => b.available !== 0 || b.reserved !== 0)
+        .map((b) => [`${b.user_id}/${b.asset}`, `${b.available}/${b.reserved}`]),
+    );
+  const replayedBalances = nonZero(
+    snapshot.balances.map((b) => ({
+      user_id: b.userId,
+      asset: b.asset,
+      available: b.available,
+      reserved: b.reserved,
+    })),
+  );
+  const storedBalances = nonZero(c.balances);
+  for (const k of new Set([...replayedBalances.keys(), ...storedBalances.keys()]))
+    if (replayedBalances.get(k) !== storedBalances.get(k))
+      fail(
+        `replay: balance ${k} stored ${storedBalances.get(k) ?? '0/0'}, replay ${replayedBalances.get(k) ?? '0/0'}`,
+      );
+  for (const t of snapshot.totals) {
+    const s = c.totals.find((x) => x.asset === t.asset);
+    if ((s?.net_deposits ?? 0) !== t.netDeposits || (s?.fees ?? 0) !== t.fees)
+      fail(
+        `replay: totals ${t.asset} stored ${s?.net_deposits}/${s?.fees}, replay ${t.netDeposits}/${t.fees}`,
+      );
+  }
+  return problems;
+}
+
+/** The committed books, for the book hash: every market, its open orders with what remains. */
+export function committedBooks(c: Committed): MarketBook[] {
+  return c.markets.map((m) =>
+    bookFromOrders(
+      `${m.base}/${m.quote}`,
+      c.orders
+        .filter((o) => o.market_id === m.id && o.status === 'open')
+        .map((o) => ({
+          id: o.id,
+          userId: o.user_id,
+          side: o.side,
+          price: BigInt(o.price),
+          remaining: BigInt(o.volume - o.executed),
+        })),
+    ),
+  );
+}

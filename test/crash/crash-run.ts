@@ -1,0 +1,501 @@
+/**
+ * The HTTP crash scenario, shared by the short test (`crash-http.test.ts`, part of `npm test`) and
+ * the long one (`crash.soak.ts`, `npm run test:crash`).
+ *
+ * The real server runs as a child process on one data directory. Several users send signed order
+ * placements (limit and market, both sides, prices around a mid so that about half cross) and
+ * cancels, many in flight at once. At a seeded random moment the server gets SIGKILL; the test
+ * then reads the store file the dead process left and checks it against what the clients were
+ * told, restarts the server on the same directory, and checks what the restarted server serves.
+ *
+ * Each placement carries a unique tag in the last six digits of its volume (in lots), so every
+ * stored order can be traced back to exactly one request, including requests whose answer never
+ * arrived. What is checked after every kill:
+ * - committed history (committed-state.ts): balances = deposits + trades - fees, reservations =
+ *   what open orders hold, each order's executed volume, cost and fee = its trades, id sequences
+ *   without gaps, conservation per asset, and a replay through a fresh engine equal to the store;
+ * - acknowledgements: every 201 placement is stored with the acknowledged id and exactly the
+ *   parameters sent; every 200 cancel shows `canceled` by the user; no refused (4xx) command left
+ *   anything; a command without an answer is either entirely there or not at all, and stays so
+ *   after later crashes; no stored order or user cancel that nobody sent;
+ * - after the restart: /readyz 200, /admin/v1/ledger/check ok, every order acknowledged in the
+ *   round served by GET /v1/orders/:id to its owner with the committed status and execution, and
+ *   the books served (GET /v1/orderbook depth=0 for every market + every user's open orders) hash
+ *   to the same value as the books committed in the file at the moment of the kill.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  bookFromParts,
+  bookHash,
+  describeDifference,
+  type MarketBook,
+  type QueuedOrder,
+} from './book-hash.js';
+import {
+  type Committed,
+  checkLedger,
+  committedBooks,
+  readCommitted,
+  replayCheck,
+  USER_CANCEL_REASON,
+} from './committed-state.js';
+import {
+  admin,
+  fromUnits,
+  markets as listMarkets,
+  type MarketInfo,
+  mapLimit,
+  provisionTrader,
+  request,
+  seededRandom,
+  signed,
+  type Trader,
+  toUnits,
+} from './http-client.js';
+import { type ServerProcess, startServerProcess } from './server-process.js';
+
+export interface CrashOptions {
+  readonly kills: number;
+  readonly seed: number;
+  readonly traders?: number;
+  /** Requests in flight at once. */
+  readonly concurrency?: number;
+  /** The kill comes at a uniformly random time in [minLoadMs, maxLoadMs] after the load starts. */
+  readonly minLoadMs?: number;
+  readonly maxLoadMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface CrashSummary {
+  readonly kills: number;
+  readonly seed: number;
+  readonly requests: number;
+  readonly ackedOrders: number;
+  readonly ackedCancels: number;
+  /** Refusals by kind and status, e.g. `cancel 409`. */
+  readonly refused: Readonly<Record<string, number>>;
+  readonly unanswered: { readonly placements: number; readonly cancels: number };
+  /** Of the unanswered placements: how many turned out committed. */
+  readonly unansweredCommitted: { readonly placements: number; readonly cancels: number };
+  readonly orders: number;
+  readonly trades: number;
+  readonly seconds: number;
+}
+
+type Outcome = 'pending' | 'ack' | 'refused' | 'unanswered';
+
+interface PlaceRecord {
+  readonly kind: 'place';
+  readonly tag: number;
+  readonly round: number;
+  readonly trader: Trader;
+  readonly market: MarketInfo;
+  readonly side: 'buy' | 'sell';
+  readonly type: 'limit' | 'market';
+  /** ticks; 0 for a market order (as stored) */
+  readonly price: number;
+  /** lots */
+  readonly volume: number;
+  outcome: Outcome;
+  status?: number;
+  orderId?: number;
+  /** For an unanswered placement, once a store was read after its round. */
+  committed?: boolean;
+}
+
+interface CancelRecord {
+  readonly kind: 'cancel';
+  readonly round: number;
+  readonly trader: Trader;
+  readonly orderId: number;
+  outcome: Outcome;
+  status?: number;
+  committed?: boolean;
+}
+
+/** Lots per tag space: the tag is `volume % TAG_SPACE`. */
+const TAG_SPACE = 1_000_000;
+/** Mid prices in ticks (BTC/EUR has 1 price decimal, ETH/EUR 2). */
+const MID: Readonly<Record<string, number>> = { 'BTC/EUR': 300_000, 'ETH/EUR': 200_000 };
+const FUNDS = { EUR: '50000000', BTC: '2000', ETH: '20000' };
+
+export async function runCrashScenario(options: CrashOptions): Promise<CrashSummary> {
+  const log = options.log ?? (() => {});
+  const random = seededRandom(options.seed);
+  const concurrency = options.concurrency ?? 24;
+  const minLoad = options.minLoadMs ?? 300;
+  const maxLoad = options.maxLoadMs ?? 1500;
+  const started = Date.now();
+  const dataDir = mkdtempSync(join(tmpdir(), 'openspot-crash-http-'));
+  const dbFile = join(dataDir, 'openspot.db');
+  const places = new Map<number, PlaceRecord>();
+  const cancels: CancelRecord[] = [];
+  const unexpected: string[] = [];
+  let nextTag = 1;
+  let server: ServerProcess | undefined;
+  let committed: Committed | undefined;
+
+  try {
+    server = await startServerProcess({ dataDir });
+    const allMarkets = await listMarkets(server.url);
+    const traded = allMarkets.filter((m) => MID[m.pair] !== undefined);
+    if (traded.length !== Object.keys(MID).length)
+      throw new Error('the default catalogue lacks BTC/EUR or ETH/EUR');
+    const traders: Trader[] = [];
+    for (let i = 0; i < (options.traders ?? 6); i++)
+      traders.push(await provisionTrader(server.url, `crash-${options.seed}-${i}`, FUNDS));
+    const openOf = new Map<number, number[]>(traders.map((t) => [t.userId, []]));
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+
+    for (let round = 1; round <= options.kills; round++) {
+      const live: ServerProcess = server;
+      let stopping = false;
+      const issue = async (): Promise<void> => {
+        const trader = pick(traders);
+        const open = openOf.get(trader.userId)!;
+        if (open.length > 0 && (random() < 0.25 || open.length > 150)) {
+          const orderId = open.splice(Math.floor(random() * open.length), 1)[0]!;
+          const record: CancelRecord = { kind: 'cancel', round, trader, orderId, outcome: 'pending' };
+          cancels.push(record);
+          const answer = await signed(live.url, trader, 'DELETE', `/orders/${orderId}`);
+          if (answer === undefined) record.outcome = 'unanswered';
+          else {
+            record.status = answer.status;
+            if (answer.status === 200) record.outcome = 'ack';
+            else if (answer.status === 404 || answer.status === 409) record.outcome = 'refused';
+            else unexpected.push(`cancel ${orderId}: ${answer.status} ${answer.text}`);
+          }
+          return;
+        }
+        const market = pick(traded);
+        const side = random() < 0.5 ? 'buy' : 'sell';
+        const type = random() < 0.15 ? 'market' : 'limit';
+        // Half the limit orders are aggressive (around the mid: about half of them cross), half
+        // passive (0.3% to 1.8% away on their own side: they rest, and cancels find them open).
+        const offset =
+          random() < 0.5 ? (random() - 0.5) * 0.01 : (side === 'buy' ? -1 : 1) * (0.003 + random() * 0.015);
+        // On a grid of 100 ticks (10 EUR for BTC, 1 EUR for ETH), so price levels hold several
+        // orders and time priority within a level matters (a restore in the wrong order shows).
+        const price = type === 'market' ? 0 : Math.round((MID[market.pair]! * (1 + offset)) / 100) * 100;
+        const tag = nextTag++;
+        if (tag >= TAG_SPACE) throw new Error('out of tags');
+        const volume = (1 + Math.floor(random() * 30)) * TAG_SPACE + tag;
+        const record: PlaceRecord = {
+          kind: 'place',
+          tag,
+          round,
+          trader,
+          market,
+          side,
+          type,
+          price,
+          volume,
+          outcome: 'pending',
+        };
+        places.set(tag, record);
+        const answer = await signed(live.url, trader, 'POST', '/orders', {
+          order_direction: side,
+          order_type: type,
+          pair: market.pair,
+          volume: fromUnits(volume, market.lotDecimals),
+          ...(type === 'limit' ? { price: fromUnits(price, market.pairDecimals) } : {}),
+        });
+        if (answer === undefined) {
+          record.outcome = 'unanswered';
+          return;
+        }
+        record.status = answer.status;
+        if (answer.status === 201) {
+          const id = /\/orders\/(\d+)$/.exec(answer.headers.get('location') ?? '')?.[1];
+          if (id === undefined) unexpected.push(`placement ${tag}: 201 without a Location`);
+          record.outcome = 'ack';
+          record.orderId = Number(id);
+          if (type === 'limit') open.push(record.orderId);
+        } else if (answer.status === 422) record.outcome = 'refused';
+        else unexpected.push(`placement ${tag}: ${answer.status} ${answer.text}`);
+      };
+      const worker = async () => {
+        while (!stopping) await issue();
+      };
+      const loadMs = minLoad + random() * (maxLoad - minLoad);
+      const workers = Array.from({ length: concurrency }, worker);
+      await new Promise((resolve) => setTimeout(resolve, loadMs));
+      stopping = true;
+      // The clients are slower than the server, so at a random instant the server is often idle,
+      // waiting for them. A burst sent just before the kill, with a random 0-19 ms head start,
+      // makes the kill land while requests are being read, applied, committed or answered.
+      const burst = Array.from({ length: 32 }, issue);
+      await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 20)));
+      if (live.child.exitCode !== null || live.child.signalCode !== null)
+        throw new Error(`the server died before the kill:\n${live.recentOutput()}`);
+      await live.kill();
+      await Promise.all(burst);
+      const { signal } = await live.exited;
+      if (signal !== 'SIGKILL') throw new Error(`the server ended with ${signal}, not SIGKILL`);
+      await Promise.all(workers);
+      if (unexpected.length > 0)
+        throw new Error(`unexpected answers:\n${unexpected.slice(0, 10).join('\n')}`);
+
+      const t0 = Date.now();
+      committed = readCommitted(dbFile);
+      const problems = [
+        ...checkLedger(committed),
+        ...replayCheck(committed),
+        ...checkAcks(committed, places, cancels),
+      ];
+      if (problems.length > 0)
+        throw new Error(
+          `after kill ${round}, the committed state is wrong:\n${problems.slice(0, 20).join('\n')}`,
+        );
+      const committedHash = bookHash(committedBooks(committed));
+      const t1 = Date.now();
+      server = await startServerProcess({ dataDir });
+      const t2 = Date.now();
+      await checkServed(server, committed, committedHash, traders, allMarkets, places, cancels, round);
+      const t3 = Date.now();
+      const roundPlaces = [...places.values()].filter((p) => p.round === round);
+      log(
+        `kill ${round}/${options.kills} after ${Math.round(loadMs)} ms: ${roundPlaces.length} placements ` +
+          `(${count(roundPlaces, 'ack')} acked, ${count(roundPlaces, 'unanswered')} unanswered of which ` +
+          `${roundPlaces.filter((p) => p.committed === true).length} committed), ` +
+          `${cancels.filter((c) => c.round === round).length} cancels; store: ${committed.orders.length} orders, ` +
+          `${committed.trades.length} trades; books ${committedHash.slice(0, 12)} = served ` +
+          `(store checks ${t1 - t0} ms, restart ${t2 - t1} ms, served checks ${t3 - t2} ms)`,
+      );
+      for (const [userId, list] of openOf) {
+        // Forget orders that are no longer open, so cancels mostly hit open ones.
+        const stillOpen = new Set(
+          committed.orders.filter((o) => o.user_id === userId && o.status === 'open').map((o) => o.id),
+        );
+        openOf.set(
+          userId,
+          list.filter((id) => stillOpen.has(id)),
+        );
+      }
+    }
+
+    // A graceful stop at the end must also leave a consistent store with the same books.
+    const before = bookHash(committedBooks(committed ?? readCommitted(dbFile)));
+    const stopped = await server.stop();
+    if (stopped.code !== 0) throw new Error(`graceful stop exited with ${stopped.code}/${stopped.signal}`);
+    server = undefined;
+    committed = readCommitted(dbFile);
+    const problems = [
+      ...checkLedger(committed),
+      ...replayCheck(committed),
+      ...checkAcks(committed, places, cancels),
+    ];
+    if (problems.length > 0) throw new Error(`after the final stop:\n${problems.join('\n')}`);
+    if (bookHash(committedBooks(committed)) !== before)
+      throw new Error('the books changed across the final stop');
+
+    const all = [...places.values()];
+    return {
+      kills: options.kills,
+      seed: options.seed,
+      requests: all.length + cancels.length,
+      ackedOrders: count(all, 'ack'),
+      ackedCancels: count(cancels, 'ack'),
+      refused: refusals([...all, ...cancels]),
+      unanswered: { placements: count(all, 'unanswered'), cancels: count(cancels, 'unanswered') },
+      unansweredCommitted: {
+        placements: all.filter((p) => p.outcome === 'unanswered' && p.committed === true).length,
+        cancels: cancels.filter((c) => c.outcome === 'unanswered' && c.committed === true).length,
+      },
+      orders: committed.orders.length,
+      trades: committed.trades.length,
+      seconds: Math.round((Date.now() - started) / 100) / 10,
+    };
+  } finally {
+    if (server !== undefined) await server.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+function refusals(records: readonly (PlaceRecord | CancelRecord)[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of records) {
+    if (r.outcome !== 'refused') continue;
+    const k = `${r.kind} ${r.status}`;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+const count = (records: readonly { outcome: Outcome }[], outcome: Outcome): number =>
+  records.filter((r) => r.outcome === outcome).length;
+
+/** What the clients were told against what the store holds. */
+function checkAcks(
+  c: Committed,
+  places: Map<number, PlaceRecord>,
+  cancels: readonly CancelRecord[],
+): string[] {
+  const problems: string[] = [];
+  const fail = (text: string) => {
+    if (problems.length < 50) problems.push(text);
+  };
+  const byId = new Map(c.orders.map((o) => [o.id, o]));
+  const storedTags = new Set<number>();
+  for (const o of c.orders) {
+    const tag = o.volume % TAG_SPACE;
+    const p = places.get(tag);
+    storedTags.add(tag);
+    if (p === undefined) {
+      fail(`order ${o.id} matches no request (tag ${tag})`);
+      continue;
+    }
+    const sent = [p.trader.userId, p.market.id, p.side, p.type, p.price, p.volume].join();
+    const stored = [o.user_id, o.market_id, o.side, o.type, o.price, o.volume].join();
+    if (sent !== stored) fail(`order ${o.id}: stored ${stored}, sent ${sent}`);
+    if (p.outcome === 'ack' && p.orderId !== o.id) fail(`order ${o.id}: acknowledged as ${p.orderId}`);
+    if (p.outcome === 'refused' || p.outcome === 'pending')
+      fail(`order ${o.id}: stored, but its request was ${p.outcome} (${p.status})`);
+    if (p.outcome === 'unanswered') {
+      if (p.committed === false) fail(`order ${o.id}: appeared after an earlier crash found it absent`);
+      p.committed = true;
+    }
+  }
+  for (const p of places.values()) {
+    if (storedTags.has(p.tag)) continue;
+    if (p.outcome === 'ack') fail(`acknowledged order ${p.orderId} (tag ${p.tag}) is missing`);
+    if (p.outcome === 'unanswered') {
+      if (p.committed === true) fail(`unanswered placement ${p.tag} was committed, and is gone now`);
+      p.committed = false;
+    }
+  }
+  const cancelsOf = new Map<number, CancelRecord[]>();
+  for (const r of cancels) {
+    const list = cancelsOf.get(r.orderId) ?? [];
+    list.push(r);
+    cancelsOf.set(r.orderId, list);
+    const o = byId.get(r.orderId);
+    const userCanceled = o !== undefined && o.status === 'canceled' && o.reason === USER_CANCEL_REASON;
+    if (r.outcome === 'ack' && !userCanceled)
+      fail(
+        `acknowledged cancel of ${r.orderId}: the order is ${o?.status ?? 'missing'} (${o?.reason ?? ''})`,
+      );
+    if (r.outcome === 'unanswered') {
+      if (r.committed === true && !userCanceled)
+        fail(`unanswered cancel of ${r.orderId} was committed, and is gone now`);
+      r.committed ??= userCanceled;
+    }
+  }
+  for (const [orderId, list] of cancelsOf) {
+    // An unanswered cancel found not applied must stay so, unless a later request canceled the order.
+    const o = byId.get(orderId);
+    const userCanceled = o !== undefined && o.status === 'canceled' && o.reason === USER_CANCEL_REASON;
+    const last = list[list.length - 1]!;
+    if (userCanceled && list.length === 1 && last.outcome === 'unanswered' && last.committed === false)
+      fail(`unanswered cancel of ${orderId} appeared after a crash had found it not applied`);
+  }
+  for (const o of c.orders) {
+    if (o.status !== 'canceled' || o.reason !== USER_CANCEL_REASON) continue;
+    const requests = cancelsOf.get(o.id) ?? [];
+    if (!requests.some((r) => r.outcome === 'ack' || r.outcome === 'unanswered'))
+      fail(`order ${o.id} was canceled by its user, but no cancel of it was acknowledged or left unanswered`);
+  }
+  return problems;
+}
+
+/** The restarted server against the committed state of the file it was started on. */
+async function checkServed(
+  server: ServerProcess,
+  c: Committed,
+  committedHash: string,
+  traders: readonly Trader[],
+  markets: readonly MarketInfo[],
+  places: Map<number, PlaceRecord>,
+  cancels: readonly CancelRecord[],
+  round: number,
+): Promise<void> {
+  const ready = await request(`${server.url}/readyz`, { method: 'GET' });
+  if (ready?.status !== 200)
+    throw new Error(`readyz after restart ${round}: ${ready?.status} ${ready?.text}`);
+  const check = await admin(server.url, 'GET', '/ledger/check');
+  if ((check.body as { ok?: boolean }).ok !== true)
+    throw new Error(`ledger check after restart ${round}: ${JSON.stringify(check.body)}`);
+
+  const served = await servedBooks(server.url, traders, markets);
+  const servedHash = bookHash(served);
+  if (servedHash !== committedHash)
+    throw new Error(
+      `after restart ${round} the served books differ from the committed ones:\n${describeDifference(committedBooks(c), served)}`,
+    );
+
+  const byId = new Map(c.orders.map((o) => [o.id, o]));
+  const acked: { trader: Trader; orderId: number; canceled: boolean }[] = [];
+  for (const p of places.values())
+    if (p.round === round && p.outcome === 'ack')
+      acked.push({ trader: p.trader, orderId: p.orderId!, canceled: false });
+  for (const r of cancels)
+    if (r.round === round && r.outcome === 'ack')
+      acked.push({ trader: r.trader, orderId: r.orderId, canceled: true });
+  const problems = (
+    await mapLimit(acked, 16, async ({ trader, orderId, canceled }) => {
+      const answer = await signed(server.url, trader, 'GET', `/orders/${orderId}`);
+      if (answer?.status !== 200)
+        return `GET /v1/orders/${orderId}: ${answer?.status} ${answer?.text ?? 'no answer'}`;
+      const order = (JSON.parse(answer.text) as { data: ServedOrder }).data;
+      const stored = byId.get(orderId)!;
+      const market = markets.find((m) => m.id === stored.market_id)!;
+      if (
+        order.status !== stored.status ||
+        toUnits(order.volume_executed.amount, market.lotDecimals) !== BigInt(stored.executed)
+      )
+        return `order ${orderId} served as ${order.status}/${order.volume_executed.amount}, committed ${stored.status}/${stored.executed}`;
+      if (canceled && order.status !== 'canceled')
+        return `acknowledged cancel of ${orderId}: served as ${order.status}`;
+      return undefined;
+    })
+  ).filter((p) => p !== undefined);
+  if (problems.length > 0) throw new Error(`after restart ${round}:\n${problems.slice(0, 20).join('\n')}`);
+}
+
+interface ServedOrder {
+  id: number;
+  user_id: number;
+  status: string;
+  type: 'buy' | 'sell';
+  pair: string;
+  description: { price: string };
+  volume: { amount: string };
+  volume_executed: { amount: string };
+}
+
+/** The books as the server serves them: full-depth levels per market and every user's open orders. */
+export async function servedBooks(
+  base: string,
+  traders: readonly Trader[],
+  markets: readonly MarketInfo[],
+): Promise<MarketBook[]> {
+  const open: ServedOrder[] = [];
+  for (const trader of traders) {
+    const answer = await signed(base, trader, 'GET', '/open-orders');
+    if (answer?.status !== 200) throw new Error(`open-orders: ${answer?.status} ${answer?.text}`);
+    open.push(...(JSON.parse(answer.text) as { data: ServedOrder[] }).data);
+  }
+  const books: MarketBook[] = [];
+  for (const m of markets) {
+    const answer = await request(`${base}/v1/orderbook?ticker_id=${encodeURIComponent(m.pair)}&depth=0`, {
+      method: 'GET',
+    });
+    if (answer?.status !== 200) throw new Error(`orderbook ${m.pair}: ${answer?.status} ${answer?.text}`);
+    const [book] = JSON.parse(answer.text) as { bids: [string, string][]; asks: [string, string][] }[];
+    const levels = (list: [string, string][]) =>
+      list.map(([p, v]) => [toUnits(p, m.pairDecimals), toUnits(v, m.lotDecimals)] as const);
+    const orders: QueuedOrder[] = open
+      .filter((o) => o.pair === `${m.base}${m.quote}`)
+      .map((o) => ({
+        id: o.id,
+        userId: o.user_id,
+        side: o.type,
+        price: toUnits(o.description.price, m.pairDecimals),
+        remaining: toUnits(o.volume.amount, m.lotDecimals) - toUnits(o.volume_executed.amount, m.lotDecimals),
+      }));
+    books.push(bookFromParts(m.pair, levels(book!.bids), levels(book!.asks), orders));
+  }
+  return books;
+}

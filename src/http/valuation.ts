@@ -38,7 +38,8 @@ interface Rate {
 }
 
 /** 10^e for a possibly negative exponent, as a fraction. */
-const pow10Rate = (e: number): Rate => (e >= 0 ? { num: POW10N[e]!, den: 1n } : { num: 1n, den: POW10N[-e]! });
+const pow10Rate = (e: number): Rate =>
+  e >= 0 ? { num: POW10N[e]!, den: 1n } : { num: 1n, den: POW10N[-e]! };
 
 /** The rate from `from` to `to` through one market with a last price, in either direction. */
 function marketRate(source: ValuationSource, from: AssetSpec, to: AssetSpec): Rate | undefined {
@@ -60,14 +61,20 @@ function marketRate(source: ValuationSource, from: AssetSpec, to: AssetSpec): Ra
   return undefined;
 }
 
-function rateTo(source: ValuationSource, from: AssetSpec, to: AssetSpec, assets: readonly AssetSpec[]): Rate | undefined {
+function rateTo(
+  source: ValuationSource,
+  from: AssetSpec,
+  to: AssetSpec,
+  assets: readonly AssetSpec[],
+): Rate | undefined {
   const direct = marketRate(source, from, to);
   if (direct !== undefined) return direct;
   for (const via of assets) {
     if (via.code === from.code || via.code === to.code) continue;
     const first = marketRate(source, from, via);
     const second = first === undefined ? undefined : marketRate(source, via, to);
-    if (first !== undefined && second !== undefined) return { num: first.num * second.num, den: first.den * second.den };
+    if (first !== undefined && second !== undefined)
+      return { num: first.num * second.num, den: first.den * second.den };
   }
   return undefined;
 }

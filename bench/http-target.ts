@@ -3,7 +3,7 @@
  * event loop: `bare` is a bare Fastify route (the baseline), `openspot` the real server with a
  * fresh data directory, funded traders and a book to read. Prints one JSON line when ready.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -11,16 +11,40 @@ import { startTestServer } from '../test/support/server-fixture.js';
 
 const mode = process.argv[2];
 
+/**
+ * Closes the server and exits on SIGINT/SIGTERM, so `node --cpu-prof` gets to write its profile
+ * (and the data directory is removed). A close that hangs does not keep the process alive.
+ */
+function exitOnSignal(close: () => Promise<unknown>): void {
+  let closing = false;
+  const stop = () => {
+    if (closing) return;
+    closing = true;
+    setTimeout(() => process.exit(1), 5000).unref();
+    close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 if (mode === 'bare') {
   const app = Fastify();
   app.get('/bare', async () => ({ success: true, message: 'ok', code: 200 }));
   await app.listen({ port: 0, host: '127.0.0.1' });
+  exitOnSignal(() => app.close());
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-'));
   const t = await startTestServer({}, dir);
+  exitOnSignal(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
   const traders = [];
   for (let i = 0; i < 8; i++) traders.push(await t.trader({ EUR: '100000000', BTC: '10000' }));
   // A book with depth on both sides so /orderbook and /tickers have something to serialize.

@@ -4,8 +4,12 @@
  *   GET /v1/orderbook, GET /v1/tickers;
  *   signed POST /v1/orders + DELETE /v1/orders/:id (each request freshly signed; the order is
  *   durable — committed and fsynced — before its 201).
- * Each target server runs in its own process. Prints a table with the ratio to the baseline.
- * Options: --seconds N (per measurement, default 10), --connections N (default 64), --runs N (default 3; medians).
+ * Each target server runs in its own process. The measurements are interleaved (round 1: baseline,
+ * orderbook, tickers, orders; round 2: ...) so that a change in the machine's load during the run
+ * affects every target alike, and each ratio is the median over the rounds of the target's
+ * requests/s over the baseline's in the same round. Every target is warmed up first (not counted).
+ * Options: --seconds N (per measurement, default 10), --connections N (default 64),
+ * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, createHmac } from 'node:crypto';
@@ -20,6 +24,7 @@ const arg = (name: string, fallback: number): number => {
 const SECONDS = arg('seconds', 10);
 const CONNECTIONS = arg('connections', 64);
 const RUNS = arg('runs', 3);
+const WARMUP = arg('warmup', 2);
 
 interface Trader {
   apiKey: string;
@@ -55,29 +60,17 @@ const sign = (method: string, body: string, secret: string): string =>
     )
     .digest('base64');
 
-interface Measure {
+interface Target {
   name: string;
-  rps: number;
-  p50: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
+  /** Fresh options for each measurement (request pipelines keep state). */
+  options: () => autocannon.Options;
 }
 
-async function measure(name: string, options: autocannon.Options): Promise<Measure> {
-  const runs: autocannon.Result[] = [];
-  for (let i = 0; i < RUNS; i++)
-    runs.push(await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options }));
-  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-  return {
-    name,
-    rps: median(runs.map((r) => r.requests.average)),
-    p50: median(runs.map((r) => r.latency.p50)),
-    p99: median(runs.map((r) => r.latency.p99)),
-    non2xx: runs.reduce((s, r) => s + r.non2xx, 0),
-    errors: runs.reduce((s, r) => s + r.errors, 0),
-  };
-}
+const run = (target: Target, seconds: number): Promise<autocannon.Result> =>
+  autocannon({ connections: CONNECTIONS, duration: seconds, ...target.options() });
+
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 interface OrderContext {
   trader?: Trader;
@@ -136,32 +129,46 @@ function orderRequests(traders: Trader[]): autocannon.Request[] {
 
 async function main(): Promise<void> {
   process.stdout.write(
-    `bench:http — ${CONNECTIONS} connections, ${SECONDS} s per measurement, median of ${RUNS} runs\n`,
+    `bench:http — ${CONNECTIONS} connections, ${SECONDS} s per measurement, ${RUNS} interleaved rounds (medians), ${WARMUP} s warm-up per target\n`,
   );
   const bare = await startTarget('bare');
-  const baseline = await measure('bare Fastify route (baseline)', { url: `${bare.info.url}/bare` });
-  bare.child.kill();
   const openspot = await startTarget('openspot');
   const url = openspot.info.url;
-  const results = [
-    baseline,
-    await measure('GET /v1/orderbook', { url: `${url}/v1/orderbook?ticker_id=BTC/EUR&depth=100` }),
-    await measure('GET /v1/tickers', { url: `${url}/v1/tickers` }),
-    await measure('signed POST /v1/orders + DELETE', {
-      url,
-      requests: orderRequests(openspot.info.traders ?? []),
-    }),
+  const traders = openspot.info.traders ?? [];
+  const targets: Target[] = [
+    { name: 'bare Fastify route (baseline)', options: () => ({ url: `${bare.info.url}/bare` }) },
+    {
+      name: 'GET /v1/orderbook',
+      options: () => ({ url: `${url}/v1/orderbook?ticker_id=BTC/EUR&depth=100` }),
+    },
+    { name: 'GET /v1/tickers', options: () => ({ url: `${url}/v1/tickers` }) },
+    {
+      name: 'signed POST /v1/orders + DELETE',
+      options: () => ({ url, requests: orderRequests(traders) }),
+    },
   ];
+  if (WARMUP > 0) for (const target of targets) await run(target, WARMUP);
+  const results: autocannon.Result[][] = targets.map(() => []);
+  for (let round = 0; round < RUNS; round++) {
+    for (const [i, target] of targets.entries()) results[i]!.push(await run(target, SECONDS));
+  }
+  bare.child.kill();
   openspot.child.kill();
-  const rows = results.map((r) => ({
-    measurement: r.name,
-    'req/s': Math.round(r.rps),
-    'p50 ms': r.p50,
-    'p99 ms': r.p99,
-    'vs baseline': (r.rps / baseline.rps).toFixed(2),
-    'non-2xx': r.non2xx,
-    errors: r.errors,
-  }));
+  const baseline = results[0]!;
+  const rows = targets.map((target, i) => {
+    const runs = results[i]!;
+    return {
+      measurement: target.name,
+      'req/s': Math.round(median(runs.map((r) => r.requests.average))),
+      'p50 ms': median(runs.map((r) => r.latency.p50)),
+      'p99 ms': median(runs.map((r) => r.latency.p99)),
+      'vs baseline': median(
+        runs.map((r, round) => r.requests.average / baseline[round]!.requests.average),
+      ).toFixed(2),
+      'non-2xx': runs.reduce((s, r) => s + r.non2xx, 0),
+      errors: runs.reduce((s, r) => s + r.errors, 0),
+    };
+  });
   console.table(rows);
   process.stdout.write(
     'Targets: public GETs >= 0.70 of the baseline; signed order placement + cancel >= 0.40 with p99 < 20 ms at 64 connections.\n',

@@ -13,6 +13,7 @@ import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
 import { buildHttpApp } from './http/app.js';
+import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
 import type { AdminApi } from './simulator/demo.js';
 import {
@@ -69,6 +70,8 @@ export async function startServer(
     clock: exchange.clock,
     config: { ...config, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
+  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
+  await app.register(httpRateLimit, config.rateLimit);
   metrics.mount(app, admin.token);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenExchange } from '../app/exchange.js';
+import { parseAllowlist } from '../auth/key-policy.js';
 import { type CredentialVault, generateApiCredentials } from '../auth/vault.js';
 import type { Amount, AssetCode, UserId } from '../domain/types.js';
 import type { Rejection } from '../engine/types.js';
@@ -43,6 +44,22 @@ const SCOPES: readonly ApiKeyScope[] = ['read', 'trade'];
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { exchange, vault } = options;
   const store = exchange.store;
+
+  // JSON bodies must be UTF-8 (RFC 8259): Fastify's own parser would decode other bytes into
+  // U+FFFD and carry on, storing replacement characters in e-mails and references.
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(new AdminError(400, 'bad_request', 'The body is not valid UTF-8.'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     if (!bearerMatches(request.headers.authorization, options.token)) {
@@ -149,6 +166,9 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     const userId = userParam(request);
     const body = asObject(request.body ?? {});
     const scopes = parseScopes(body.scopes);
+    const allowlist = parseAllowlist(body.ip_allowlist);
+    if (!allowlist.ok) throw new InputError('ip_allowlist', allowlist.message);
+    const nonceRequired = parseNonceRequired(body.nonce_required);
     const { apiKey, apiSecret } = generateApiCredentials();
     store.createApiKey({
       key: apiKey,
@@ -157,9 +177,18 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       scopes,
       createdAt: exchange.clock(),
       revokedAt: null,
+      ipAllowlist: allowlist.value,
+      nonceRequired,
     });
     // The secret is shown once, here, and never stored or logged in the clear.
-    return reply.code(201).send({ api_key: apiKey, api_secret: apiSecret, user_id: userId, scopes });
+    return reply.code(201).send({
+      api_key: apiKey,
+      api_secret: apiSecret,
+      user_id: userId,
+      scopes,
+      ip_allowlist: allowlist.value,
+      nonce_required: nonceRequired,
+    });
   });
 
   app.get('/users/:id/api-keys', async (request) => ({
@@ -208,6 +237,13 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   app.get('/ledger/check', async () =>
     auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0),
   );
+}
+
+function parseNonceRequired(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean')
+    throw new InputError('nonce_required', 'The nonce_required field must be true or false.');
+  return value;
 }
 
 function parseScopes(value: unknown): ApiKeyScope[] {

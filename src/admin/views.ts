@@ -33,6 +33,8 @@ export const apiKeyView = (k: ApiKeyRecord) => ({
   api_key: k.key,
   user_id: k.userId,
   scopes: k.scopes,
+  ip_allowlist: k.ipAllowlist,
+  nonce_required: k.nonceRequired,
   created_at: isoMicros(k.createdAt),
   revoked_at: k.revokedAt === null ? null : isoMicros(k.revokedAt),
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { inspect } from 'node:util';
 import fc from 'fast-check';
-import { bodyDigest, computeSignature, verifySignature } from './signature.js';
+import { bodyDigest, computeSignature, SignatureKey, verifySignature } from './signature.js';
 
 // Vectors computed independently with Python's hashlib/hmac/base64 (not with this module).
 const SECRET = 'AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+Pw==';
@@ -76,4 +77,30 @@ test('property: verify(compute(x)) holds and a flipped character fails', () => {
       },
     ),
   );
+});
+
+test('SignatureKey: the same signatures as computeSignature, for keys of any length; never printed', () => {
+  fc.assert(
+    fc.property(
+      fc.constantFrom('GET', 'POST', 'DELETE', 'delete'),
+      fc.oneof(fc.string(), fc.json(), fc.constant('')),
+      fc.uint8Array({ minLength: 0, maxLength: 300 }),
+      (method, body, secretBytes) => {
+        const secret = Buffer.from(secretBytes).toString('base64');
+        const key = new SignatureKey(secret);
+        const expected = computeSignature(method, body, secret);
+        assert.equal(key.sign(method, body), expected);
+        assert.equal(key.sign(method, Buffer.from(body, 'utf8')), expected);
+        assert.equal(key.verify(method, body, expected), true);
+        const flipped = (expected[0] === 'A' ? 'B' : 'A') + expected.slice(1);
+        assert.equal(key.verify(method, body, flipped), false);
+      },
+    ),
+  );
+  assert.equal(
+    new SignatureKey(SECRET).sign('POST', ORDER_BODY),
+    computeSignature('POST', ORDER_BODY, SECRET),
+  );
+  const printed = `${inspect(new SignatureKey(SECRET), { showHidden: true })} ${JSON.stringify(new SignatureKey(SECRET))}`;
+  assert.equal(printed, '[SignatureKey] "[SignatureKey]"');
 });

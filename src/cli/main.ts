@@ -111,9 +111,16 @@ const keys = program.command('keys').description('API keys');
 keys
   .command('create <userId>')
   .option('--scopes <list>', 'comma-separated: read,trade', 'read,trade')
-  .action(async (userId: string, o: { scopes: string }) => {
+  .option(
+    '--ip <list>',
+    'comma-separated IP addresses or CIDR blocks the key may be used from (default: any)',
+  )
+  .option('--nonce', 'require a strictly increasing `nonce` in every signed body (replay protection)')
+  .action(async (userId: string, o: { scopes: string; ip?: string; nonce?: boolean }) => {
     const body = await adminRequest(target(), 'POST', `/users/${encodeURIComponent(userId)}/api-keys`, {
       scopes: o.scopes.split(','),
+      ...(o.ip === undefined ? {} : { ip_allowlist: o.ip.split(',').map((entry) => entry.trim()) }),
+      ...(o.nonce === true ? { nonce_required: true } : {}),
     });
     print(body);
     if (globals().json !== true) process.stderr.write('The secret is shown only this once: store it now.\n');

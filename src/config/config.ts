@@ -20,6 +20,15 @@ export interface Config {
     readonly maxFrameBytes: number;
     readonly maxBufferedBytes: number;
     readonly activityTimeoutSeconds: number;
+    /** Client frames per second per connection (burst: see src/ws/rate-limit.ts); 0: no limit. */
+    readonly maxFramesPerSecond: number;
+  };
+  /** HTTP rate limits (src/http/rate-limit.ts); a rate of 0 turns that limit off. */
+  readonly rateLimit: {
+    readonly ipPerSecond: number;
+    readonly ipBurst: number;
+    readonly keyPerSecond: number;
+    readonly keyBurst: number;
   };
   readonly balanceCurrency: string;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -100,7 +109,9 @@ export function loadConfig(env: Env = process.env): Config {
       maxFrameBytes: integer(env, 'WS_MAX_FRAME_BYTES', 16 * 1024, 256, 16 * 1024 * 1024),
       maxBufferedBytes: integer(env, 'WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
       activityTimeoutSeconds: integer(env, 'WS_ACTIVITY_TIMEOUT', 30, 1, 3600),
+      maxFramesPerSecond: integer(env, 'WS_MAX_FRAMES_PER_SECOND', 50, 0, 100_000),
     },
+    rateLimit: rateLimits(env),
     balanceCurrency,
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     production,
@@ -119,6 +130,21 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
   };
+}
+
+const MAX_RATE = 1_000_000;
+
+/** A rate and its burst: the burst defaults to twice the rate and may not be below 1. */
+function rateAndBurst(env: Env, rateName: string, burstName: string, fallback: number) {
+  const rate = integer(env, rateName, fallback, 0, MAX_RATE);
+  const burst = integer(env, burstName, Math.max(1, rate * 2), 1, 2 * MAX_RATE);
+  return { rate, burst };
+}
+
+function rateLimits(env: Env): Config['rateLimit'] {
+  const ip = rateAndBurst(env, 'RATE_LIMIT_IP_PER_SECOND', 'RATE_LIMIT_IP_BURST', 200);
+  const key = rateAndBurst(env, 'RATE_LIMIT_KEY_PER_SECOND', 'RATE_LIMIT_KEY_BURST', 100);
+  return { ipPerSecond: ip.rate, ipBurst: ip.burst, keyPerSecond: key.rate, keyBurst: key.burst };
 }
 
 function publicUrl(raw: string | undefined): string | undefined {

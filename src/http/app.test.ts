@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
@@ -29,6 +30,29 @@ describe('app: routing, limits, documents', () => {
       assert.equal(r.status, 404, `${method} ${url}`);
       assert.deepEqual(r.json, NOT_FOUND);
       assert.match(String(r.headers['content-type']), /^application\/json/);
+    }
+  });
+
+  test('an unknown route is 404 whatever its body or Content-Type, outside /v1 too', async () => {
+    for (const url of ['/nothing', '/healthz', '/v1/nothing', '/admin/v1/nothing']) {
+      for (const [type, body] of [
+        ['application/json', '{'],
+        ['application/json', '\ufeff'],
+        ['application/json', ''],
+        ['application/json', '{"__proto__":{}}'],
+        ['application/json', `{"pad":"${'x'.repeat(20_000)}"}`],
+        ['', '{}'],
+        ['application/', '{}'],
+      ] as const) {
+        const r = await h.app.inject({
+          method: 'POST',
+          url,
+          payload: body,
+          headers: { 'content-type': type },
+        });
+        assert.equal(r.statusCode, 404, `${url} ${type} ${JSON.stringify(body).slice(0, 40)}: ${r.body}`);
+        assert.deepEqual(r.json(), NOT_FOUND);
+      }
     }
   });
 
@@ -135,5 +159,74 @@ describe('app: failures', () => {
     assert.match(log, /balances exploded/);
     assert.ok(!log.includes(alice.apiSecret));
     assert.ok(!log.toLowerCase().includes('x-api-sign'));
+  });
+});
+
+/** Raw bytes on a fresh connection; resolves with everything the server sent before closing. */
+function rawExchange(port: number, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(new Error('no close within 5 s')), 5000);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('latin1'));
+    });
+    socket.end(text, 'latin1');
+  });
+}
+
+describe('app: requests refused below Fastify', () => {
+  let h: Harness;
+  let alice: Trader;
+  let port: number;
+  before(async () => {
+    h = await startHarness();
+    alice = await h.trader();
+    await h.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = h.app.server.address();
+    port = typeof address === 'object' && address !== null ? address.port : 0;
+  });
+  after(() => h.close());
+
+  const answer = (raw: string) => {
+    const [head = '', body = ''] = raw.split('\r\n\r\n', 2);
+    return { statusLine: head.split('\r\n', 1)[0], json: JSON.parse(body) as unknown };
+  };
+
+  test('what Node’s parser refuses is answered in shape E, not Fastify’s default body', async () => {
+    const garbage = answer(await rawExchange(port, '\u0004\u0007\r\nHost: x\r\n\r\n'));
+    assert.deepEqual(garbage, { statusLine: 'HTTP/1.1 400 Bad Request', json: { error: 'Invalid request' } });
+    const latin1 = answer(await rawExchange(port, 'GET /v1/markets?pair=\u00e9 HTTP/1.1\r\nHost: x\r\n\r\n'));
+    assert.deepEqual(latin1, { statusLine: 'HTTP/1.1 400 Bad Request', json: { error: 'Invalid request' } });
+    const huge = answer(
+      await rawExchange(port, `GET /v1/markets HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+    );
+    assert.deepEqual(huge, {
+      statusLine: 'HTTP/1.1 431 Request Header Fields Too Large',
+      json: { error: 'Request Header Fields Too Large' },
+    });
+  });
+
+  test('an HTTP/1.1 request without Host is a 400 in shape E; HTTP/1.0 needs none', async () => {
+    const missing = answer(await rawExchange(port, 'GET /v1/markets HTTP/1.1\r\nConnection: close\r\n\r\n'));
+    assert.deepEqual(missing, { statusLine: 'HTTP/1.1 400 Bad Request', json: { error: 'Invalid request' } });
+    const old = await rawExchange(port, 'GET /v1/markets HTTP/1.0\r\n\r\n');
+    assert.match(old, /^HTTP\/1\.1 200 OK/);
+  });
+
+  test('an id longer than 100 characters is answered by the route like any unknown id', async () => {
+    const long = '9'.repeat(500);
+    const get = await h.request('GET', `/v1/orders/${long}`, { as: alice });
+    assert.deepEqual(
+      [get.status, get.json],
+      [404, { success: false, message: 'Order not found', error: { message: 'Order not found', code: 404 } }],
+    );
+    const trade = await h.request('GET', `/v1/trades/${long}`, { as: alice });
+    assert.equal(trade.status, 404);
+    const cancel = await h.request('DELETE', `/v1/orders/${long}`, { as: alice });
+    assert.deepEqual([cancel.status, cancel.json], [400, { error: 'Invalid request' }]);
   });
 });

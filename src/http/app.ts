@@ -6,6 +6,7 @@
  * the root too); registerHttpApi adds the same API to an instance the caller already has (the
  * composition root may prefer one instance for health, admin and API routes).
  */
+import type { Duplex } from 'node:stream';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, {
@@ -17,7 +18,7 @@ import Fastify, {
 import type { Exchange } from '../app/ports.js';
 import type { Micros } from '../domain/types.js';
 import type { HttpConfig, SecretOpener } from './context.js';
-import { errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
+import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
 
 export interface HttpApiOptions {
@@ -93,6 +94,21 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: config.logRequests !== true }),
     trustProxy: config.trustProxy ?? false,
+    // A path parameter is bounded by the request line, itself bounded by Node's header size limit
+    // (16 KiB): find-my-way's own 100-character limit would answer a long id with 400 before the
+    // route could answer it like any other unknown id (404 shape C, docs/http-decisions.md 18).
+    routerOptions: { maxParamLength: 16 * 1024 },
+    // Requests Node's parser refuses never reach Fastify: answered in shape E too.
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Duplex) => {
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      // Never write into the middle of a response already under way on this connection.
+      const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+      if (socket.writable && inFlight?.headersSent !== true) socket.write(clientErrorResponse(error.code));
+      socket.destroy(error);
+    },
+    // Node answers an HTTP/1.1 request without Host itself, with an empty 400; the hook below
+    // gives the same answer in shape E.
+    http: { requireHostHeader: false },
     // Malformed URLs and the like are answered before routing: still JSON, still shape E.
     frameworkErrors: (_error, _request, reply: FastifyReply) => {
       reply
@@ -103,5 +119,29 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
   });
   app.setErrorHandler(httpErrorHandler);
   app.setNotFoundHandler(notFound);
+  app.addHook('onRequest', (request, reply, done) => {
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is refused with 400 (what Node itself did,
+    // before any hook, only with an empty body).
+    const { httpVersionMajor, httpVersionMinor } = request.raw;
+    if (request.headers.host === undefined && httpVersionMajor === 1 && httpVersionMinor >= 1) {
+      reply
+        .code(400)
+        .type('application/json')
+        .send(JSON.stringify(errorE(400, INVALID_REQUEST).body));
+      return;
+    }
+    done();
+  });
+  // An unknown route answers 404 whatever its body and headers (docs/http-decisions.md 2). Fastify
+  // checks the Content-Type and reads and parses the body before the 404 handler runs, which would
+  // turn a malformed, oversized or oddly typed body into a 400 or 413: answer in preParsing, after
+  // every onRequest hook (limits, logging) and before any of that. The runner stops once sent.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.is404) {
+      notFound(request, reply);
+      return;
+    }
+    done(null, payload);
+  });
   return registerHttpApi(app, options);
 }

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { StoreUnavailableError } from '../store/store.js';
 import {
   attribute,
+  clientErrorResponse,
   errorA,
   errorB,
   errorC,
@@ -128,4 +129,30 @@ test('framework errors map to 4xx, outages to 503, the rest to 500', () => {
     statusCode: 400,
   });
   assert.equal(toHttpError(validation, 'B').httpError.status, 422);
+});
+
+test('requests refused by Node’s parser get a complete HTTP answer in shape E', () => {
+  const parse = (raw: string) => {
+    const [head = '', body = ''] = raw.split('\r\n\r\n');
+    const length = /\r\nContent-Length: (\d+)\r\n/.exec(head);
+    return { statusLine: head.split('\r\n')[0], length: Number(length?.[1]), body };
+  };
+  for (const [code, statusLine, text] of [
+    ['HPE_INVALID_METHOD', 'HTTP/1.1 400 Bad Request', 'Invalid request'],
+    [undefined, 'HTTP/1.1 400 Bad Request', 'Invalid request'],
+    [
+      'HPE_HEADER_OVERFLOW',
+      'HTTP/1.1 431 Request Header Fields Too Large',
+      'Request Header Fields Too Large',
+    ],
+    ['ERR_HTTP_REQUEST_TIMEOUT', 'HTTP/1.1 408 Request Timeout', 'Request Timeout'],
+  ] as const) {
+    const raw = clientErrorResponse(code);
+    const answer = parse(raw);
+    assert.equal(answer.statusLine, statusLine);
+    assert.deepEqual(JSON.parse(answer.body), { error: text });
+    assert.equal(answer.length, Buffer.byteLength(answer.body));
+    assert.match(raw, /\r\nConnection: close\r\n/);
+    assert.match(raw, /\r\nContent-Type: application\/json; charset=utf-8\r\n/);
+  }
 });

@@ -3,6 +3,7 @@
  * uses which; every error this server sends is one of them, chosen by the route's `errorShape`
  * (see ErrorShape below), so a client never sees a Fastify-default body.
  */
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { StoreUnavailableError } from '../store/store.js';
 
@@ -199,9 +200,11 @@ const STATUS_TEXT: Readonly<Record<number, string>> = {
   404: 'Not Found',
   405: 'Method Not Allowed',
   406: 'Not Acceptable',
+  408: 'Request Timeout',
   413: 'Payload Too Large',
   415: 'Unsupported Media Type',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Server Error',
   503: 'Service Unavailable',
 };
@@ -304,4 +307,23 @@ export function httpErrorHandler(error: unknown, request: FastifyRequest, reply:
     .headers(httpError.headers)
     .type('application/json')
     .send(JSON.stringify(httpError.body));
+}
+
+/**
+ * The raw HTTP answer to a request Node's parser refuses before Fastify sees it (malformed request
+ * line or headers, bytes outside ASCII in the URL, headers over the size limit, a request that
+ * took too long): shape E like every other error, instead of Fastify's default
+ * `{"error","message","statusCode"}`. The connection is closed after it (the parser's state is
+ * lost, so nothing else can be read from it).
+ */
+export function clientErrorResponse(code: string | undefined): string {
+  const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(errorE(status, statusText(status)).body);
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+    'Content-Type: application/json; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+    'Connection: close\r\n\r\n' +
+    body
+  );
 }

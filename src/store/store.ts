@@ -45,7 +45,25 @@ export interface ApiKeyRecord {
   readonly scopes: readonly ApiKeyScope[];
   readonly createdAt: Micros;
   readonly revokedAt: Micros | null;
+  /**
+   * Addresses and CIDR blocks (IPv4 or IPv6, as text) the key may be used from; null: any address.
+   * Fixed when the key is created (no update), so a cached record never holds a stale list.
+   */
+  readonly ipAllowlist: readonly string[] | null;
+  /**
+   * Every signed body must carry a `nonce` greater than the last one accepted (see acceptNonce).
+   * The last accepted nonce is deliberately not part of the record: it changes on every request
+   * and lives only in the store, compared there atomically.
+   */
+  readonly nonceRequired: boolean;
 }
+
+/** What createApiKey takes: the access-control options default to "any address" and "no nonce". */
+export type NewApiKeyRecord = Omit<ApiKeyRecord, 'ipAllowlist' | 'nonceRequired'> &
+  Partial<Pick<ApiKeyRecord, 'ipAllowlist' | 'nonceRequired'>>;
+
+/** A nonce in canonical form: decimal digits, no leading zero (except "0" itself), at most 20 digits. */
+export const CANONICAL_NONCE = /^(?:0|[1-9][0-9]{0,19})$/;
 
 export interface Page {
   readonly limit: number;
@@ -96,10 +114,18 @@ export interface Store {
   getUser(id: UserId): UserRecord | undefined;
   listUsers(): UserRecord[];
 
-  createApiKey(record: ApiKeyRecord): void;
+  createApiKey(record: NewApiKeyRecord): void;
   getApiKey(key: string): ApiKeyRecord | undefined;
   listApiKeys(userId: UserId): ApiKeyRecord[];
   revokeApiKey(key: string, time: Micros): boolean;
+  /**
+   * Accepts `nonce` (canonical decimal text, see CANONICAL_NONCE; throws RangeError otherwise) for
+   * an active key when it is strictly greater than the last nonce accepted for that key, and
+   * records it durably before returning true. One conditional UPDATE: two requests carrying the
+   * same nonce can never both be accepted. False for a smaller or equal nonce, an unknown or a
+   * revoked key.
+   */
+  acceptNonce(key: string, nonce: string): boolean;
 
   findLedgerEntry(
     userId: UserId,

@@ -15,6 +15,12 @@ export interface ConnectionOptions {
   readonly onClosing: (connection: ClientConnection, code: number, reason: string) => void;
 }
 
+/** The raw byte stream under the WebSocket (what `handleUpgrade` was given): only its corking is used. */
+export interface Transport {
+  cork(): void;
+  uncork(): void;
+}
+
 export class ClientConnection {
   /** Names of the channels this connection is subscribed to (the registry keeps the reverse index). */
   readonly channels = new Set<string>();
@@ -25,6 +31,7 @@ export class ClientConnection {
   /** Subscriptions refused for the per-connection limit; past a threshold the client is flooding. */
   refusedOverLimit = 0;
   private closing = false;
+  private corked = false;
   private terminateTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -32,8 +39,28 @@ export class ClientConnection {
     private readonly socket: WebSocket,
     private readonly options: ConnectionOptions,
     now: number,
+    /** When given, `cork` holds this connection's frames back so that `uncork` writes them at once. */
+    private readonly transport?: Transport,
   ) {
     this.lastActivity = now;
+  }
+
+  /**
+   * Holds outgoing frames in memory until `uncork`, which hands them to the kernel in one write.
+   * ws corks around each frame itself; corks nest, so the frames of a whole batch are joined.
+   * Returns false when there is nothing to cork (no transport, already corked, not open).
+   */
+  cork(): boolean {
+    if (this.transport === undefined || this.corked || !this.isOpen) return false;
+    this.corked = true;
+    this.transport.cork();
+    return true;
+  }
+
+  uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.transport!.uncork();
   }
 
   get isOpen(): boolean {

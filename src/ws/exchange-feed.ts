@@ -33,6 +33,8 @@ import {
 export interface Publisher {
   publish(channel: string, event: string, data: unknown): number;
   subscriberCount(channel: string): number;
+  /** Optional: publishes made inside `publishes` reach each connection in one write. */
+  batch?<T>(publishes: () => T): T;
 }
 
 export interface FeedOptions {
@@ -282,7 +284,9 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
 
   return exchange.onCommitted((batch) => {
     try {
-      onBatch(batch);
+      // One write per connection for everything this batch sends it (book, trade, ticker, …).
+      if (publisher.batch === undefined) onBatch(batch);
+      else publisher.batch(() => onBatch(batch));
     } catch (error) {
       // The exchange has already committed; a publishing failure must not reach it.
       context.logger.error({ err: error }, 'publishing a committed batch failed');

@@ -8,8 +8,8 @@ import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { UserId } from '../domain/types.js';
 import { type ChannelProvider, isPrivateChannel } from './channels.js';
-import { ClientConnection } from './connection.js';
-import { publishToChannel } from './fanout.js';
+import { ClientConnection, type Transport } from './connection.js';
+import { Batch, publishToChannel } from './fanout.js';
 import {
   type ClientFrame,
   CloseCode,
@@ -23,6 +23,7 @@ import {
 } from './frames.js';
 import { startKeepalive } from './keepalive.js';
 import { silentLogger, type WsLogger } from './logger.js';
+import { createFrameGate, frameBurst } from './rate-limit.js';
 import { ChannelRegistry } from './registry.js';
 import { nextSocketId } from './socket-id.js';
 import { type SubscriptionContext, subscribe, unsubscribe } from './subscriptions.js';
@@ -34,6 +35,8 @@ export interface RealtimeLimits {
   readonly maxFrameBytes: number;
   /** Bytes waiting to be written to one client beyond which it is cut off with 4100. */
   readonly maxBufferedBytes: number;
+  /** Client frames per second per connection, 0 for no limit (policy: rate-limit.ts). */
+  readonly maxFramesPerSecond: number;
 }
 
 export const DEFAULT_LIMITS: RealtimeLimits = {
@@ -43,6 +46,8 @@ export const DEFAULT_LIMITS: RealtimeLimits = {
   maxFrameBytes: 16 * 1024,
   // Room for a full book snapshot plus a burst of updates.
   maxBufferedBytes: 4 * 1024 * 1024,
+  // Off unless configured (the server's config defaults WS_MAX_FRAMES_PER_SECOND to 50).
+  maxFramesPerSecond: 0,
 };
 
 export interface RealtimeServerOptions {
@@ -72,6 +77,11 @@ export interface RealtimeServer {
   publish(channel: string, event: string, data: unknown): number;
   /** Subscribers of a channel, so a publisher can skip building payloads nobody receives. */
   subscriberCount(channel: string): number;
+  /**
+   * Runs `publishes` (synchronous calls to `publish`) as one batch: each connection's frames of
+   * the batch are written to its socket together, in publish order, when it returns.
+   */
+  batch<T>(publishes: () => T): T;
   /** Closes every connection with 4200 (clients reconnect at once); keeps accepting new ones. */
   closeAll(): void;
   /** Stops accepting, closes every connection with 4200 and resolves once all are gone. */
@@ -112,6 +122,10 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
   const activityTimeoutSeconds = options.activityTimeoutSeconds ?? 30;
   const closeGraceMs = options.closeGraceMs ?? 5000;
   const now = (): number => performance.now();
+  const frameGate = createFrameGate({
+    framesPerSecond: limits.maxFramesPerSecond,
+    burst: frameBurst(limits.maxFramesPerSecond, limits.maxSubscriptionsPerConnection),
+  });
 
   const registry = new ChannelRegistry();
   const connections = new Set<ClientConnection>();
@@ -184,6 +198,8 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       connection.close(CloseCode.frameTooLarge, 'Frame too large');
       return;
     }
+    // Over the per-connection rate: dropped, already answered with 4301 (or closed with 4100).
+    if (!frameGate.admit(connection, now())) return;
     if (isBinary) {
       connection.send(errorFrame(REJECTED_FRAME_CODE, 'Binary frames are not supported'));
       return;
@@ -205,7 +221,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     return undefined;
   }
 
-  function accept(socket: WebSocket, appKey: string): void {
+  function accept(socket: WebSocket, appKey: string, transport: Transport): void {
     const refusal = admission(appKey);
     if (refusal !== undefined) {
       refuse(socket, refusal[0], refusal[1]);
@@ -230,6 +246,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
         },
       },
       now(),
+      transport,
     );
     connections.add(connection);
     logger.debug({ socketId: connection.socketId }, 'connection opened');
@@ -260,7 +277,8 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
-    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, appKey));
+    // The upgraded stream is the one ws writes to: the connection corks it during a batch.
+    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, appKey, socket));
   }
 
   options.server.on('upgrade', onUpgrade);
@@ -284,9 +302,23 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     for (const connection of connections) connection.close(CloseCode.goingAway, 'Server shutting down');
   }
 
+  /** The batch being published, if any (batches do not nest: an inner one joins the outer). */
+  let batch: Batch | undefined;
+
   return {
-    publish: (channel, event, data) => publishToChannel(registry, channel, event, data),
+    publish: (channel, event, data) => publishToChannel(registry, channel, event, data, batch),
     subscriberCount: (channel) => registry.count(channel),
+    batch(publishes) {
+      if (batch !== undefined) return publishes();
+      const current = new Batch();
+      batch = current;
+      try {
+        return publishes();
+      } finally {
+        batch = undefined;
+        current.release();
+      }
+    },
     closeAll,
     close() {
       // Every caller gets the same promise: a second close() must not strand the first.

@@ -55,6 +55,10 @@ export function startServerProcess(options: StartOptions): Promise<ServerProcess
     LOG_LEVEL: 'info',
     SIMULATOR: 'off',
     DEMO: 'off',
+    // Rate limits off unless a test sets them: suites send far more than any one client would.
+    RATE_LIMIT_IP_PER_SECOND: '0',
+    RATE_LIMIT_KEY_PER_SECOND: '0',
+    WS_MAX_FRAMES_PER_SECOND: '0',
     ...options.env,
   };
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {

@@ -37,6 +37,10 @@ export async function startTestServer(
     LOG_LEVEL: 'silent',
     SIMULATOR: 'off',
     DEMO: 'off',
+    // Rate limits off unless a test sets them: suites send far more than any one client would.
+    RATE_LIMIT_IP_PER_SECOND: '0',
+    RATE_LIMIT_KEY_PER_SECOND: '0',
+    WS_MAX_FRAMES_PER_SECOND: '0',
     ...env,
   };
   const config = loadConfig(fullEnv);

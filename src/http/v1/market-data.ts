@@ -5,6 +5,7 @@
  */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
+import { MICROS_PER_DAY } from '../../app/clock.js';
 import type { MarketSpec, Micros, Side } from '../../domain/types.js';
 import { INTERVALS, type Interval } from '../../market-data/candle.js';
 import type { V1Deps } from '../context.js';
@@ -32,6 +33,7 @@ import {
 } from '../serializers.js';
 import { unixSeconds } from '../time.js';
 import type { V1RouteConfig } from './plugin.js';
+import { type Dependency, PublicResponseCache, sendJson, serveFromCache } from './public-cache.js';
 import { envelope } from './shared.js';
 
 /** Kraken: at most the 720 most recent candles. */
@@ -56,6 +58,9 @@ const Count = (description: string) => Type.String({ pattern: '^[0-9]{1,9}$', de
 
 const config = (c: V1RouteConfig) => c;
 
+/** The UTC day of a time: the bucket of the tickers' "today" statistics. */
+const utcDay = (time: Micros): number => Math.floor(time / MICROS_PER_DAY);
+
 /** The market a B-shaped endpoint's `ticker_id` names, or a 422 saying it is unknown. */
 function tickerMarket(deps: V1Deps, tickerId: string): MarketSpec {
   const market = resolvePair(deps.exchange.catalogue, tickerId);
@@ -67,6 +72,11 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
   const { exchange } = deps;
   const catalogue = exchange.catalogue;
+  const cache = new PublicResponseCache(exchange);
+  const stopWatching = exchange.onCommitted((batch) => cache.committed(batch));
+  app.addHook('onClose', async () => {
+    stopWatching();
+  });
 
   app.get(
     '/markets',
@@ -103,17 +113,22 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         querystring: Type.Object({ ticker_id: Type.Optional(TickerId) }),
         response: { 200: Type.Array(TickerSchema), 400: ErrorESchema },
       },
+      onRequest: serveFromCache(cache, () => utcDay(deps.clock())),
     },
-    async (request) => {
+    async (request, reply) => {
       const { ticker_id } = request.query;
       let markets: readonly MarketSpec[] = catalogue.markets();
+      let dependency: Dependency = 'all';
       if (ticker_id !== undefined) {
         const market = resolvePair(catalogue, ticker_id);
         if (market === undefined) throw errorE(400, INVALID_REQUEST);
         markets = [market];
+        dependency = market.id;
       }
+      // Stamped in the same synchronous run as the reads below: no commit can come in between.
+      const stamp = cache.stamp(dependency);
       const now = deps.clock();
-      return markets.map((market) => {
+      const tickers = markets.map((market) => {
         const top = exchange.book(market.id, 1);
         return serializeTicker(market, catalogue, {
           today: exchange.statsToday(market.id, now),
@@ -122,6 +137,8 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
           bestAsk: top.asks[0]?.[0] ?? null,
         });
       });
+      if (request.method !== 'GET') return tickers;
+      return sendJson(reply, cache.store(request.url, stamp, utcDay(now), reply.serialize(tickers)));
     },
   );
 
@@ -174,21 +191,27 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         }),
         response: { 200: Type.Array(OrderBookSchema), 422: ErrorBSchema },
       },
+      onRequest: serveFromCache(cache, () => unixSeconds(deps.clock())),
     },
-    async (request) => {
+    async (request, reply) => {
       const { ticker_id, depth } = request.query;
       const market = tickerMarket(deps, ticker_id);
       const total = depth === undefined ? ORDERBOOK_DEFAULT_DEPTH : Number(depth);
       const perSide = total === 0 ? 0 : Math.ceil(total / 2);
+      // Stamped in the same synchronous run as the reads below: no commit can come in between.
+      const stamp = cache.stamp(market.id);
       const book = exchange.book(market.id, perSide);
-      return [
+      const timestamp = unixSeconds(deps.clock());
+      const body = [
         {
           ticker_id: `${market.base}/${market.quote}`,
-          timestamp: unixSeconds(deps.clock()),
+          timestamp,
           bids: serializeLevels(market, book.bids),
           asks: serializeLevels(market, book.asks),
         },
       ];
+      if (request.method !== 'GET') return body;
+      return sendJson(reply, cache.store(request.url, stamp, timestamp, reply.serialize(body)));
     },
   );
 

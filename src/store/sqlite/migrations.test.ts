@@ -120,6 +120,33 @@ describe('migrations', () => {
     db.close();
   });
 
+  test('v2 upgrades a v1 database: existing keys allow any address and need no nonce', (t) => {
+    const path = tempPath(t);
+    const v1 = new Database(path);
+    migrate(v1, MIGRATIONS.slice(0, 1));
+    v1.prepare('INSERT INTO users (id, email, created_at) VALUES (1, NULL, 1)').run();
+    v1.prepare(
+      `INSERT INTO api_keys (key, user_id, sealed_secret, scopes, created_at, revoked_at)
+       VALUES ('old', 1, 'sealed', 'read,trade', 1, NULL)`,
+    ).run();
+    v1.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const record = store.getApiKey('old');
+    assert.equal(record?.ipAllowlist, null);
+    assert.equal(record?.nonceRequired, false);
+    assert.deepEqual(record?.scopes, ['read', 'trade']);
+    // The new columns refuse what the code would never write.
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.throws(() => db.prepare("UPDATE api_keys SET last_nonce = '012'").run(), /CHECK/);
+    assert.throws(() => db.prepare("UPDATE api_keys SET last_nonce = '1a'").run(), /CHECK/);
+    assert.throws(() => db.prepare(`UPDATE api_keys SET last_nonce = '${'1'.repeat(21)}'`).run(), /CHECK/);
+    assert.throws(() => db.prepare('UPDATE api_keys SET nonce_required = 2').run(), /CHECK/);
+    assert.throws(() => db.prepare("UPDATE api_keys SET ip_allowlist = ''").run(), /CHECK/);
+  });
+
   test('refuse a database from a newer release and misnumbered migrations', (t) => {
     const path = tempPath(t);
     const db = new Database(path);

@@ -155,6 +155,25 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT, WITHOUT ROWID;
     `,
   },
+  {
+    version: 2,
+    description: 'API key IP allow-lists and nonces',
+    // last_nonce is TEXT, not INTEGER: a nonce may have up to 20 digits (beyond SQLite's 64-bit
+    // integers). Kept in canonical form (no leading zero), so comparing the lengths, then the
+    // texts byte by byte, is the numeric comparison (see acceptNonce).
+    sql: `
+      ALTER TABLE api_keys ADD COLUMN ip_allowlist TEXT
+        CHECK (ip_allowlist IS NULL OR length(ip_allowlist) > 0);
+      ALTER TABLE api_keys ADD COLUMN nonce_required INTEGER NOT NULL DEFAULT 0
+        CHECK (nonce_required IN (0, 1));
+      ALTER TABLE api_keys ADD COLUMN last_nonce TEXT
+        CHECK (last_nonce IS NULL OR (
+          length(last_nonce) BETWEEN 1 AND 20
+          AND last_nonce NOT GLOB '*[^0-9]*'
+          AND (last_nonce = '0' OR substr(last_nonce, 1, 1) <> '0')
+        ));
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -125,7 +125,12 @@ export interface ApiKeyRow {
   readonly scopes: string;
   readonly created_at: number;
   readonly revoked_at: number | null;
+  readonly ip_allowlist: string | null;
+  readonly nonce_required: number;
 }
+
+export const API_KEY_COLUMNS =
+  'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required';
 
 export const ORDER_COLUMNS =
   'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved';
@@ -254,6 +259,23 @@ export function encodeScopes(scopes: readonly ApiKeyScope[]): string {
 
 export const decodeScopes = (text: string): ApiKeyScope[] => text.split(',').filter(isScope);
 
+/**
+ * The IP allow-list as one comma-separated text column (null: any address). The entries are
+ * validated by the admin API (src/auth/key-policy.ts); here only what would break the encoding is
+ * refused: an empty list (it would decode as "any address"), empty entries, commas or spaces.
+ */
+export function encodeIpAllowlist(list: readonly string[] | null | undefined): string | null {
+  if (list === null || list === undefined) return null;
+  if (list.length === 0) throw new RangeError('an IP allow-list cannot be empty (null allows any address)');
+  for (const entry of list)
+    if (typeof entry !== 'string' || !/^[0-9A-Za-z.:/]+$/.test(entry))
+      throw new RangeError(`invalid IP allow-list entry: ${JSON.stringify(entry)}`);
+  return [...new Set(list)].join(',');
+}
+
+export const decodeIpAllowlist = (text: string | null): string[] | null =>
+  text === null ? null : text.split(',');
+
 export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   key: r.key,
   userId: r.user_id as UserId,
@@ -261,4 +283,6 @@ export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   scopes: decodeScopes(r.scopes),
   createdAt: r.created_at as Micros,
   revokedAt: r.revoked_at as Micros | null,
+  ipAllowlist: decodeIpAllowlist(r.ip_allowlist),
+  nonceRequired: r.nonce_required === 1,
 });

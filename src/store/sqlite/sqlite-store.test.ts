@@ -602,6 +602,8 @@ describe('SqliteStore: users, API keys, ledger', () => {
       scopes,
       createdAt: T0,
       revokedAt: null,
+      ipAllowlist: null,
+      nonceRequired: false,
     });
     store.createApiKey(key('k1', ['read']));
     store.createApiKey(key('k2', ['read', 'trade']));
@@ -641,6 +643,114 @@ describe('SqliteStore: users, API keys, ledger', () => {
     assert.equal(store.revokeApiKey('k1', (T0 + 5) as Micros), true);
     assert.equal(store.getApiKey('k1')?.revokedAt, T0 + 5);
     assert.throws(() => (store.getApiKey('k1')!.scopes as string[]).push('admin'), TypeError);
+  });
+
+  test('API keys: IP allow-list and nonce flag are stored, default to any address and no nonce', (t) => {
+    const { store, path } = tempStore(t);
+    const user = store.createUser(null, T0);
+    const base = { userId: user.id, scopes: ['read'] as const, createdAt: T0, revokedAt: null };
+    store.createApiKey({ ...base, key: 'plain', sealedSecret: 's' });
+    store.createApiKey({
+      ...base,
+      key: 'locked',
+      sealedSecret: 's',
+      ipAllowlist: ['10.0.0.0/8', '2001:db8::/32', '10.0.0.0/8', '127.0.0.1'],
+      nonceRequired: true,
+    });
+    assert.equal(store.getApiKey('plain')?.ipAllowlist, null);
+    assert.equal(store.getApiKey('plain')?.nonceRequired, false);
+    const locked = store.getApiKey('locked');
+    assert.deepEqual(locked?.ipAllowlist, ['10.0.0.0/8', '2001:db8::/32', '127.0.0.1']);
+    assert.equal(locked?.nonceRequired, true);
+    // The cached record's list cannot be changed by a caller.
+    assert.throws(() => (store.getApiKey('locked')!.ipAllowlist as string[]).push('0.0.0.0/0'), TypeError);
+    assert.deepEqual(
+      store.listApiKeys(user.id).map((k) => [k.key, k.ipAllowlist, k.nonceRequired]),
+      [
+        ['plain', null, false],
+        ['locked', ['10.0.0.0/8', '2001:db8::/32', '127.0.0.1'], true],
+      ],
+    );
+    for (const bad of [[], [''], ['10.0.0.1,10.0.0.2'], ['10.0.0.1 ']]) {
+      assert.throws(
+        () => store.createApiKey({ ...base, key: `bad-${bad.join()}`, sealedSecret: 's', ipAllowlist: bad }),
+        RangeError,
+      );
+    }
+    // The last nonce lives only in the table.
+    const db = new Database(path, { readonly: true });
+    t.after(() => db.close());
+    assert.equal(db.prepare("SELECT last_nonce FROM api_keys WHERE key = 'locked'").pluck().get(), null);
+  });
+
+  test('acceptNonce: only strictly increasing nonces, compared exactly up to 20 digits', (t) => {
+    const { store } = tempStore(t);
+    const user = store.createUser(null, T0);
+    const base = { userId: user.id, scopes: ['read', 'trade'] as const, createdAt: T0, revokedAt: null };
+    store.createApiKey({ ...base, key: 'k', sealedSecret: 's', nonceRequired: true });
+    store.createApiKey({ ...base, key: 'other', sealedSecret: 's', nonceRequired: true });
+
+    assert.equal(store.acceptNonce('k', '5'), true);
+    assert.equal(store.acceptNonce('k', '5'), false, 'the same nonce twice');
+    assert.equal(store.acceptNonce('k', '4'), false, 'a smaller one');
+    assert.equal(store.acceptNonce('k', '10'), true, 'longer is greater (not "10" < "5" as text)');
+    assert.equal(store.acceptNonce('k', '9'), false);
+    // Beyond 2^53 and 2^64: still exact.
+    assert.equal(store.acceptNonce('k', '9007199254740993'), true);
+    assert.equal(store.acceptNonce('k', '9007199254740992'), false);
+    assert.equal(store.acceptNonce('k', '18446744073709551616'), true);
+    assert.equal(store.acceptNonce('k', '18446744073709551615'), false);
+    assert.equal(store.acceptNonce('k', '99999999999999999999'), true);
+    assert.equal(store.acceptNonce('k', '99999999999999999999'), false, 'the largest nonce is accepted once');
+    // Per key.
+    assert.equal(store.acceptNonce('other', '1'), true);
+    // Unknown and revoked keys never accept.
+    assert.equal(store.acceptNonce('nope', '1'), false);
+    store.revokeApiKey('other', (T0 + 1) as Micros);
+    assert.equal(store.acceptNonce('other', '2'), false);
+    // Only canonical decimal text.
+    for (const bad of ['', '01', '-1', '1.5', ' 1', '1e3', '123456789012345678901', 'abc']) {
+      assert.throws(() => store.acceptNonce('k', bad), RangeError, bad);
+    }
+    assert.throws(() => store.acceptNonce('k', 7 as unknown as string), RangeError);
+  });
+
+  test('acceptNonce is durable: a reopened store still refuses an old nonce', (t) => {
+    const { store, path } = tempStore(t);
+    const user = store.createUser(null, T0);
+    store.createApiKey({
+      key: 'k',
+      userId: user.id,
+      sealedSecret: 's',
+      scopes: ['read'],
+      createdAt: T0,
+      revokedAt: null,
+      nonceRequired: true,
+    });
+    assert.equal(store.acceptNonce('k', '1700000000000000'), true);
+    store.close();
+    const reopened = SqliteStore.open({ path });
+    t.after(() => reopened.close());
+    assert.equal(reopened.acceptNonce('k', '1700000000000000'), false);
+    assert.equal(reopened.acceptNonce('k', '1700000000000001'), true);
+  });
+
+  test('acceptNonce after a cached read: the cache never decides a nonce', (t) => {
+    const { store } = tempStore(t);
+    const user = store.createUser(null, T0);
+    store.createApiKey({
+      key: 'k',
+      userId: user.id,
+      sealedSecret: 's',
+      scopes: ['read'],
+      createdAt: T0,
+      revokedAt: null,
+      nonceRequired: true,
+    });
+    const first = store.getApiKey('k');
+    assert.equal(store.acceptNonce('k', '1'), true);
+    assert.equal(store.getApiKey('k'), first, 'the record is still served from the cache');
+    assert.equal(store.acceptNonce('k', '1'), false);
   });
 
   test('findLedgerEntry: by user, asset, kind and reference', (t) => {

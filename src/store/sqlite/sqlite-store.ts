@@ -25,9 +25,11 @@ import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
 import {
   type ApiKeyRecord,
+  CANONICAL_NONCE,
   type CommitBatch,
   type LedgerEntry,
   type LedgerKind,
+  type NewApiKeyRecord,
   type OrderFilter,
   type Page,
   type PublicTradeFilter,
@@ -40,6 +42,7 @@ import {
 import { guarded, toStoreError } from './errors.js';
 import { migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import {
+  API_KEY_COLUMNS,
   type ApiKeyRow,
   type AssetRow,
   apiKeyFromRow,
@@ -49,6 +52,7 @@ import {
   CANDLE_COLUMNS,
   type CandleRow,
   candleFromRow,
+  encodeIpAllowlist,
   encodeScopes,
   type LedgerRow,
   ledgerFromRow,
@@ -102,6 +106,9 @@ export class SqliteStore implements Store {
    * API key records by key, as read: every signed request reads its key. Every write to api_keys
    * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
    * revocation is seen by the very next read. Off on a read-only store (another process writes).
+   * The IP allow-list and the nonce flag are fixed at creation, so a cached record cannot hold a
+   * stale one; the last accepted nonce, the one column that changes per request, is never part of
+   * a record: acceptNonce compares it inside SQLite, so the cache cannot serve a stale nonce.
    */
   readonly #apiKeys = new Map<string, ApiKeyRecord>();
 
@@ -185,9 +192,11 @@ export class SqliteStore implements Store {
     return guarded(() => this.#read.users.all()).map(userFromRow);
   }
 
-  createApiKey(record: ApiKeyRecord): void {
+  createApiKey(record: NewApiKeyRecord): void {
     this.#apiKeys.delete(record.key);
     const scopes = encodeScopes(record.scopes);
+    const ipAllowlist = encodeIpAllowlist(record.ipAllowlist);
+    const nonceRequired = record.nonceRequired === true ? 1 : 0;
     guarded(() =>
       this.#write.insertApiKey.run(
         record.key,
@@ -196,6 +205,8 @@ export class SqliteStore implements Store {
         scopes,
         record.createdAt,
         record.revokedAt,
+        ipAllowlist,
+        nonceRequired,
       ),
     );
   }
@@ -207,6 +218,7 @@ export class SqliteStore implements Store {
     if (row === undefined) return undefined; // unknown keys are not remembered: nothing to fill memory with
     const record = apiKeyFromRow(row);
     Object.freeze(record.scopes);
+    if (record.ipAllowlist !== null) Object.freeze(record.ipAllowlist);
     // Only what is committed: a read inside a transaction could see writes that get rolled back.
     if (!this.#db.readonly && !this.#db.inTransaction) {
       if (this.#apiKeys.size >= MAX_CACHED_API_KEYS) {
@@ -226,6 +238,15 @@ export class SqliteStore implements Store {
   revokeApiKey(key: string, time: Micros): boolean {
     this.#apiKeys.delete(key);
     return guarded(() => this.#write.revokeApiKey.run(time, key)).changes > 0;
+  }
+
+  acceptNonce(key: string, nonce: string): boolean {
+    if (typeof nonce !== 'string' || !CANONICAL_NONCE.test(nonce))
+      throw new RangeError(`invalid nonce: ${JSON.stringify(nonce)}`);
+    // Outside any transaction, so the UPDATE commits (and, with synchronous=FULL, is synced)
+    // before this returns: a nonce accepted once stays accepted across a crash.
+    this.#endAbandonedTransaction();
+    return guarded(() => this.#write.acceptNonce.run({ key, nonce })).changes > 0;
   }
 
   findLedgerEntry(
@@ -417,6 +438,14 @@ function prepareWrites(db: Database.Database) {
          open_time = excluded.open_time, close_time = excluded.close_time, cost = excluded.cost,
          fee = excluded.fee, reserved = excluded.reserved`,
     ),
+    // An order's later states change only these columns (the others are fixed when it is placed):
+    // no conflict detection, and no foreign-key check of a market_id that cannot have changed.
+    updateOrderState: db.prepare<
+      [number, number, string, string | null, number | null, number, number, number, number]
+    >(
+      `UPDATE orders SET price = ?, executed = ?, status = ?, reason = ?, close_time = ?, cost = ?,
+         fee = ?, reserved = ? WHERE id = ?`,
+    ),
     upsertBalance: db.prepare<[number, string, number, number]>(
       `INSERT INTO balances (user_id, asset, available, reserved) VALUES (?, ?, ?, ?)
        ON CONFLICT (user_id, asset) DO UPDATE SET available = excluded.available, reserved = excluded.reserved`,
@@ -442,9 +471,18 @@ function prepareWrites(db: Database.Database) {
     insertUser: db.prepare<[string | null, number], UserRow>(
       'INSERT INTO users (email, created_at) VALUES (?, ?) RETURNING id, email, created_at',
     ),
-    insertApiKey: db.prepare<[string, number, string, string, number, number | null]>(
-      `INSERT INTO api_keys (key, user_id, sealed_secret, scopes, created_at, revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+    insertApiKey: db.prepare<[string, number, string, string, number, number | null, string | null, number]>(
+      `INSERT INTO api_keys (${API_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    // Canonical decimal texts of at most 20 digits: the longer is the greater, and at equal length
+    // SQLite's BINARY text comparison is the numeric one.
+    acceptNonce: db.prepare<{ key: string; nonce: string }>(
+      `UPDATE api_keys SET last_nonce = @nonce
+       WHERE key = @key AND revoked_at IS NULL AND (
+         last_nonce IS NULL
+         OR length(last_nonce) < length(@nonce)
+         OR (length(last_nonce) = length(@nonce) AND last_nonce < @nonce)
+       )`,
     ),
     revokeApiKey: db.prepare<[number, string]>(
       'UPDATE api_keys SET revoked_at = ? WHERE key = ? AND revoked_at IS NULL',
@@ -456,14 +494,20 @@ type WriteStatements = ReturnType<typeof prepareWrites>;
 
 /** Runs inside the commit transaction; the order of the writes does not matter (foreign keys are deferred). */
 function writeBatch(s: WriteStatements, batch: CommitBatch): void {
+  /** Orders placed in this batch: every other changed order already has its row. */
+  const placed = new Set<number>();
   for (const event of batch.events) {
     if (event.type === 'assetCreated') insertAsset(s, event.asset);
     else if (event.type === 'marketCreated') insertMarket(s, event.market);
     else if (event.type === 'trade') insertTrade(s, event.trade);
+    else if (event.type === 'orderAccepted') placed.add(event.order.id);
     // Order and balance events are covered by the change set, which holds their final state.
   }
   const { changes } = batch;
-  for (const o of changes.orders) upsertOrder(s, o);
+  for (const o of changes.orders) {
+    // The upsert stays the fallback, should a row be missing after all.
+    if (placed.has(o.id) || updateOrderState(s, o) === 0) upsertOrder(s, o);
+  }
   for (const b of changes.balances) s.upsertBalance.run(b.userId, b.asset, b.available, b.reserved);
   for (const t of changes.totals) s.upsertTotals.run(t.asset, t.netDeposits, t.fees);
   for (const e of batch.ledger) s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
@@ -525,6 +569,21 @@ function upsertOrder(s: WriteStatements, o: OrderState): void {
     o.fee,
     o.reserved,
   );
+}
+
+/** Rows changed. */
+function updateOrderState(s: WriteStatements, o: OrderState): number {
+  return s.updateOrderState.run(
+    o.price,
+    o.executed,
+    o.status,
+    o.reason,
+    o.closeTime,
+    o.cost,
+    o.fee,
+    o.reserved,
+    o.id,
+  ).changes;
 }
 
 function upsertCandle(s: WriteStatements, c: Candle): void {
@@ -640,12 +699,9 @@ function prepareReads(db: Database.Database) {
     user: db.prepare<[number], UserRow>('SELECT id, email, created_at FROM users WHERE id = ?'),
     users: db.prepare<[], UserRow>('SELECT id, email, created_at FROM users ORDER BY id'),
 
-    apiKey: db.prepare<[string], ApiKeyRow>(
-      'SELECT key, user_id, sealed_secret, scopes, created_at, revoked_at FROM api_keys WHERE key = ?',
-    ),
+    apiKey: db.prepare<[string], ApiKeyRow>(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key = ?`),
     apiKeysOfUser: db.prepare<[number], ApiKeyRow>(
-      `SELECT key, user_id, sealed_secret, scopes, created_at, revoked_at FROM api_keys
-       WHERE user_id = ? ORDER BY created_at, rowid`,
+      `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE user_id = ? ORDER BY created_at, rowid`,
     ),
   };
 }

@@ -1,0 +1,527 @@
+/**
+ * bench:ws — WebSocket fan-out of the real server against a bare `ws` baseline, in one run.
+ *
+ *   (a) baseline: a bare `ws` WebSocketServer (own process) broadcasts real `order-book` and
+ *       `trade` frames, captured from the server first, to N clients at the message rate of (b);
+ *   (b) the real server (own process: HTTP /v1 + WebSocket, SQLite, fsync per commit) with N
+ *       raw-`ws` subscribers of `order-book.BTCEUR` and `trade.BTCEUR`, while a driver places
+ *       crossing orders over HTTP at a steady rate: each pair is a maker sell (one book update)
+ *       and a taker buy at the same price (one trade, one book update), so 3 messages per pair
+ *       and subscriber.
+ *
+ * The client sockets live in worker threads (default 2), the servers in child processes, the order
+ * driver in the main thread: no two of them share an event loop. Each pair carries a unique
+ * volume (its tag), so every `trade` frame is matched to the HTTP 201 of the taker order that made
+ * it; the delay is (frame arrival at the client − 201 received by the driver). The feed publishes
+ * before the HTTP reply is written, so a delay can be negative.
+ *
+ * Options: --seconds N (per phase, default 20), --clients N (default 1000), --rate N (order pairs
+ * per second, default 20), --workers N (client threads, default 2), --cpu-prof DIR (profile the
+ * server child of phase b into DIR; the profile is written when the child exits).
+ *
+ * The default rate, 20 pairs/s = 60 messages/s per client = 60 000 messages/s to 1 000 clients,
+ * is about what the bare baseline itself can deliver on a 2-core machine that also runs the
+ * clients; at lower rates both phases trivially deliver everything, at higher ones the machine
+ * (mostly the kernel's loopback TCP work, one write per frame and client) is the limit for both.
+ * The bench expects the machine to itself: other busy processes skew every figure.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash, createHmac } from 'node:crypto';
+import { join } from 'node:path';
+import { createInterface, type Interface } from 'node:readline';
+import { Worker } from 'node:worker_threads';
+import { WebSocket } from 'ws';
+import type { ClientsConfig, ClientsReport } from './ws-clients.js';
+
+const argument = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const numberArgument = (name: string, fallback: number): number => {
+  const value = Number(argument(name) ?? fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+};
+const SECONDS = numberArgument('seconds', 20);
+const CLIENTS = Math.round(numberArgument('clients', 1000));
+const RATE = numberArgument('rate', 20);
+const WORKERS = Math.max(1, Math.min(Math.round(numberArgument('workers', 2)), CLIENTS));
+const CPU_PROF_DIR = argument('cpu-prof');
+
+const PAIR = 'BTCEUR';
+const CHANNELS = [`order-book.${PAIR}`, `trade.${PAIR}`];
+/** Lots (1e-8 BTC) of tag 0; pair i trades (TAG_BASE + i) lots, above the 5 000-lot ordermin. */
+const TAG_BASE = 10_000;
+const PRICE = '30000';
+/** Hard ceilings on every wait, so the bench always ends. */
+const SETUP_TIMEOUT_MS = 120_000;
+const DRAIN_MS = 2_000;
+
+const absNow = (): number => performance.timeOrigin + performance.now();
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes.
+
+interface Trader {
+  userId: number;
+  apiKey: string;
+  apiSecret: string;
+}
+
+class Target {
+  private readonly waiting: ((line: Record<string, unknown>) => boolean)[] = [];
+  private readonly lines: Interface;
+  readonly exited: Promise<void>;
+
+  private constructor(readonly child: ChildProcess) {
+    this.lines = createInterface({ input: child.stdout! });
+    this.lines.on('line', (text) => {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        process.stderr.write(`target: ${text}\n`);
+        return;
+      }
+      const index = this.waiting.findIndex((accept) => accept(line));
+      if (index >= 0) this.waiting.splice(index, 1);
+    });
+    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  static async start(
+    mode: 'openspot' | 'baseline',
+    nodeArgs: string[] = [],
+  ): Promise<{
+    target: Target;
+    info: Record<string, unknown>;
+  }> {
+    const child = spawn(
+      process.execPath,
+      [...nodeArgs, '--import', 'tsx', join(import.meta.dirname, 'ws-target.ts'), mode],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    const target = new Target(child);
+    const died = target.exited.then(() => {
+      throw new Error(`${mode} target exited during start (code ${child.exitCode})`);
+    });
+    const info = await withTimeout(
+      Promise.race([target.next(() => true), died]),
+      SETUP_TIMEOUT_MS,
+      `${mode} target start`,
+    );
+    return { target, info };
+  }
+
+  /** The next stdout JSON line accepted by `accept`. */
+  next(accept: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.waiting.push((line) => {
+        if (!accept(line)) return false;
+        resolve(line);
+        return true;
+      });
+    });
+  }
+
+  send(command: Record<string, unknown>): void {
+    this.child.stdin!.write(`${JSON.stringify(command)}\n`);
+  }
+
+  /** CPU time (user + system) the child has used so far, in ms. */
+  async cpuMs(): Promise<number> {
+    const reply = this.next((line) => 'cpu' in line);
+    this.send({ cmd: 'cpu' });
+    const { cpu } = (await withTimeout(reply, 10_000, 'cpu usage')) as {
+      cpu: { user: number; system: number };
+    };
+    return (cpu.user + cpu.system) / 1000;
+  }
+
+  async stop(): Promise<void> {
+    this.send({ cmd: 'exit' });
+    this.child.stdin!.end();
+    // A profile takes a moment to write; past 30 s the child is killed.
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
+    await this.exited;
+    clearTimeout(timer);
+    this.lines.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client workers.
+
+/**
+ * Node 20 does not apply the main thread's module hooks (tsx) to a worker's entry module, even
+ * with `--import tsx` in its execArgv: the worker registers tsx itself, then imports the TS file.
+ */
+const WORKER_BOOTSTRAP = `import('tsx/esm/api').then(({ register }) => {
+  register();
+  return import(${JSON.stringify(new URL('./ws-clients.ts', import.meta.url).href)});
+});`;
+
+class ClientPool {
+  private constructor(
+    private readonly workers: Worker[],
+    readonly connected: number,
+    readonly failed: number,
+    readonly epoch: number,
+  ) {}
+
+  static async start(wsUrl: string, awaitSubscriptions: boolean): Promise<ClientPool> {
+    const epoch = absNow();
+    const workers: Worker[] = [];
+    const ready: Promise<{ connected: number; failed: number }>[] = [];
+    for (let w = 0; w < WORKERS; w++) {
+      const count = Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0);
+      const config: ClientsConfig = {
+        url: wsUrl,
+        count,
+        channels: CHANNELS,
+        awaitSubscriptions,
+        epoch,
+        // The setup, the phase and the drain, in 100 ms buckets.
+        buckets: Math.ceil((SETUP_TIMEOUT_MS / 1000 + SECONDS + 60) * 10),
+        tagBase: TAG_BASE,
+      };
+      const worker = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: config });
+      workers.push(worker);
+      ready.push(
+        new Promise((resolve, reject) => {
+          worker.once('error', reject);
+          worker.once('message', (message: { type: string; connected: number; failed: number }) =>
+            resolve(message),
+          );
+        }),
+      );
+    }
+    const counts = await withTimeout(Promise.all(ready), SETUP_TIMEOUT_MS, 'clients connecting');
+    const connected = counts.reduce((sum, c) => sum + c.connected, 0);
+    const failed = counts.reduce((sum, c) => sum + c.failed, 0);
+    return new ClientPool(workers, connected, failed, epoch);
+  }
+
+  async report(): Promise<ClientsReport[]> {
+    return withTimeout(
+      Promise.all(
+        this.workers.map(
+          (worker) =>
+            new Promise<ClientsReport>((resolve) => {
+              const onMessage = (message: { type: string; report: ClientsReport }) => {
+                if (message.type !== 'report') return;
+                worker.off('message', onMessage);
+                resolve(message.report);
+              };
+              worker.on('message', onMessage);
+              worker.postMessage({ type: 'report' });
+            }),
+        ),
+      ),
+      30_000,
+      'client reports',
+    );
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      this.workers.map(async (worker) => {
+        worker.postMessage({ type: 'close' });
+        const timer = setTimeout(() => void worker.terminate(), 5_000);
+        await new Promise((resolve) => worker.once('exit', resolve));
+        clearTimeout(timer);
+      }),
+    );
+  }
+}
+
+/** Data frames delivered per second, over whole 100 ms buckets inside [start, end]. */
+function deliveredPerSecond(reports: ClientsReport[], epoch: number, start: number, end: number): number {
+  const first = Math.ceil((start - epoch) / 100);
+  const last = Math.floor((end - epoch) / 100);
+  let total = 0;
+  for (const report of reports) for (let b = first; b < last; b++) total += report.buckets[b] ?? 0;
+  return total / ((last - first) / 10);
+}
+
+const mergeCloses = (reports: ClientsReport[]): string => {
+  const merged: Record<string, number> = {};
+  for (const r of reports)
+    for (const [code, n] of Object.entries(r.closed)) merged[code] = (merged[code] ?? 0) + n;
+  const text = Object.entries(merged)
+    .map(([code, n]) => `${n}×${code}`)
+    .join(' ');
+  return text === '' ? 'none' : text;
+};
+
+// ---------------------------------------------------------------------------------------------
+// HTTP: the interface's signature, written out independently of the server's code.
+
+const sign = (method: string, body: string, secret: string): string =>
+  createHmac('sha512', Buffer.from(secret, 'base64'))
+    .update(
+      method +
+        createHash('sha256')
+          .update(body === '' ? '{}' : body)
+          .digest('hex'),
+    )
+    .digest('base64');
+
+/** Milliseconds from sending each POST /v1/orders to reading its 201, for the report. */
+const orderLatencies: number[] = [];
+
+async function placeOrder(url: string, trader: Trader, side: 'buy' | 'sell', lots: number): Promise<void> {
+  const sentAt = absNow();
+  const volume = `0.${String(lots).padStart(8, '0')}`;
+  const body = JSON.stringify({
+    order_direction: side,
+    order_type: 'limit',
+    pair: 'BTC/EUR',
+    volume,
+    price: PRICE,
+  });
+  const response = await fetch(`${url}/v1/orders`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-api-key': trader.apiKey,
+      'x-api-sign': sign('POST', body, trader.apiSecret),
+    },
+    body,
+    signal: AbortSignal.timeout(10_000),
+  });
+  const text = await response.text();
+  if (response.status !== 201) throw new Error(`order refused (${response.status}): ${text}`);
+  orderLatencies.push(absNow() - sentAt);
+}
+
+/**
+ * Places crossing pairs at a steady rate for `seconds`: pair i starts at start + i / rate (or as
+ * soon as pair i − 1 is done, if that is later). Returns the taker's 201 time per tag.
+ */
+async function drive(url: string, traders: Trader[], firstTag: number, seconds: number) {
+  const [maker, taker] = traders as [Trader, Trader];
+  const acks: number[] = [];
+  const start = absNow();
+  const end = start + seconds * 1000;
+  let lag = 0;
+  for (let i = 0; ; i++) {
+    const due = start + (i / RATE) * 1000;
+    // Bounded by the clock as well as by the schedule: a slow server must not stretch the phase.
+    if (due >= end || absNow() >= end) break;
+    const wait = due - absNow();
+    if (wait > 0) await sleep(wait);
+    lag = Math.max(0, -wait);
+    const lots = TAG_BASE + firstTag + i;
+    await placeOrder(url, maker, 'sell', lots);
+    await placeOrder(url, taker, 'buy', lots);
+    acks.push(absNow());
+  }
+  return { acks, start, end: absNow(), lag };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const wsAddress = (httpUrl: string, appKey: string): string =>
+  `${httpUrl.replace(/^http/, 'ws')}/app/${appKey}?protocol=7&client=js&version=8.6.0&flash=false`;
+
+/** Real frames of one pair from the server, in arrival order: the maker's book update, then the taker's book update and trade. */
+async function captureFrames(httpUrl: string, wsUrl: string, traders: Trader[]): Promise<string[]> {
+  const socket = new WebSocket(wsUrl);
+  const frames: string[] = [];
+  const subscribed = new Set<string>();
+  socket.on('message', (raw) => {
+    const text = String(raw);
+    const frame = JSON.parse(text) as { event: string; channel?: string };
+    if (frame.event === 'update') frames.push(text);
+    if (frame.event === 'pusher_internal:subscription_succeeded') subscribed.add(frame.channel ?? '');
+  });
+  await withTimeout(new Promise((resolve) => socket.once('open', resolve)), 10_000, 'capture socket');
+  for (const channel of CHANNELS)
+    socket.send(JSON.stringify({ event: 'pusher:subscribe', data: { auth: '', channel } }));
+  const deadline = Date.now() + 10_000;
+  while (subscribed.size < CHANNELS.length && Date.now() < deadline) await sleep(5);
+  // Tags below TAG_BASE's range of the driver: lots 9 000 and 9 001.
+  for (const lots of [9_000, 9_001]) {
+    await placeOrder(httpUrl, traders[0]!, 'sell', lots);
+    await placeOrder(httpUrl, traders[1]!, 'buy', lots);
+  }
+  while (frames.length < 6 && Date.now() < deadline) await sleep(5);
+  socket.terminate();
+  if (frames.length < 6) throw new Error(`captured only ${frames.length} frames`);
+  const last = frames.slice(-3);
+  if (last.filter((f) => f.includes('"channel":"trade.')).length !== 1)
+    throw new Error(`expected two book frames and one trade frame: ${last.join('\n')}`);
+  return last;
+}
+
+const cpuMsSince = (before: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000;
+};
+const percent = (cpuMs: number): string => `${((cpuMs / (SECONDS * 1000)) * 100).toFixed(0)} %`;
+
+const percentile = (sorted: Float64Array, p: number): number =>
+  sorted.length === 0
+    ? Number.NaN
+    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+async function main(): Promise<void> {
+  const benchStart = absNow();
+  process.stdout.write(
+    `bench:ws — ${CLIENTS} clients in ${WORKERS} worker thread(s), ${SECONDS} s per phase, ` +
+      `${RATE} order pairs/s (3 messages per pair and client: ${3 * RATE * CLIENTS} msgs/s offered)\n`,
+  );
+
+  const nodeArgs = CPU_PROF_DIR === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`];
+  const { target: server, info } = await Target.start('openspot', nodeArgs);
+  const serverUrl = info.url as string;
+  const traders = info.traders as Trader[];
+  const serverWs = wsAddress(serverUrl, info.appKey as string);
+
+  try {
+    const frames = await captureFrames(serverUrl, serverWs, traders);
+    process.stdout.write(`captured frames (${frames.map((f) => f.length).join(', ')} bytes)\n`);
+
+    // (a) Baseline.
+    const { target: baseline, info: baselineInfo } = await Target.start('baseline');
+    let baselineRate: number;
+    let baselineCpu: number;
+    let baselineCloses: string;
+    let baselineClientsCpu: number;
+    try {
+      const pool = await ClientPool.start(wsAddress(baselineInfo.url as string, 'bench'), false);
+      try {
+        process.stdout.write(`(a) baseline: ${pool.connected} clients connected (${pool.failed} failed)\n`);
+        const cpuBefore = await baseline.cpuMs();
+        const clientCpuBefore = process.cpuUsage();
+        const done = baseline.next((line) => 'done' in line);
+        // As the server sends them: the maker's book update, then half an interval later the
+        // taker's book update and trade together.
+        baseline.send({
+          cmd: 'broadcast',
+          groups: [[frames[0]], frames.slice(1)],
+          rate: RATE,
+          seconds: SECONDS,
+        });
+        const result = (await withTimeout(done, (SECONDS + 60) * 1000, 'baseline broadcast')) as {
+          start: number;
+          end: number;
+        };
+        baselineCpu = (await baseline.cpuMs()) - cpuBefore;
+        baselineClientsCpu = cpuMsSince(clientCpuBefore);
+        await sleep(DRAIN_MS);
+        const reports = await pool.report();
+        baselineRate = deliveredPerSecond(reports, pool.epoch, result.start, result.start + SECONDS * 1000);
+        baselineCloses = mergeCloses(reports);
+      } finally {
+        await pool.close();
+      }
+    } finally {
+      await baseline.stop();
+    }
+
+    // (b) The real server.
+    const pool = await ClientPool.start(serverWs, true);
+    let serverRate: number;
+    let serverCpu: number;
+    let delays: Float64Array;
+    let missing: number;
+    let pairs: number;
+    let achievedRate: number;
+    let serverCloses: string;
+    let lag: number;
+    let clientsCpu: number;
+    try {
+      process.stdout.write(`(b) server: ${pool.connected} clients subscribed (${pool.failed} failed)\n`);
+      const cpuBefore = await server.cpuMs();
+      const clientCpuBefore = process.cpuUsage();
+      orderLatencies.length = 0;
+      const run = await drive(serverUrl, traders, 0, SECONDS);
+      serverCpu = (await server.cpuMs()) - cpuBefore;
+      clientsCpu = cpuMsSince(clientCpuBefore);
+      pairs = run.acks.length;
+      lag = run.lag;
+      achievedRate = pairs / ((run.end - run.start) / 1000);
+      // Wait (bounded) for the last trade to reach every client.
+      await sleep(DRAIN_MS);
+      const reports = await pool.report();
+      serverRate = deliveredPerSecond(reports, pool.epoch, run.start, run.start + SECONDS * 1000);
+      serverCloses = mergeCloses(reports);
+      const samples: number[] = [];
+      for (const report of reports)
+        for (let k = 0; k < report.tags.length; k++) {
+          const ack = run.acks[report.tags[k]!];
+          if (ack !== undefined) samples.push(report.times[k]! - ack);
+        }
+      missing = pairs * pool.connected - samples.length;
+      delays = Float64Array.from(samples).sort();
+    } finally {
+      await pool.close();
+    }
+
+    const latencies = Float64Array.from(orderLatencies).sort();
+    const ratio = serverRate / baselineRate;
+    const p50 = percentile(delays, 50);
+    const p99 = percentile(delays, 99);
+    const offered = 3 * RATE * CLIENTS;
+    console.table([
+      {
+        phase: '(a) baseline: bare ws broadcast',
+        'msgs/s delivered': Math.round(baselineRate),
+        'of offered': `${((baselineRate / offered) * 100).toFixed(1)} %`,
+        'server CPU': percent(baselineCpu),
+        'clients CPU': percent(baselineClientsCpu),
+        closes: baselineCloses,
+      },
+      {
+        phase: '(b) OpenSpot: orders over HTTP → feed',
+        'msgs/s delivered': Math.round(serverRate),
+        'of offered': `${((serverRate / offered) * 100).toFixed(1)} %`,
+        'server CPU': percent(serverCpu),
+        'clients CPU': percent(clientsCpu),
+        closes: serverCloses,
+      },
+    ]);
+    console.table([
+      { figure: 'baseline msgs/s', value: Math.round(baselineRate), target: '', met: '' },
+      { figure: 'server msgs/s', value: Math.round(serverRate), target: '', met: '' },
+      { figure: 'ratio server / baseline', value: ratio.toFixed(3), target: '>= 0.80', met: ratio >= 0.8 },
+      { figure: 'p50 delay 201 → trade frame (ms)', value: p50.toFixed(2), target: '', met: '' },
+      { figure: 'p99 delay 201 → trade frame (ms)', value: p99.toFixed(2), target: '< 50', met: p99 < 50 },
+      { figure: 'max delay (ms)', value: (delays.at(-1) ?? Number.NaN).toFixed(2), target: '', met: '' },
+      { figure: 'trade frames missing', value: missing, target: '0', met: missing === 0 },
+      {
+        figure: 'order pairs placed (per s)',
+        value: `${pairs} (${achievedRate.toFixed(1)})`,
+        target: `${RATE}/s`,
+        met: '',
+      },
+      { figure: 'driver behind schedule at the end (ms)', value: lag.toFixed(0), target: '', met: '' },
+      {
+        figure: 'POST /v1/orders latency p50 / p99 (ms)',
+        value: `${percentile(latencies, 50).toFixed(1)} / ${percentile(latencies, 99).toFixed(1)}`,
+        target: '',
+        met: '',
+      },
+    ]);
+    process.stdout.write(
+      `offered: ${offered} msgs/s (3 per pair and client); delay < 0: the frame arrived before the HTTP 201 ` +
+        `(the feed publishes before the reply is written). Total run ${((absNow() - benchStart) / 1000).toFixed(0)} s.\n`,
+    );
+  } finally {
+    await server.stop();
+    if (CPU_PROF_DIR !== undefined) process.stdout.write(`server CPU profile written to ${CPU_PROF_DIR}\n`);
+  }
+}
+
+await main();

@@ -7,7 +7,7 @@
  * 1 to 20 decimal digits, or a JSON integer up to 2^53 − 1 — strictly greater than the last nonce
  * the key used; the store accepts it atomically and durably (Store.acceptNonce), so the same
  * signed body is accepted at most once. A request without a body (every GET, and DELETE as the
- * interface defines it) carries no nonce and stays replayable: see docs/access-control.md.
+ * interface defines it) carries no nonce and stays replayable: see docs/security.md.
  *
  * IP allow-lists. Exact addresses and CIDR blocks, IPv4 and IPv6, matched with node:net's
  * BlockList (which also matches IPv4-mapped IPv6 addresses, `::ffff:10.1.2.3`, against IPv4 rules

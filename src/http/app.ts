@@ -96,7 +96,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     trustProxy: config.trustProxy ?? false,
     // A path parameter is bounded by the request line, itself bounded by Node's header size limit
     // (16 KiB): find-my-way's own 100-character limit would answer a long id with 400 before the
-    // route could answer it like any other unknown id (404 shape C, docs/http-decisions.md 18).
+    // route could answer it like any other unknown id (404 shape C, docs/interface-decisions.md H18).
     routerOptions: { maxParamLength: 16 * 1024 },
     // Requests Node's parser refuses never reach Fastify: answered in shape E too.
     clientErrorHandler: (error: NodeJS.ErrnoException, socket: Duplex) => {
@@ -132,7 +132,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     }
     done();
   });
-  // An unknown route answers 404 whatever its body and headers (docs/http-decisions.md 2). Fastify
+  // An unknown route answers 404 whatever its body and headers (docs/interface-decisions.md H2). Fastify
   // checks the Content-Type and reads and parses the body before the 404 handler runs, which would
   // turn a malformed, oversized or oddly typed body into a 400 or 413: answer in preParsing, after
   // every onRequest hook (limits, logging) and before any of that. The runner stops once sent.

@@ -48,7 +48,7 @@ export interface FeedOptions {
   readonly snapshotOrders?: number;
 }
 
-/** The protocol event of each message equals its `type` (docs/ws-decisions.md). */
+/** The protocol event of each message equals its `type` (docs/interface-decisions.md, part W). */
 const UPDATE_EVENT = 'update';
 
 /** Shared lookups of the provider and the feed. */

@@ -6,7 +6,7 @@
 /** Clients may use the canonical prefix or the interface's neutral one; both mean the same event. */
 const CLIENT_PREFIXES = ['pusher:', 'channelservice:'] as const;
 
-/** Close and error codes, as pusher-js acts on them (see docs/ws-decisions.md). */
+/** Close and error codes, as pusher-js acts on them (see docs/interface-decisions.md, part W). */
 export const CloseCode = {
   /** Unknown app key: the client gives up. */
   unknownApp: 4001,

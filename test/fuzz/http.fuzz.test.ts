@@ -5,7 +5,7 @@
  *
  * Properties, for every request:
  *  - the status is below 500 and the server answers (bounded wait);
- *  - the body is JSON in the error shape the interface and docs/http-decisions.md give that
+ *  - the body is JSON in the error shape the interface and docs/interface-decisions.md H give that
  *    endpoint and status (A on /markets, B on /ohlc /orderbook /historical_trades, C for unknown
  *    records and unknown routes, D for POST /orders validation, E otherwise, the admin API's own
  *    `{error:{code,message}}`), or the endpoint's success shape;
@@ -1364,7 +1364,7 @@ function build(ep: Endpoint, c: Case): Built {
     delete headers['x-api-sign'];
     const key =
       c.signing === 'readOnly' ? world.readOnly : c.signing === 'revoked' ? world.revoked : world.trader;
-    // GET bodies are never read: a GET is always signed as `{}` (docs/http-decisions.md 10).
+    // GET bodies are never read: a GET is always signed as `{}` (docs/interface-decisions.md H10).
     const signed = ep.method === 'GET' || body === undefined ? Buffer.alloc(0) : body;
     const sign = (method: string, bytes: Buffer) => computeSignature(method, bytes, key.apiSecret);
     const good = sign(ep.method, signed);
@@ -1526,7 +1526,7 @@ async function fuzzEndpoint(tc: TestContext, ep: Endpoint, offset: number): Prom
 before(async () => {
   t = await startTestServer({
     BODY_LIMIT_BYTES: String(BODY_LIMIT),
-    // This file fuzzes inputs, not throughput: rate limits (docs/access-control.md, tested in
+    // This file fuzzes inputs, not throughput: rate limits (docs/security.md, tested in
     // test/access) would answer most of these thousands of requests with 429.
     RATE_LIMIT_IP_PER_SECOND: '0',
     RATE_LIMIT_KEY_PER_SECOND: '0',

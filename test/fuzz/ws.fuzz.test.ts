@@ -6,7 +6,7 @@
  * subscribe floods, rapid subscribe/unsubscribe, many connections.
  *
  * Properties:
- *  - every frame gets exactly the answer docs/ws-decisions.md gives it (each frame is followed by
+ *  - every frame gets exactly the answer docs/interface-decisions.md W gives it (each frame is followed by
  *    a `pusher:ping` whose `pusher:pong` marks the end of its answer): `pusher:error` 4301 for a
  *    rejected frame, `pusher:subscription_error` 404/401/403/429 for a refused subscription,
  *    `subscription_succeeded` (+ snapshot) for an accepted one, or a documented close code
@@ -229,7 +229,7 @@ class FuzzClient {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The model: what the server must answer to each frame (docs/ws-decisions.md 6 and 8).
+// The model: what the server must answer to each frame (docs/interface-decisions.md W6 and 8).
 
 type Expect =
   | { readonly kind: 'error'; readonly code: number }
@@ -693,7 +693,7 @@ before(async () => {
     WS_MAX_CONNECTIONS: String(MAX_CONNECTIONS),
     WS_MAX_FRAME_BYTES: String(MAX_FRAME),
     // Inputs are fuzzed here, not throughput: the per-connection frame rate limit and the HTTP
-    // rate limits (docs/access-control.md, tested in test/access) are off.
+    // rate limits (docs/security.md, tested in test/access) are off.
     WS_MAX_FRAMES_PER_SECOND: '0',
     RATE_LIMIT_IP_PER_SECOND: '0',
     RATE_LIMIT_KEY_PER_SECOND: '0',

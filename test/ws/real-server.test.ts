@@ -2,7 +2,7 @@
  * The WebSocket channels against the REAL server (`startTestServer()`: HTTP /v1 and the Pusher
  * protocol on one ephemeral port, real SQLite store in a temp dir), driven over HTTP like a client
  * would: pusher-js 8, laravel-echo 2 on top of it, and raw `ws` sockets. Expected values are
- * written out from the interface and docs/ws-decisions.md, not computed with the server's code.
+ * written out from the interface and docs/interface-decisions.md W, not computed with the server's code.
  * Only 127.0.0.1 is contacted (checked at the end); every wait is bounded.
  */
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
  * Public market data: GET /markets, /tickers, /ohlc, /orderbook, /historical_trades.
  * Conventions follow Kraken (markets, OHLC) and CoinGecko's exchange API (tickers, order book,
- * historical trades); defaults and limits the interface leaves open are in docs/http-decisions.md.
+ * historical trades); defaults and limits the interface leaves open are in docs/interface-decisions.md H.
  */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';

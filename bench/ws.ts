@@ -26,11 +26,11 @@
  * The bench expects the machine to itself: other busy processes skew every figure.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { Worker } from 'node:worker_threads';
 import { WebSocket } from 'ws';
+import { signRequest } from '../src/client/sign.js';
 import type { ClientsConfig, ClientsReport } from './ws-clients.js';
 
 const argument = (name: string): string | undefined => {
@@ -264,17 +264,9 @@ const mergeCloses = (reports: ClientsReport[]): string => {
 };
 
 // ---------------------------------------------------------------------------------------------
-// HTTP: the interface's signature, written out independently of the server's code.
+// HTTP: signed with the client library's signer (independent of the server's code).
 
-const sign = (method: string, body: string, secret: string): string =>
-  createHmac('sha512', Buffer.from(secret, 'base64'))
-    .update(
-      method +
-        createHash('sha256')
-          .update(body === '' ? '{}' : body)
-          .digest('hex'),
-    )
-    .digest('base64');
+const sign = signRequest;
 
 /** Milliseconds from sending each POST /v1/orders to reading its 201, for the report. */
 const orderLatencies: number[] = [];

@@ -12,10 +12,10 @@
  * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
+import { signRequest } from '../src/client/sign.js';
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,16 +49,8 @@ function startTarget(
   });
 }
 
-/** The interface's signature rule, written out independently of the server's code. An empty body signs as `{}`. */
-const sign = (method: string, body: string, secret: string): string =>
-  createHmac('sha512', Buffer.from(secret, 'base64'))
-    .update(
-      method +
-        createHash('sha256')
-          .update(body === '' ? '{}' : body)
-          .digest('hex'),
-    )
-    .digest('base64');
+/** Signed with the client library's signer (independent of the server's code); an empty body signs as `{}`. */
+const sign = signRequest;
 
 interface Target {
   name: string;

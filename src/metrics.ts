@@ -73,8 +73,12 @@ export class Metrics {
   }
 
   watchExchange(exchange: Exchange): void {
+    // Counted per batch first: a labelled inc hashes its labels, too dear once per trade on the commit path.
+    const counts = new Map<string, number>();
     exchange.onCommitted((batch) => {
-      for (const event of batch.events) this.events.inc({ type: event.type });
+      for (const event of batch.events) counts.set(event.type, (counts.get(event.type) ?? 0) + 1);
+      for (const [type, n] of counts) this.events.inc({ type }, n);
+      counts.clear();
     });
   }
 

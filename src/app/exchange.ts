@@ -196,7 +196,7 @@ class SequencedExchange implements OpenExchange {
     for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
     this.stats.record(touched);
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
-    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched);
+    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched, trades);
   }
 
   /** Applies a batch to the engine and commits its changes; throws (engine possibly half-changed) on failure. */
@@ -314,6 +314,7 @@ class SequencedExchange implements OpenExchange {
     events: readonly EngineEvent[],
     levels: ReturnType<Engine['drainChanges']>['levels'],
     candles: Candle[],
+    trades: ReadonlyMap<MarketId, readonly Trade[]>,
   ): void {
     const changesByMarket = new Map<MarketId, LevelChange[]>();
     for (const key of levels) {
@@ -334,7 +335,7 @@ class SequencedExchange implements OpenExchange {
       this.bookSequences.set(marketId, sequence);
       books.set(marketId, { sequence, changes });
     }
-    const batch: CommittedBatch = { events, books, candles };
+    const batch: CommittedBatch = { events, books, candles, trades };
     for (const listener of this.listeners) {
       try {
         listener(batch);

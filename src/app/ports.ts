@@ -13,7 +13,14 @@ import type {
   UserId,
   Volume,
 } from '../domain/types.js';
-import type { BalanceState, BookLevels, Command, CommandResult, EngineEvent } from '../engine/types.js';
+import type {
+  BalanceState,
+  BookLevels,
+  Command,
+  CommandResult,
+  EngineEvent,
+  Trade,
+} from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
 import type { LedgerKind, Store } from '../store/store.js';
 
@@ -48,6 +55,8 @@ export interface CommittedBatch {
   >;
   /** Candles touched by the batch, in their new state. */
   readonly candles: readonly Candle[];
+  /** The batch's trades per market, in engine order (the same trades as in `events`). */
+  readonly trades: ReadonlyMap<MarketId, readonly Trade[]>;
 }
 
 /** Trade statistics over a window (today since 00:00 UTC, or the last 24 hours). */

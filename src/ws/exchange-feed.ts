@@ -165,18 +165,6 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
 // ---------------------------------------------------------------------------------------------
 // Feed: committed batches → update messages.
 
-/** Trades of one batch per market, in engine order. */
-function tradesByMarket(batch: CommittedBatch): Map<MarketId, Trade[]> {
-  const byMarket = new Map<MarketId, Trade[]>();
-  for (const event of batch.events) {
-    if (event.type !== 'trade') continue;
-    const list = byMarket.get(event.trade.marketId) ?? [];
-    list.push(event.trade);
-    byMarket.set(event.trade.marketId, list);
-  }
-  return byMarket;
-}
-
 /** Consecutive trades of the same taker order: one trade message each. */
 function groupByTaker(trades: readonly Trade[]): Trade[][] {
   const groups: Trade[][] = [];
@@ -235,7 +223,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
       publisher.publish(channel, UPDATE_EVENT, tradeMessage(m, 'update', group));
   }
 
-  function publishCandles(candles: readonly Candle[], trades: Map<MarketId, Trade[]>): void {
+  function publishCandles(candles: readonly Candle[], trades: CommittedBatch['trades']): void {
     for (const candle of candles) {
       const m = context.market(candle.marketId);
       if (m === undefined) continue;
@@ -267,7 +255,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
   }
 
   function onBatch(batch: CommittedBatch): void {
-    const trades = tradesByMarket(batch);
+    const trades = batch.trades;
     const markets = new Set<MarketId>([...batch.books.keys(), ...trades.keys()]);
     for (const id of markets) {
       const m = context.market(id);

@@ -67,6 +67,14 @@ export function averagePrice(
   return (2n * num + den) / (2n * den);
 }
 
+/** The VWAP of a candle or a ticker window as a price string (from its two exact sums). */
+export const formatVwap = (
+  market: MarketSpec,
+  quoteDecimals: number,
+  quoteUnits: number,
+  lots: number,
+): string => formatBigUnits(averagePrice(market, quoteDecimals, quoteUnits, lots), market.pairDecimals);
+
 /**
  * Volume-weighted average of the trades' own prices, in ticks, rounded half up. Exact, unlike
  * cost / executed: trade costs are rounded down to the quote asset's ledger unit, which for small
@@ -134,10 +142,7 @@ export function serializeCandle(candle: Candle, market: MarketSpec, catalogue: A
     high: formatPrice(market, candle.high),
     low: formatPrice(market, candle.low),
     close: formatPrice(market, candle.close),
-    vwap: formatBigUnits(
-      averagePrice(market, quote.decimals, candle.quoteVolume, candle.volume),
-      market.pairDecimals,
-    ),
+    vwap: formatVwap(market, quote.decimals, candle.quoteVolume, candle.volume),
     volume: formatVolume(market, candle.volume),
     count: candle.count,
   };

@@ -15,7 +15,7 @@ import {
   type Volume,
 } from '../domain/types.js';
 import type { BookLevels, Trade } from '../engine/types.js';
-import { averagePrice } from '../http/serializers.js';
+import { formatVwap } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
 import { bookChecksum, CHECKSUM_DEPTH, type TextLevel } from './crc32.js';
 
@@ -193,10 +193,7 @@ export function tickerMessage(
         ask_qty: qty(m, input.bestAsk?.[1] ?? 0),
         last: price(m, input.last ?? 0),
         volume: qty(m, stats.volume),
-        vwap: formatBigUnits(
-          averagePrice(m.spec, m.quoteDecimals, stats.quoteVolume, stats.volume),
-          m.spec.pairDecimals,
-        ),
+        vwap: formatVwap(m.spec, m.quoteDecimals, stats.quoteVolume, stats.volume),
         low: price(m, stats.low ?? 0),
         high: price(m, stats.high ?? 0),
         change: price(m, change),
@@ -247,10 +244,7 @@ export function candleMessage(
       close: price(m, candle.close),
       trades: candle.count,
       volume: qty(m, candle.volume),
-      vwap: formatBigUnits(
-        averagePrice(m.spec, m.quoteDecimals, candle.quoteVolume, candle.volume),
-        m.spec.pairDecimals,
-      ),
+      vwap: formatVwap(m.spec, m.quoteDecimals, candle.quoteVolume, candle.volume),
       interval_begin: rfc3339(begin),
       interval: candle.interval,
       timestamp: rfc3339(updatedAt),

@@ -129,13 +129,12 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const { userId } = caller(request);
       const id = parseId(request.params.order_id);
       if (id === undefined) throw errorE(400, INVALID_REQUEST);
-      const order = ownOrder(userId, id);
-      if (order.status !== 'open') throw orderNotOpen(order.status);
-      const result = await exchange.submit({ kind: 'cancelOrder', userId, orderId: order.id });
+      // The engine knows every open order and its owner: the common case needs no store read.
+      const result = await exchange.submit({ kind: 'cancelOrder', userId, orderId: id as OrderId });
       if (!result.ok) {
-        // Filled or canceled between the read above and the engine's turn.
-        const now = store.getOrder(order.id);
-        if (now !== undefined && now.status !== 'open') throw orderNotOpen(now.status);
+        // Not open in the engine: unknown, another user's (both 404), or no longer open (409).
+        const order = ownOrder(userId, id);
+        if (order.status !== 'open') throw orderNotOpen(order.status);
         throw rejectionToHttp(result.error);
       }
       return { success: true as const, message: MESSAGES.orderCanceled, code: 200 };

@@ -19,6 +19,7 @@ import type { Exchange } from '../app/ports.js';
 import type { Micros } from '../domain/types.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
+import { lazyChildLogger } from './lazy-logger.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
 
 export interface HttpApiOptions {
@@ -93,6 +94,7 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     loggerInstance: options.logger,
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: config.logRequests !== true }),
+    childLoggerFactory: lazyChildLogger,
     trustProxy: config.trustProxy ?? false,
     // A path parameter is bounded by the request line, itself bounded by Node's header size limit
     // (16 KiB): find-my-way's own 100-character limit would answer a long id with 400 before the

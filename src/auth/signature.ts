@@ -30,10 +30,13 @@ function digestBuffer(algorithm: string, data: Data): Buffer {
     : oneShot(algorithm, data, 'buffer');
 }
 
+/** Every body-less request (GET, DELETE) signs the same digest: computed once. */
+const EMPTY_BODY_DIGEST = digestHex('sha256', EMPTY_BODY);
+
 /** Lowercase hex SHA-256 of the body bytes, with an empty body standing for `{}`. */
 export function bodyDigest(rawBody: string | Uint8Array): string {
   const empty = typeof rawBody === 'string' ? rawBody.length === 0 : rawBody.byteLength === 0;
-  return digestHex('sha256', empty ? EMPTY_BODY : rawBody);
+  return empty ? EMPTY_BODY_DIGEST : digestHex('sha256', rawBody);
 }
 
 /** The text the HMAC is computed over. */

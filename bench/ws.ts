@@ -13,7 +13,7 @@
  * driver in the main thread: no two of them share an event loop. Each pair carries a unique
  * volume (its tag), so every `trade` frame is matched to the HTTP 201 of the taker order that made
  * it; the delay is (frame arrival at the client − 201 received by the driver). The feed publishes
- * before the HTTP reply is written, so a delay can be negative.
+ * after the batch's HTTP replies are written, so the delay is normally positive.
  *
  * Options: --seconds N (per phase, default 20), --clients N (default 1000), --rate N (order pairs
  * per second, default 20), --workers N (client threads, default 2), --cpu-prof DIR (profile the
@@ -507,8 +507,8 @@ async function main(): Promise<void> {
       },
     ]);
     process.stdout.write(
-      `offered: ${offered} msgs/s (3 per pair and client); delay < 0: the frame arrived before the HTTP 201 ` +
-        `(the feed publishes before the reply is written). Total run ${((absNow() - benchStart) / 1000).toFixed(0)} s.\n`,
+      `offered: ${offered} msgs/s (3 per pair and client); delay < 0 would mean the frame arrived before the HTTP 201 ` +
+        `(the feed publishes after the replies are written). Total run ${((absNow() - benchStart) / 1000).toFixed(0)} s.\n`,
     );
   } finally {
     await server.stop();

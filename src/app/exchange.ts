@@ -3,8 +3,9 @@
  *
  * request -> submit (queued) -> [next turn of the event loop] apply the whole queue to the engine
  * -> drain changes -> one store transaction (group commit) -> resolve every waiting request
- * -> notify listeners (WebSocket fan-out). Apply and commit happen in one synchronous step, so no
- * reader ever sees state that is not committed, and a batch's effects are acknowledged together.
+ * -> [once their replies are written] notify listeners (WebSocket fan-out). Apply and commit happen
+ * in one synchronous step, so no reader ever sees state that is not committed, and a batch's
+ * effects are acknowledged together.
  * If the commit fails, the engine is rebuilt from the store (the last committed state) and every
  * command of the batch is refused: nothing unacknowledged is half-applied.
  *
@@ -95,6 +96,11 @@ class SequencedExchange implements OpenExchange {
   private readonly lastPrices = new Map<MarketId, Price>();
   private readonly bookSequences = new Map<MarketId, number>();
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
+  /** Listeners called at commit, before any reply (see onCommitted). */
+  private readonly immediateListeners = new Set<(batch: CommittedBatch) => void>();
+  /** Committed batches not yet passed to the listeners, oldest first (see publishCommitted). */
+  private unpublished: CommittedBatch[] = [];
+  private publicationScheduled = false;
   private queue: Pending[] = [];
   private flushScheduled = false;
   /** Times the pending flush was put off, and the queue length when it last was. */
@@ -160,6 +166,8 @@ class SequencedExchange implements OpenExchange {
   /** Applies and commits everything queued, as one batch (put off a few turns while more arrives). */
   private flush(now = false): void {
     this.flushScheduled = false;
+    // Listeners read the engine (top of book, statistics): they must see it as the batch left it.
+    this.publishCommitted();
     if (!now && this.queue.length > this.queuedAtDeferral && this.deferrals < MAX_FLUSH_DEFERRALS) {
       this.deferrals++;
       this.queuedAtDeferral = this.queue.length;
@@ -195,8 +203,40 @@ class SequencedExchange implements OpenExchange {
     const { results, events, changes, trades, touched } = applied;
     for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
     this.stats.record(touched);
+    const committed =
+      events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
+        ? this.committedBatch(events, changes.levels, touched, trades)
+        : undefined;
+    if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
     for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
-    if (events.length > 0 && this.listeners.size > 0) this.notify(events, changes.levels, touched, trades);
+    if (committed !== undefined && this.listeners.size > 0) {
+      // Sequence numbers and level totals are taken now, from the state just committed; the
+      // listeners run after the replies: those are written by this turn's microtasks (the
+      // requests' continuations), and fanning out to many subscribers first would delay them.
+      this.unpublished.push(committed);
+      if (!this.publicationScheduled) {
+        this.publicationScheduled = true;
+        setImmediate(() => this.publishCommitted());
+      }
+    }
+  }
+
+  publishCommitted(): void {
+    this.publicationScheduled = false;
+    if (this.unpublished.length === 0) return;
+    const batches = this.unpublished;
+    this.unpublished = [];
+    for (const batch of batches) this.callListeners(this.listeners, batch);
+  }
+
+  private callListeners(listeners: Iterable<(batch: CommittedBatch) => void>, batch: CommittedBatch): void {
+    for (const listener of listeners) {
+      try {
+        listener(batch);
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a commit listener failed');
+      }
+    }
   }
 
   /** Applies a batch to the engine and commits its changes; throws (engine possibly half-changed) on failure. */
@@ -310,12 +350,12 @@ class SequencedExchange implements OpenExchange {
     }
   }
 
-  private notify(
+  private committedBatch(
     events: readonly EngineEvent[],
     levels: ReturnType<Engine['drainChanges']>['levels'],
     candles: Candle[],
     trades: ReadonlyMap<MarketId, readonly Trade[]>,
-  ): void {
+  ): CommittedBatch {
     const changesByMarket = new Map<MarketId, LevelChange[]>();
     for (const key of levels) {
       let list = changesByMarket.get(key.marketId);
@@ -335,14 +375,7 @@ class SequencedExchange implements OpenExchange {
       this.bookSequences.set(marketId, sequence);
       books.set(marketId, { sequence, changes });
     }
-    const batch: CommittedBatch = { events, books, candles, trades };
-    for (const listener of this.listeners) {
-      try {
-        listener(batch);
-      } catch (error) {
-        this.logger?.error({ err: error }, 'a commit listener failed');
-      }
-    }
+    return { events, books, candles, trades };
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
@@ -376,9 +409,13 @@ class SequencedExchange implements OpenExchange {
     return this.candles.current(marketId, interval);
   }
 
-  onCommitted(listener: (batch: CommittedBatch) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+  onCommitted(
+    listener: (batch: CommittedBatch) => void,
+    options?: { readonly immediate?: boolean },
+  ): () => void {
+    const set = options?.immediate === true ? this.immediateListeners : this.listeners;
+    set.add(listener);
+    return () => set.delete(listener);
   }
 
   isWritable(): boolean {
@@ -391,6 +428,7 @@ class SequencedExchange implements OpenExchange {
 
   async close(): Promise<void> {
     if (this.queue.length > 0) this.flush(true);
+    this.publishCommitted();
     this.closed = true;
     this.stopProbing();
   }

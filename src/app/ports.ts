@@ -96,8 +96,22 @@ export interface Exchange {
   /** Over the 24 hours before `now`. */
   stats24h(marketId: MarketId, now: Micros): TradeStats;
 
-  /** Called after each commit, in commit order. Returns an unsubscribe function. */
-  onCommitted(listener: (batch: CommittedBatch) => void): () => void;
+  /**
+   * Called after each commit, in commit order, once the replies of the batch's requests are
+   * written (in a later turn of the event loop, before the next batch is applied). With
+   * `immediate`, called at the commit itself, before any reply: for cheap bookkeeping a reply's
+   * reader depends on (a cache to invalidate). Returns an unsubscribe function.
+   */
+  onCommitted(
+    listener: (batch: CommittedBatch) => void,
+    options?: { readonly immediate?: boolean },
+  ): () => void;
+  /**
+   * Passes every committed batch still waiting for its turn to the listeners now. A reader that
+   * must see the listeners' output in step with the state (a new subscription's snapshot, whose
+   * sequence number the next update follows) calls it first.
+   */
+  publishCommitted(): void;
   /** True while the store accepts writes (false after an I/O failure until it recovers). */
   isWritable(): boolean;
 }

@@ -25,6 +25,11 @@ export interface ChannelProvider {
    * following updates start from.
    */
   snapshot(channel: string, resolved: ResolvedChannel): unknown | undefined;
+  /**
+   * Sends the updates still due to the current subscribers, before a new subscriber is added:
+   * its snapshot then shows the state those updates lead to, and its first update is the next.
+   */
+  catchUp?(): void;
 }
 
 /** Private channels need a signed `auth`; the prefix is Pusher's. */

@@ -142,6 +142,7 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
 
   return {
     resolve,
+    catchUp: () => exchange.publishCommitted(),
     snapshot(_channel, resolved) {
       if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
       const m = context.market(resolved.marketId!);

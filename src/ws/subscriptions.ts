@@ -80,6 +80,7 @@ export function subscribe(
   } else if (resolved !== undefined) {
     // Subscribing again is allowed (Pusher answers again); it re-sends the snapshot, which is
     // what a client that re-subscribes to resynchronize wants.
+    context.provider.catchUp?.();
     context.registry.add(connection, channel, resolved);
     connection.send(subscriptionSucceededFrame(channel));
     sendSnapshot(context, connection, channel, resolved);

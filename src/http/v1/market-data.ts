@@ -73,7 +73,8 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   const { exchange } = deps;
   const catalogue = exchange.catalogue;
   const cache = new PublicResponseCache(exchange);
-  const stopWatching = exchange.onCommitted((batch) => cache.committed(batch));
+  // At the commit itself: a client reading right after its 201 must not get the older answer.
+  const stopWatching = exchange.onCommitted((batch) => cache.committed(batch), { immediate: true });
   app.addHook('onClose', async () => {
     stopWatching();
   });

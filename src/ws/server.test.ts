@@ -6,7 +6,17 @@ import { WebSocket } from 'ws';
 import { signChannelAuth } from './channel-auth.js';
 import { excerpt } from './frames.js';
 import { appKeyOfUrl } from './server.js';
-import { APP_KEY, APP_SECRET, type Frame, RawClient, startHarness, userId, waitFor } from './test-support.js';
+import {
+  APP_KEY,
+  APP_SECRET,
+  type Frame,
+  fakeProvider,
+  type Harness,
+  RawClient,
+  startHarness,
+  userId,
+  waitFor,
+} from './test-support.js';
 
 const parseData = (frame: Frame): unknown => JSON.parse(String(frame.data));
 
@@ -399,4 +409,41 @@ test('close() closes every client with 4200 and stops accepting', async () => {
   await Promise.all([stopping, again]);
   await h.realtime.close();
   assert.deepEqual(h.realtime.stats(), { connections: 0, subscriptions: 0, channels: 0 });
+});
+
+test('a subscription first lets the provider catch up: what was due goes to the earlier subscribers only', async () => {
+  let due: unknown;
+  let realtime: Harness['realtime'] | undefined;
+  const h = await startHarness({
+    provider: {
+      ...fakeProvider,
+      catchUp() {
+        if (due === undefined) return;
+        realtime?.publish('order-book.BTCEUR', 'update', due);
+        due = undefined;
+      },
+    },
+  });
+  realtime = h.realtime;
+  try {
+    const early = (await RawClient.established(h.url)).client;
+    early.subscribe('order-book.BTCEUR');
+    assert.equal((await early.next()).event, 'pusher_internal:subscription_succeeded');
+    assert.equal((await early.next()).event, 'snapshot');
+
+    due = { type: 'update', sequence: 7 };
+    const late = (await RawClient.established(h.url)).client;
+    late.subscribe('order-book.BTCEUR');
+    assert.deepEqual(
+      [(await late.next()).event, (await late.next()).event],
+      ['pusher_internal:subscription_succeeded', 'snapshot'],
+    );
+    assert.deepEqual(parseData(await early.next()), { type: 'update', sequence: 7 });
+    h.realtime.publish('order-book.BTCEUR', 'update', { type: 'update', sequence: 8 });
+    assert.deepEqual(parseData(await late.next()), { type: 'update', sequence: 8 });
+    early.close();
+    late.close();
+  } finally {
+    await h.stop();
+  }
 });

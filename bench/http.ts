@@ -8,10 +8,15 @@
  * orderbook, tickers, orders; round 2: ...) so that a change in the machine's load during the run
  * affects every target alike, and each ratio is the median over the rounds of the target's
  * requests/s over the baseline's in the same round. Every target is warmed up first (not counted).
+ * Each row also says where the CPU went, per request: the target server's process (all its threads,
+ * from /proc; Linux only) and the load generator's (this process: autocannon, and the signing of
+ * each order request). On a 2-core machine both share the cores, so a load generator that costs
+ * more per request leaves less to the server.
  * Options: --seconds N (per measurement, default 10), --connections N (default 64),
  * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -52,8 +57,30 @@ function startTarget(
 /** Signed with the client library's signer (independent of the server's code); an empty body signs as `{}`. */
 const sign = signRequest;
 
+/** CPU time (user + system) a process has used so far, in µs; undefined where /proc is not there. */
+function processCpuMicros(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime, in clock ticks (USER_HZ, 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Measurement {
+  readonly result: autocannon.Result;
+  /** Server CPU per request (µs), undefined when unknown. */
+  readonly serverCpu: number | undefined;
+  /** Load generator CPU per request (µs). */
+  readonly loadCpu: number;
+}
+
 interface Target {
   name: string;
+  /** The process serving it, for its CPU time. */
+  pid: number | undefined;
   /** Fresh options for each measurement (request pipelines keep state). */
   options: () => autocannon.Options;
 }
@@ -61,8 +88,27 @@ interface Target {
 const run = (target: Target, seconds: number): Promise<autocannon.Result> =>
   autocannon({ connections: CONNECTIONS, duration: seconds, ...target.options() });
 
+async function measure(target: Target, seconds: number): Promise<Measurement> {
+  const server0 = processCpuMicros(target.pid);
+  const load0 = process.cpuUsage();
+  const result = await run(target, seconds);
+  const load = process.cpuUsage(load0);
+  const server1 = processCpuMicros(target.pid);
+  const requests = Math.max(1, result.requests.total);
+  return {
+    result,
+    serverCpu: server0 === undefined || server1 === undefined ? undefined : (server1 - server0) / requests,
+    loadCpu: (load.user + load.system) / requests,
+  };
+}
+
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+const cpuFigure = (values: ReadonlyArray<number | undefined>): string => {
+  const known = values.filter((v): v is number => v !== undefined);
+  return known.length === 0 ? 'n/a' : median(known).toFixed(1);
+};
 
 interface OrderContext {
   trader?: Trader;
@@ -128,22 +174,29 @@ async function main(): Promise<void> {
   const url = openspot.info.url;
   const traders = openspot.info.traders ?? [];
   const targets: Target[] = [
-    { name: 'bare Fastify route (baseline)', options: () => ({ url: `${bare.info.url}/bare` }) },
+    {
+      name: 'bare Fastify route (baseline)',
+      pid: bare.child.pid,
+      options: () => ({ url: `${bare.info.url}/bare` }),
+    },
     {
       name: 'GET /v1/orderbook',
+      pid: openspot.child.pid,
       options: () => ({ url: `${url}/v1/orderbook?ticker_id=BTC/EUR&depth=100` }),
     },
-    { name: 'GET /v1/tickers', options: () => ({ url: `${url}/v1/tickers` }) },
+    { name: 'GET /v1/tickers', pid: openspot.child.pid, options: () => ({ url: `${url}/v1/tickers` }) },
     {
       name: 'signed POST /v1/orders + DELETE',
+      pid: openspot.child.pid,
       options: () => ({ url, requests: orderRequests(traders) }),
     },
   ];
   if (WARMUP > 0) for (const target of targets) await run(target, WARMUP);
-  const results: autocannon.Result[][] = targets.map(() => []);
+  const measurements: Measurement[][] = targets.map(() => []);
   for (let round = 0; round < RUNS; round++) {
-    for (const [i, target] of targets.entries()) results[i]!.push(await run(target, SECONDS));
+    for (const [i, target] of targets.entries()) measurements[i]!.push(await measure(target, SECONDS));
   }
+  const results = measurements.map((list) => list.map((m) => m.result));
   bare.child.kill();
   openspot.child.kill();
   const baseline = results[0]!;
@@ -157,6 +210,8 @@ async function main(): Promise<void> {
       'vs baseline': median(
         runs.map((r, round) => r.requests.average / baseline[round]!.requests.average),
       ).toFixed(2),
+      'server CPU µs/req': cpuFigure(measurements[i]!.map((m) => m.serverCpu)),
+      'load gen. CPU µs/req': cpuFigure(measurements[i]!.map((m) => m.loadCpu)),
       'non-2xx': runs.reduce((s, r) => s + r.non2xx, 0),
       errors: runs.reduce((s, r) => s + r.errors, 0),
     };

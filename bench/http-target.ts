@@ -33,6 +33,14 @@ function exitOnSignal(close: () => Promise<unknown>): void {
 if (mode === 'bare') {
   const app = Fastify();
   app.get('/bare', async () => ({ success: true, message: 'ok', code: 200 }));
+  // The order pair's shape without the work (no signature check, no matching, nothing stored):
+  // what the load generator itself can drive, the ceiling of the signed-order measurement.
+  let nextId = 1;
+  app.post('/v1/orders', async (_request, reply) => {
+    reply.code(201).header('location', `/v1/orders/${nextId++}`);
+    return { success: true, message: 'Order created', code: 201 };
+  });
+  app.delete('/v1/orders/:id', async () => ({ success: true, message: 'Order canceled', code: 200 }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   exitOnSignal(() => app.close());
   const address = app.server.address();

@@ -8,6 +8,10 @@
  * orderbook, tickers, orders; round 2: ...) so that a change in the machine's load during the run
  * affects every target alike, and each ratio is the median over the rounds of the target's
  * requests/s over the baseline's in the same round. Every target is warmed up first (not counted).
+ * The last row sends the very same signed order requests to bare routes that answer without doing
+ * anything: the rate the load generator itself can drive on this machine, i.e. the ceiling of the
+ * signed-order ratio (on 2 cores, signing and autocannon's per-request work weigh as much as a
+ * real server's).
  * Each row also says where the CPU went, per request: the target server's process (all its threads,
  * from /proc; Linux only) and the load generator's (this process: autocannon, and the signing of
  * each order request). On a 2-core machine both share the cores, so a load generator that costs
@@ -189,6 +193,11 @@ async function main(): Promise<void> {
       name: 'signed POST /v1/orders + DELETE',
       pid: openspot.child.pid,
       options: () => ({ url, requests: orderRequests(traders) }),
+    },
+    {
+      name: 'same requests, bare routes (load gen. ceiling)',
+      pid: bare.child.pid,
+      options: () => ({ url: bare.info.url, requests: orderRequests(traders) }),
     },
   ];
   if (WARMUP > 0) for (const target of targets) await run(target, WARMUP);

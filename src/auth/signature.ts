@@ -6,7 +6,7 @@
  * rule independent of key order and whitespace choices made by the client.
  */
 import * as crypto from 'node:crypto';
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { inspect } from 'node:util';
 
 /** What an empty body is signed as: the compact serialization of the empty object. */
@@ -23,11 +23,6 @@ function digestHex(algorithm: string, data: Data): string {
   return oneShot === undefined
     ? createHash(algorithm).update(data).digest('hex')
     : oneShot(algorithm, data, 'hex');
-}
-function digestBuffer(algorithm: string, data: Data): Buffer {
-  return oneShot === undefined
-    ? createHash(algorithm).update(data).digest()
-    : oneShot(algorithm, data, 'buffer');
 }
 
 /** Every body-less request (GET, DELETE) signs the same digest: computed once. */
@@ -75,44 +70,24 @@ function sameText(expectedText: string, providedText: string): boolean {
   return timingSafeEqual(given, expected);
 }
 
-/** SHA-512's block size: HMAC pads (or hashes) the key to it. */
-const SHA512_BLOCK_BYTES = 128;
-
 /**
- * A secret prepared for checking many signatures (the server keeps one per API key in use).
- * HMAC as RFC 2104 writes it, H((K ^ opad) || H((K ^ ipad) || text)), with both padded key
- * blocks computed once: each signature is then two one-shot SHA-512 hashes, the same value
- * createHmac gives. The key material is private and never shows when printed or serialized.
+ * A secret prepared for checking many signatures (the server keeps one per API key in use): the
+ * key lives in a KeyObject, decoded once. createHmac with a KeyObject is the quickest HMAC Node
+ * offers (faster than two one-shot SHA-512 hashes over precomputed pads, measured), and the key
+ * material stays in native memory, never shown when printed or serialized.
  */
 export class SignatureKey {
-  readonly #inner: Buffer;
-  readonly #outer: Buffer;
+  readonly #key: KeyObject;
 
   constructor(secretBase64: string) {
-    let key: Buffer = Buffer.from(secretBase64, 'base64');
-    if (key.length > SHA512_BLOCK_BYTES) key = digestBuffer('sha512', key);
-    this.#inner = Buffer.alloc(SHA512_BLOCK_BYTES, 0x36);
-    this.#outer = Buffer.alloc(SHA512_BLOCK_BYTES, 0x5c);
-    for (let i = 0; i < key.length; i++) {
-      this.#inner[i]! ^= key[i]!;
-      this.#outer[i]! ^= key[i]!;
-    }
+    const key = Buffer.from(secretBase64, 'base64');
+    this.#key = createSecretKey(key);
     key.fill(0);
   }
 
   /** What computeSignature gives for this key. */
   sign(method: string, rawBody: string | Uint8Array): string {
-    const text = signedText(method, rawBody);
-    const inner = Buffer.allocUnsafe(SHA512_BLOCK_BYTES + Buffer.byteLength(text, 'utf8'));
-    this.#inner.copy(inner, 0);
-    inner.write(text, SHA512_BLOCK_BYTES, 'utf8');
-    const outer = Buffer.allocUnsafe(SHA512_BLOCK_BYTES + 64);
-    this.#outer.copy(outer, 0);
-    digestBuffer('sha512', inner).copy(outer, SHA512_BLOCK_BYTES);
-    inner.fill(0);
-    const signature = digestBuffer('sha512', outer).toString('base64');
-    outer.fill(0);
-    return signature;
+    return createHmac('sha512', this.#key).update(signedText(method, rawBody)).digest('base64');
   }
 
   /** verifySignature with this key. */

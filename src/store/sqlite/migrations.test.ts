@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, type Migration, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
-import { ALICE, BTCEUR, balance, batch, CATALOGUE, EUR, order } from './test-fixtures.js';
+import { ALICE, BTCEUR, balance, batch, CATALOGUE, ETHEUR, EUR, order } from './test-fixtures.js';
 
 interface Cleanup {
   after(fn: () => void): void;
@@ -61,8 +61,9 @@ describe('migrations', () => {
       .pluck()
       .all();
     for (const name of [
-      'orders_by_user_status',
-      'orders_by_user_market_status',
+      'orders_by_user',
+      'orders_open_by_user',
+      'orders_open',
       'trades_by_market',
       'trades_by_market_time',
       'trades_by_taker_user',
@@ -145,6 +146,40 @@ describe('migrations', () => {
     assert.throws(() => db.prepare(`UPDATE api_keys SET last_nonce = '${'1'.repeat(21)}'`).run(), /CHECK/);
     assert.throws(() => db.prepare('UPDATE api_keys SET nonce_required = 2').run(), /CHECK/);
     assert.throws(() => db.prepare("UPDATE api_keys SET ip_allowlist = ''").run(), /CHECK/);
+  });
+
+  test('v3 re-indexes the orders of a v2 database: lists, counts and the restore read the same', (t) => {
+    const path = tempPath(t);
+    const v2 = new Database(path);
+    migrate(v2, MIGRATIONS.slice(0, 2));
+    v2.exec(`INSERT INTO assets VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 2), ('ETH', 'Ether', 'crypto', 8);
+      INSERT INTO markets VALUES (1, 'BTC', 'EUR', 1, 8, 1, 0, 0), (2, 'ETH', 'EUR', 1, 8, 1, 0, 0);`);
+    const insert = v2.prepare(
+      `INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, reason,
+         open_time, close_time, cost, fee, reserved)
+       VALUES (?, ?, ?, 'buy', 'limit', 100, 1000, 0, ?, NULL, 1, NULL, 0, 0, 0)`,
+    );
+    // [id, user, market, status]
+    for (const [id, user, market, status] of [
+      [1, 1, 1, 'open'],
+      [2, 1, 1, 'canceled'],
+      [3, 1, 2, 'open'],
+      [4, 2, 1, 'open'],
+      [5, 1, 2, 'closed'],
+    ] as const)
+      insert.run(id, user, market, status);
+    v2.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const ids = (list: Iterable<{ id: number }>) => [...list].map((o) => o.id);
+    assert.deepEqual(ids(store.listOrders({ userId: ALICE, status: 'open' })), [3, 1]);
+    assert.deepEqual(ids(store.listOrders({ userId: ALICE, status: 'open', marketId: BTCEUR })), [1]);
+    assert.deepEqual(ids(store.listOrders({ userId: ALICE, status: 'done' })), [5, 2]);
+    assert.deepEqual(ids(store.listOrders({ userId: ALICE, status: 'done', marketId: ETHEUR })), [5]);
+    assert.equal(store.countOrders({ userId: ALICE, status: 'open' }), 2);
+    assert.equal(store.countOrders({ userId: ALICE, status: 'done', marketId: BTCEUR }), 1);
+    assert.deepEqual(ids(store.loadSnapshot().openOrders), [1, 3, 4]);
   });
 
   test('refuse a database from a newer release and misnumbered migrations', (t) => {

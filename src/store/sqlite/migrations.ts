@@ -174,6 +174,22 @@ export const MIGRATIONS: readonly Migration[] = [
         ));
     `,
   },
+  {
+    version: 3,
+    description:
+      'order indexes keyed by (user, id): cancelling or filling an order no longer moves its index entries',
+    // The v1 indexes began (user, status, ...): every change of status moved the order's entries
+    // to another part of two indexes, dirtying pages far from the ones the batch's new orders
+    // touch. Keyed by (user, id), with status and market as trailing columns, an entry stays
+    // where it is, next to the user's newest orders; open orders have a partial index of their
+    // own (lists, counts), and orders_open (by id) still serves the restore.
+    sql: `
+      DROP INDEX orders_by_user_status;
+      DROP INDEX orders_by_user_market_status;
+      CREATE INDEX orders_by_user ON orders (user_id, id DESC, status, market_id);
+      CREATE INDEX orders_open_by_user ON orders (user_id, id DESC, market_id) WHERE status = 'open';
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -8,7 +8,13 @@ import type { Amount, MarketId, Micros, OrderId, Price, Side, TradeId, UserId } 
 import type { Trade } from '../../engine/types.js';
 import { type ApiKeyRecord, StoreUnavailableError, type UserTrade } from '../store.js';
 import { isUnavailable, toStoreError } from './errors.js';
-import { orderListSql, publicTradesSql, SqliteStore, userTradeListSql } from './sqlite-store.js';
+import {
+  orderCountSql,
+  orderListSql,
+  publicTradesSql,
+  SqliteStore,
+  userTradeListSql,
+} from './sqlite-store.js';
 import {
   ALICE,
   ASSETS,
@@ -505,7 +511,10 @@ describe('SqliteStore: trade queries', () => {
       const plans = [
         orderListSql(['closed', 'canceled'], false),
         orderListSql(['closed', 'canceled'], true),
+        orderListSql(['open'], false),
         orderListSql(['open'], true),
+        orderCountSql(['closed', 'canceled'], true),
+        orderCountSql(['open'], false),
         userTradeListSql(false),
         userTradeListSql(true),
         publicTradesSql('trades_by_market', false),

@@ -709,22 +709,31 @@ function prepareReads(db: Database.Database) {
 type ReadStatements = ReturnType<typeof prepareReads>;
 
 /**
- * One SELECT per status joined by UNION ALL: each arm walks an index in id order and SQLite merges
- * them, where `status IN (...)` would sort every done order of the user before returning the first.
+ * The index that serves a list or count: the partial index of open orders, or the index of all
+ * of a user's orders. Both are keyed by (user, id), so a list walks them newest first without a
+ * sort, and the other conditions (status, market) are read from the index entries. Named
+ * because the planner, without statistics, might prefer another path.
  */
-export function orderListSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
+const orderIndex = (statuses: readonly OrderStatus[]): string =>
+  statuses.length === 1 && statuses[0] === 'open' ? 'orders_open_by_user' : 'orders_by_user';
+
+function orderConditions(statuses: readonly OrderStatus[], byMarket: boolean): string {
   const market = byMarket ? ' AND market_id = @market' : '';
-  const arms = statuses.map(
-    (status) =>
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE user_id = @user${market} AND status = '${status}' AND id < @before`,
-  );
-  return `${arms.join(' UNION ALL ')} ORDER BY id DESC LIMIT @limit OFFSET @offset`;
+  // `status = 'open'` spelled out: the partial index applies only to a query that says so.
+  const status =
+    statuses.length === 1
+      ? `status = '${statuses[0]}'`
+      : `status IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
+  return `user_id = @user${market} AND ${status}`;
 }
 
-function orderCountSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
-  const market = byMarket ? ' AND market_id = @market' : '';
-  const list = statuses.map((s) => `'${s}'`).join(', ');
-  return `SELECT count(*) FROM orders WHERE user_id = @user${market} AND status IN (${list})`;
+export function orderListSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
+  return `SELECT ${ORDER_COLUMNS} FROM orders INDEXED BY ${orderIndex(statuses)}
+    WHERE ${orderConditions(statuses, byMarket)} AND id < @before ORDER BY id DESC LIMIT @limit OFFSET @offset`;
+}
+
+export function orderCountSql(statuses: readonly OrderStatus[], byMarket: boolean): string {
+  return `SELECT count(*) FROM orders INDEXED BY ${orderIndex(statuses)} WHERE ${orderConditions(statuses, byMarket)}`;
 }
 
 /**

@@ -27,6 +27,7 @@ import {
 } from '../schemas.js';
 import { pageWindow, paginationMeta, serializeOrder } from '../serializers.js';
 import type { V1RouteConfig } from './plugin.js';
+import { JSON_CONTENT_TYPE } from './public-cache.js';
 import { envelope, listPath, pageRequest, sendJsonStream, streamList } from './shared.js';
 
 const security = [{ apiKey: [], apiSign: [] }];
@@ -50,6 +51,18 @@ export const CreateOrderBody = Type.Object({
 });
 
 const config = (c: V1RouteConfig) => c;
+
+/** The two answers that never vary, serialized once (BareEnvelope, in its key order). */
+const CREATED_BODY = Buffer.from(
+  JSON.stringify({ success: true, message: MESSAGES.orderCreated, code: 201 }),
+);
+const CANCELED_BODY = Buffer.from(
+  JSON.stringify({ success: true, message: MESSAGES.orderCanceled, code: 200 }),
+);
+
+/** Sends a body serialized beforehand (the route's typed reply only takes the object). */
+const sendSerialized = (reply: FastifyReply, status: number, body: Buffer): FastifyReply =>
+  reply.code(status).header('content-type', JSON_CONTENT_TYPE).send(body);
 
 export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
@@ -108,8 +121,8 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       if (!result.ok) throw rejectionToHttp(result.error);
       const accepted = result.events.find((e) => e.type === 'orderAccepted');
       if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
-      reply.code(201).header('location', `${base.prefix}/orders/${accepted.order.id}`);
-      return { success: true as const, message: MESSAGES.orderCreated, code: 201 };
+      reply.header('location', `${base.prefix}/orders/${accepted.order.id}`);
+      return sendSerialized(reply, 201, CREATED_BODY);
     },
   );
 
@@ -125,7 +138,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
         response: { 200: BareEnvelope, 400: ErrorESchema, 404: ErrorCSchema, 409: ErrorESchema },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { userId } = caller(request);
       const id = parseId(request.params.order_id);
       if (id === undefined) throw errorE(400, INVALID_REQUEST);
@@ -137,7 +150,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
         if (order.status !== 'open') throw orderNotOpen(order.status);
         throw rejectionToHttp(result.error);
       }
-      return { success: true as const, message: MESSAGES.orderCanceled, code: 200 };
+      return sendSerialized(reply, 200, CANCELED_BODY);
     },
   );
 

@@ -4,7 +4,6 @@
  * API, health checks): the raw-body JSON parser, the TypeBox validator, the authentication hook,
  * the error handler that speaks the interface's error shapes, and the JSON 404.
  */
-import { TypeBoxValidatorCompiler } from '@fastify/type-provider-typebox';
 import type {
   FastifyContextConfig,
   FastifyInstance,
@@ -24,6 +23,7 @@ import {
   routeErrorShape,
 } from '../errors.js';
 import { isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
+import { checkFirstValidatorCompiler } from '../validator.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
 import { orderRoutes } from './orders.js';
@@ -40,7 +40,7 @@ export type V1RouteConfig = FastifyContextConfig & {
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void> {
-  app.setValidatorCompiler(TypeBoxValidatorCompiler);
+  app.setValidatorCompiler(checkFirstValidatorCompiler);
   app.setErrorHandler(httpErrorHandler);
   app.setNotFoundHandler(notFound);
 

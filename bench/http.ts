@@ -19,12 +19,8 @@
  * Options: --seconds N (per measurement, default 10), --connections N (default 64),
  * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import { signRequest } from '../src/client/sign.js';
+import { median, orderRequests, processCpuMicros, startTarget } from './http-support.js';
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -34,44 +30,6 @@ const SECONDS = arg('seconds', 10);
 const CONNECTIONS = arg('connections', 64);
 const RUNS = arg('runs', 3);
 const WARMUP = arg('warmup', 2);
-
-interface Trader {
-  apiKey: string;
-  apiSecret: string;
-}
-
-function startTarget(
-  mode: 'bare' | 'openspot',
-): Promise<{ child: ChildProcess; info: { url: string; traders?: Trader[] } }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--max-semi-space-size=64', '--import', 'tsx', join(import.meta.dirname, 'http-target.ts'), mode],
-      {
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    child.on('error', reject);
-    createInterface({ input: child.stdout! }).once('line', (line) =>
-      resolve({ child, info: JSON.parse(line) }),
-    );
-  });
-}
-
-/** Signed with the client library's signer (independent of the server's code); an empty body signs as `{}`. */
-const sign = signRequest;
-
-/** CPU time (user + system) a process has used so far, in µs; undefined where /proc is not there. */
-function processCpuMicros(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime, in clock ticks (USER_HZ, 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return undefined;
-  }
-}
 
 interface Measurement {
   readonly result: autocannon.Result;
@@ -106,68 +64,10 @@ async function measure(target: Target, seconds: number): Promise<Measurement> {
   };
 }
 
-const median = (values: number[]): number =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 const cpuFigure = (values: ReadonlyArray<number | undefined>): string => {
   const known = values.filter((v): v is number => v !== undefined);
   return known.length === 0 ? 'n/a' : median(known).toFixed(1);
 };
-
-interface OrderContext {
-  trader?: Trader;
-  orderPath?: string;
-}
-
-function orderRequests(traders: Trader[]): autocannon.Request[] {
-  let n = 0;
-  return [
-    {
-      method: 'POST',
-      path: '/v1/orders',
-      setupRequest: (request, raw) => {
-        const context = raw as OrderContext;
-        const trader = traders[n++ % traders.length]!;
-        context.trader = trader;
-        // A resting bid far below the asks: placed and then canceled, never matched.
-        const body = JSON.stringify({
-          order_direction: 'buy',
-          order_type: 'limit',
-          pair: 'BTC/EUR',
-          volume: '0.001',
-          price: `${20000 + (n % 1000)}`,
-        });
-        return {
-          ...request,
-          body,
-          headers: {
-            'content-type': 'application/json',
-            'x-api-key': trader.apiKey,
-            'x-api-sign': sign('POST', body, trader.apiSecret),
-          },
-        };
-      },
-      onResponse: (_status, _body, raw, headers) => {
-        (raw as OrderContext).orderPath = (headers as Record<string, string> | undefined)?.location ?? '';
-      },
-    },
-    {
-      method: 'DELETE',
-      setupRequest: (request, raw) => {
-        const context = raw as OrderContext;
-        const trader = context.trader;
-        // No order id (the POST failed): returning nothing restarts the pipeline with a new POST.
-        if (trader === undefined || context.orderPath === undefined || context.orderPath === '')
-          return undefined as never;
-        return {
-          ...request,
-          path: context.orderPath,
-          headers: { 'x-api-key': trader.apiKey, 'x-api-sign': sign('DELETE', '', trader.apiSecret) },
-        };
-      },
-    },
-  ];
-}
 
 async function main(): Promise<void> {
   process.stdout.write(

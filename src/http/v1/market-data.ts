@@ -33,8 +33,8 @@ import {
 } from '../serializers.js';
 import { unixSeconds } from '../time.js';
 import type { V1RouteConfig } from './plugin.js';
-import { type Dependency, PublicResponseCache, sendJson, serveFromCache } from './public-cache.js';
-import { envelope } from './shared.js';
+import { type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
+import { envelope, sendJson } from './shared.js';
 
 /** Kraken: at most the 720 most recent candles. */
 export const OHLC_MAX_CANDLES = 720;

@@ -27,8 +27,7 @@ import {
 } from '../schemas.js';
 import { pageWindow, paginationMeta, serializeOrder } from '../serializers.js';
 import type { V1RouteConfig } from './plugin.js';
-import { JSON_CONTENT_TYPE } from './public-cache.js';
-import { envelope, listPath, pageRequest, sendJsonStream, streamList } from './shared.js';
+import { envelope, listPath, pageRequest, sendJson, sendJsonStream, streamList } from './shared.js';
 
 const security = [{ apiKey: [], apiSign: [] }];
 const OrderIdParam = Type.Object({ order_id: Type.String({ description: 'numeric order id' }) });
@@ -59,10 +58,6 @@ const CREATED_BODY = Buffer.from(
 const CANCELED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCanceled, code: 200 }),
 );
-
-/** Sends a body serialized beforehand (the route's typed reply only takes the object). */
-const sendSerialized = (reply: FastifyReply, status: number, body: Buffer): FastifyReply =>
-  reply.code(status).header('content-type', JSON_CONTENT_TYPE).send(body);
 
 export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
@@ -122,7 +117,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const accepted = result.events.find((e) => e.type === 'orderAccepted');
       if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
       reply.header('location', `${base.prefix}/orders/${accepted.order.id}`);
-      return sendSerialized(reply, 201, CREATED_BODY);
+      return sendJson(reply, CREATED_BODY, 201);
     },
   );
 
@@ -150,7 +145,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
         if (order.status !== 'open') throw orderNotOpen(order.status);
         throw rejectionToHttp(result.error);
       }
-      return sendSerialized(reply, 200, CANCELED_BODY);
+      return sendJson(reply, CANCELED_BODY);
     },
   );
 

@@ -19,9 +19,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CommittedBatch, Exchange } from '../../app/ports.js';
 import type { MarketId } from '../../domain/types.js';
-
-/** What Fastify sends for a serialized JSON body. */
-export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+import { sendJson } from './shared.js';
 
 export interface PublicCacheLimits {
   readonly maxEntries: number;
@@ -152,11 +150,6 @@ export class PublicResponseCache {
   get size(): number {
     return this.entries.size;
   }
-}
-
-/** Sends a cached or freshly built JSON body exactly as Fastify would send the serialized object. */
-export function sendJson(reply: FastifyReply, body: Buffer): FastifyReply {
-  return reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(body);
 }
 
 /**

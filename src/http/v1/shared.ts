@@ -79,6 +79,17 @@ export function streamList<T>(
   return Readable.from(chunks(), { objectMode: false });
 }
 
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * Sends a JSON body serialized beforehand (a cached answer, a constant one) exactly as Fastify
+ * would send the serialized object. The plain reply type takes bytes where a route's typed reply
+ * only takes its schema's object.
+ */
+export function sendJson(reply: FastifyReply, body: Buffer, status = 200): FastifyReply {
+  return reply.code(status).header('content-type', JSON_CONTENT_TYPE).send(body);
+}
+
 /** Sends a streamed JSON body. Streams bypass the response schema, so the route's typed reply is widened. */
 export function sendJsonStream(reply: FastifyReply, body: Readable): FastifyReply {
   return reply.type('application/json').send(body);

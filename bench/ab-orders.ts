@@ -12,7 +12,14 @@ import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { median, orderRequests, processCpuMicros, startTarget } from './http-support.js';
+import {
+  cpuFigure,
+  type Measurement,
+  measureCpu,
+  median,
+  orderRequests,
+  startTarget,
+} from './http-support.js';
 
 const option = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -31,13 +38,7 @@ const WARMUP = Number(option('warmup') ?? 2);
 const here = join(import.meta.dirname, '..');
 const git = (...args: string[]) => execFileSync('git', args, { cwd: here, encoding: 'utf8' }).trim();
 
-interface Sample {
-  readonly rate: number;
-  readonly p99: number;
-  readonly serverCpu: number | undefined;
-}
-
-async function measure(root: string): Promise<Sample> {
+async function measure(root: string): Promise<Measurement> {
   const target = await startTarget('openspot', root);
   try {
     const options = () => ({
@@ -46,15 +47,7 @@ async function measure(root: string): Promise<Sample> {
       requests: orderRequests(target.info.traders ?? []),
     });
     if (WARMUP > 0) await autocannon({ ...options(), duration: WARMUP });
-    const cpu0 = processCpuMicros(target.child.pid);
-    const result = await autocannon({ ...options(), duration: SECONDS });
-    const cpu1 = processCpuMicros(target.child.pid);
-    const requests = Math.max(1, result.requests.total);
-    return {
-      rate: result.requests.average,
-      p99: result.latency.p99,
-      serverCpu: cpu0 === undefined || cpu1 === undefined ? undefined : (cpu1 - cpu0) / requests,
-    };
+    return await measureCpu(target.child.pid, () => autocannon({ ...options(), duration: SECONDS }));
   } finally {
     target.child.kill('SIGTERM');
     await new Promise((resolve) => target.child.once('exit', resolve));
@@ -71,7 +64,7 @@ async function main(): Promise<void> {
       `bench:ab — signed POST + DELETE, ${CONNECTIONS} connections, ${SECONDS} s each, ${ROUNDS} rounds: ` +
         `base ${ref} (${commit}) against this working tree\n`,
     );
-    const samples: Record<'base' | 'new', Sample[]> = { base: [], new: [] };
+    const samples: Record<'base' | 'new', Measurement[]> = { base: [], new: [] };
     for (let round = 0; round < ROUNDS; round++) {
       // Alternate which goes first, so a drift in the machine's load favours neither.
       const order: Array<['base' | 'new', string]> = [
@@ -83,19 +76,17 @@ async function main(): Promise<void> {
         const sample = await measure(root);
         samples[name].push(sample);
         process.stdout.write(
-          `  round ${round + 1} ${name.padEnd(4)} ${Math.round(sample.rate)} req/s, p99 ${sample.p99} ms, ` +
-            `server ${sample.serverCpu?.toFixed(1) ?? 'n/a'} µs/req\n`,
+          `  round ${round + 1} ${name.padEnd(4)} ${Math.round(sample.result.requests.average)} req/s, ` +
+            `p99 ${sample.result.latency.p99} ms, server ${cpuFigure([sample.serverCpu])} µs/req\n`,
         );
       }
     }
-    const ratios = samples.new.map((s, i) => s.rate / samples.base[i]!.rate);
-    const row = (list: Sample[]) => ({
-      'req/s': Math.round(median(list.map((s) => s.rate))),
-      'p99 ms': median(list.map((s) => s.p99)),
-      'server CPU µs/req': (() => {
-        const known = list.flatMap((s) => (s.serverCpu === undefined ? [] : [s.serverCpu]));
-        return known.length === 0 ? 'n/a' : median(known).toFixed(1);
-      })(),
+    const rate = (m: Measurement) => m.result.requests.average;
+    const ratios = samples.new.map((m, i) => rate(m) / rate(samples.base[i]!));
+    const row = (list: Measurement[]) => ({
+      'req/s': Math.round(median(list.map(rate))),
+      'p99 ms': median(list.map((m) => m.result.latency.p99)),
+      'server CPU µs/req': cpuFigure(list.map((m) => m.serverCpu)),
     });
     console.table({ [`base ${commit}`]: row(samples.base), 'this tree': row(samples.new) });
     process.stdout.write(`new / base, median of the per-round ratios: ${median(ratios).toFixed(3)}\n`);

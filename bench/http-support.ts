@@ -36,7 +36,7 @@ export function startTarget(
 const sign = signRequest;
 
 /** CPU time (user + system) a process has used so far, in µs; undefined where /proc is not there. */
-export function processCpuMicros(pid: number | undefined): number | undefined {
+function processCpuMicros(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -105,3 +105,35 @@ export function orderRequests(traders: Trader[]): autocannon.Request[] {
     },
   ];
 }
+
+export interface Measurement {
+  readonly result: autocannon.Result;
+  /** Server CPU per request (µs), undefined when unknown. */
+  readonly serverCpu: number | undefined;
+  /** Load generator CPU per request (µs): this process. */
+  readonly loadCpu: number;
+}
+
+/** Runs one measurement and divides the CPU time the server (pid) and this process used by its requests. */
+export async function measureCpu(
+  pid: number | undefined,
+  run: () => Promise<autocannon.Result>,
+): Promise<Measurement> {
+  const server0 = processCpuMicros(pid);
+  const load0 = process.cpuUsage();
+  const result = await run();
+  const load = process.cpuUsage(load0);
+  const server1 = processCpuMicros(pid);
+  const requests = Math.max(1, result.requests.total);
+  return {
+    result,
+    serverCpu: server0 === undefined || server1 === undefined ? undefined : (server1 - server0) / requests,
+    loadCpu: (load.user + load.system) / requests,
+  };
+}
+
+/** The median of the known figures, one decimal; n/a when none is known. */
+export const cpuFigure = (values: ReadonlyArray<number | undefined>): string => {
+  const known = values.filter((v): v is number => v !== undefined);
+  return known.length === 0 ? 'n/a' : median(known).toFixed(1);
+};

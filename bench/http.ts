@@ -20,7 +20,14 @@
  * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
  */
 import autocannon from 'autocannon';
-import { median, orderRequests, processCpuMicros, startTarget } from './http-support.js';
+import {
+  cpuFigure,
+  type Measurement,
+  measureCpu,
+  median,
+  orderRequests,
+  startTarget,
+} from './http-support.js';
 
 const arg = (name: string, fallback: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -30,14 +37,6 @@ const SECONDS = arg('seconds', 10);
 const CONNECTIONS = arg('connections', 64);
 const RUNS = arg('runs', 3);
 const WARMUP = arg('warmup', 2);
-
-interface Measurement {
-  readonly result: autocannon.Result;
-  /** Server CPU per request (µs), undefined when unknown. */
-  readonly serverCpu: number | undefined;
-  /** Load generator CPU per request (µs). */
-  readonly loadCpu: number;
-}
 
 interface Target {
   name: string;
@@ -50,24 +49,8 @@ interface Target {
 const run = (target: Target, seconds: number): Promise<autocannon.Result> =>
   autocannon({ connections: CONNECTIONS, duration: seconds, ...target.options() });
 
-async function measure(target: Target, seconds: number): Promise<Measurement> {
-  const server0 = processCpuMicros(target.pid);
-  const load0 = process.cpuUsage();
-  const result = await run(target, seconds);
-  const load = process.cpuUsage(load0);
-  const server1 = processCpuMicros(target.pid);
-  const requests = Math.max(1, result.requests.total);
-  return {
-    result,
-    serverCpu: server0 === undefined || server1 === undefined ? undefined : (server1 - server0) / requests,
-    loadCpu: (load.user + load.system) / requests,
-  };
-}
-
-const cpuFigure = (values: ReadonlyArray<number | undefined>): string => {
-  const known = values.filter((v): v is number => v !== undefined);
-  return known.length === 0 ? 'n/a' : median(known).toFixed(1);
-};
+const measure = (target: Target, seconds: number): Promise<Measurement> =>
+  measureCpu(target.pid, () => run(target, seconds));
 
 async function main(): Promise<void> {
   process.stdout.write(

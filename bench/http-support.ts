@@ -16,7 +16,7 @@ export interface Trader {
  * resolves with its first line of output (its address, and the funded traders of `openspot`).
  */
 export function startTarget(
-  mode: 'bare' | 'openspot',
+  mode: 'bare' | 'openspot' | 'openspot-normal' | 'openspot-uncommitted',
   root: string = join(import.meta.dirname, '..'),
 ): Promise<{ child: ChildProcess; info: { url: string; traders?: Trader[] } }> {
   return new Promise((resolve, reject) => {

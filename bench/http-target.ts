@@ -2,11 +2,18 @@
  * A server for bench/http.ts, run in its own process so the load generator does not share its
  * event loop: `bare` is a bare Fastify route (the baseline), `openspot` the real server with a
  * fresh data directory, funded traders and a book to read. Prints one JSON line when ready.
+ *
+ * Two variants of `openspot` exist only to show where an order request's time goes:
+ *   `openspot-normal`: SQLITE_SYNCHRONOUS=normal (commits are not fsynced: they survive a crash of
+ *     the process, not a power cut; an operator's option, see README);
+ *   `openspot-uncommitted`: after the set-up, the store's commit does nothing at all. Not a server
+ *     anyone may run (nothing is durable); it is the bound a durable server stays below.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { startTestServer } from '../test/support/server-fixture.js';
 
 const mode = process.argv[2];
@@ -46,9 +53,9 @@ if (mode === 'bare') {
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : 0;
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
-} else {
+} else if (mode === 'openspot' || mode === 'openspot-normal' || mode === 'openspot-uncommitted') {
   const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-'));
-  const t = await startTestServer({}, dir);
+  const t = await startTestServer(mode === 'openspot-normal' ? { SQLITE_SYNCHRONOUS: 'normal' } : {}, dir);
   exitOnSignal(async () => {
     await t.close();
     rmSync(dir, { recursive: true, force: true });
@@ -77,5 +84,8 @@ if (mode === 'bare') {
       body,
     });
   }
+  if (mode === 'openspot-uncommitted') SqliteStore.prototype.commit = () => {};
   process.stdout.write(`${JSON.stringify({ url: t.url, traders })}\n`);
+} else {
+  throw new Error(`unknown mode ${mode}: bare, openspot, openspot-normal or openspot-uncommitted`);
 }

@@ -8,10 +8,12 @@
  * orderbook, tickers, orders; round 2: ...) so that a change in the machine's load during the run
  * affects every target alike, and each ratio is the median over the rounds of the target's
  * requests/s over the baseline's in the same round. Every target is warmed up first (not counted).
- * The last row sends the very same signed order requests to bare routes that answer without doing
- * anything: the rate the load generator itself can drive on this machine, i.e. the ceiling of the
- * signed-order ratio (on 2 cores, signing and autocannon's per-request work weigh as much as a
- * real server's).
+ * Two rows then show where the signed pair's time goes: the same server with commits that are not
+ * fsynced (SQLITE_SYNCHRONOUS=normal), and with commits that do nothing at all (not durable: the
+ * bound a durable server stays below). The last row sends the very same signed order requests to
+ * bare routes that answer without doing anything: the rate the load generator itself can drive on
+ * this machine, i.e. the ceiling of the signed-order ratio (on 2 cores, signing and autocannon's
+ * per-request work weigh as much as a real server's).
  * Each row also says where the CPU went, per request: the target server's process (all its threads,
  * from /proc; Linux only) and the load generator's (this process: autocannon, and the signing of
  * each order request). On a 2-core machine both share the cores, so a load generator that costs
@@ -58,6 +60,8 @@ async function main(): Promise<void> {
   );
   const bare = await startTarget('bare');
   const openspot = await startTarget('openspot');
+  const normal = await startTarget('openspot-normal');
+  const uncommitted = await startTarget('openspot-uncommitted');
   const url = openspot.info.url;
   const traders = openspot.info.traders ?? [];
   const targets: Target[] = [
@@ -78,6 +82,16 @@ async function main(): Promise<void> {
       options: () => ({ url, requests: orderRequests(traders) }),
     },
     {
+      name: 'same, SQLITE_SYNCHRONOUS=normal (no fsync)',
+      pid: normal.child.pid,
+      options: () => ({ url: normal.info.url, requests: orderRequests(normal.info.traders ?? []) }),
+    },
+    {
+      name: 'same, nothing committed (bound, not durable)',
+      pid: uncommitted.child.pid,
+      options: () => ({ url: uncommitted.info.url, requests: orderRequests(uncommitted.info.traders ?? []) }),
+    },
+    {
       name: 'same requests, bare routes (load gen. ceiling)',
       pid: bare.child.pid,
       options: () => ({ url: bare.info.url, requests: orderRequests(traders) }),
@@ -89,8 +103,7 @@ async function main(): Promise<void> {
     for (const [i, target] of targets.entries()) measurements[i]!.push(await measure(target, SECONDS));
   }
   const results = measurements.map((list) => list.map((m) => m.result));
-  bare.child.kill();
-  openspot.child.kill();
+  for (const target of [bare, openspot, normal, uncommitted]) target.child.kill();
   const baseline = results[0]!;
   const rows = targets.map((target, i) => {
     const runs = results[i]!;

@@ -50,25 +50,31 @@ export class Metrics {
   /** The same store, with each commit timed and counted. */
   instrumentStore(store: Store): Store {
     const { commitSeconds, batchEvents, commitFailures } = this;
+    const commit = (batch: CommitBatch): void => {
+      const stop = commitSeconds.startTimer();
+      try {
+        store.commit(batch);
+        batchEvents.observe(batch.events.length);
+      } catch (error) {
+        commitFailures.inc();
+        throw error;
+      } finally {
+        stop();
+      }
+    };
+    // Bound once per method, not on every access: signed requests read the store through this
+    // proxy (the API key record) on every call.
+    const bound = new Map<PropertyKey, unknown>([['commit', commit]]);
     return new Proxy(store, {
       get(target, property, receiver) {
-        if (property !== 'commit') {
-          const value: unknown = Reflect.get(target, property, receiver);
-          // Bound to the real store: its methods may use private fields a proxy does not carry.
-          return typeof value === 'function' ? value.bind(target) : value;
-        }
-        return (batch: CommitBatch) => {
-          const stop = commitSeconds.startTimer();
-          try {
-            target.commit(batch);
-            batchEvents.observe(batch.events.length);
-          } catch (error) {
-            commitFailures.inc();
-            throw error;
-          } finally {
-            stop();
-          }
-        };
+        const known = bound.get(property);
+        if (known !== undefined) return known;
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (typeof value !== 'function') return value;
+        // Bound to the real store: its methods may use private fields a proxy does not carry.
+        const method: unknown = value.bind(target);
+        bound.set(property, method);
+        return method;
       },
     });
   }

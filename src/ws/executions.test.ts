@@ -95,9 +95,10 @@ test('one step per event, each with the order as it stood right after it', () =>
     [
       [2, 'accepted', 2, 'open', 0, []],
       [2, 'trade', 2, 'open', 50_000_000, [2]],
-      [1, 'trade', 1, 'open', 70_000_000, [1, 2]],
-      [2, 'trade', 2, 'closed', 80_000_000, [2, 3]],
-      [1, 'trade', 1, 'closed', 100_000_000, [1, 2, 3]],
+      [1, 'trade', 1, 'open', 70_000_000, [2]],
+      [2, 'trade', 2, 'closed', 80_000_000, [3]],
+      [1, 'trade', 1, 'closed', 100_000_000, [3]],
+      // The final step lists every execution, earlier batches' included.
       [1, 'closed', 1, 'closed', 100_000_000, [1, 2, 3]],
       [2, 'closed', 2, 'closed', 80_000_000, [2, 3]],
     ],
@@ -188,4 +189,27 @@ test('a partly filled order canceled in the same batch shows open on its trade, 
       ['canceled', 'canceled', 10, 'no liquidity'],
     ],
   );
+});
+
+test("a fill that leaves the order open reports that execution only, without reading the order's history", () => {
+  // M rests with a long history (earlier batches' fills); one more partial fill, M stays open.
+  const history = Array.from({ length: 1000 }, (_, i) =>
+    trade(i + 1, order({ id: (100 + i) as OrderId, userId: 3 as UserId, side: 'buy' }), m0, 10),
+  );
+  const taker = order({ id: 2000 as OrderId, userId: 2 as UserId, side: 'buy', volume: 10 as Volume });
+  const fill = trade(5000, taker, m0, 10);
+  const after = order({ ...m0, executed: 10_010 as Volume, cost: 3003 as Amount, fee: 2002 as Amount });
+  let historyReads = 0;
+  const steps = executionSteps([{ type: 'trade', trade: fill }], (u) => u === 1, {
+    order: (id) => (id === m0.id ? after : undefined),
+    tradesOfOrders: (ids) => {
+      historyReads += 1;
+      return new Map(ids.map((id) => [id, [...history, fill]]));
+    },
+  });
+  assert.deepEqual(
+    steps.map((s) => [s.event, s.order.status, s.order.executed, s.orderTrades.map((t) => t.id)]),
+    [['trade', 'open', 10_010, [5000]]],
+  );
+  assert.equal(historyReads, 0);
 });

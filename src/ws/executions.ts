@@ -3,6 +3,11 @@
  * watched user, `accepted`, one `trade` per execution, then `closed` or `canceled`, each with the
  * order as it stood right after that step.
  *
+ * A `trade` step carries only its own execution, and the final step all of them: an order filled
+ * N times then costs N small messages and one list of N, instead of N lists that grow to N (a
+ * resting order filled piecemeal for days would otherwise send, and read from the store, its whole
+ * history again on every fill).
+ *
  * A batch is committed as a whole, so the store only knows the order after the batch. The state
  * after each single execution is rebuilt from it, exactly, with the engine's definitions: executed
  * = sum of trade volumes, cost = sum of trade costs, fee = sum of the order's fees (engine/types.ts).
@@ -16,7 +21,10 @@ export interface ExecutionStep {
   readonly userId: UserId;
   readonly event: ExecutionEvent;
   readonly order: OrderState;
-  /** The order's executions up to and including this step, oldest first. */
+  /**
+   * The executions this step reports: none for `accepted`, the one execution of a `trade` step,
+   * every execution of the order (oldest first) for `closed` and `canceled`.
+   */
   readonly orderTrades: readonly Trade[];
   /** The execution a `trade` step is about, from this user's side. */
   readonly execution?: UserTrade;
@@ -25,7 +33,7 @@ export interface ExecutionStep {
 export interface OrderHistory {
   /** The committed state of an order (after the batch). */
   order(id: OrderId): OrderState | undefined;
-  /** Committed executions of each order, oldest first (including the batch's). */
+  /** Committed executions of each order, oldest first (including the batch's); read for ended orders only. */
   tradesOfOrders(ids: readonly OrderId[]): Map<OrderId, Trade[]>;
 }
 
@@ -93,12 +101,6 @@ function advance(running: Running, t: Trade, p: Party): OrderState {
   };
 }
 
-/** History up to and including trade `id`; batch trades are the newest, so search from the end. */
-function prefixThrough(history: readonly Trade[], id: Trade['id']): readonly Trade[] {
-  for (let i = history.length - 1; i >= 0; i -= 1) if (history[i]!.id === id) return history.slice(0, i + 1);
-  return history;
-}
-
 export function executionSteps(
   events: readonly EngineEvent[],
   watched: (userId: UserId) => boolean,
@@ -119,8 +121,8 @@ export function executionSteps(
       done.set(event.order.id, event.order);
     }
   }
-  const ids = [...new Set([...batchTrades.keys(), ...done.keys()])];
-  const trades = ids.length > 0 ? history.tradesOfOrders(ids) : new Map<OrderId, Trade[]>();
+  const ended = [...done.keys()];
+  const trades = ended.length > 0 ? history.tradesOfOrders(ended) : new Map<OrderId, Trade[]>();
 
   const running = new Map<OrderId, Running>();
   for (const [id, list] of batchTrades) {
@@ -142,7 +144,7 @@ export function executionSteps(
           userId: p.userId,
           event: 'trade',
           order: advance(state, event.trade, p),
-          orderTrades: prefixThrough(trades.get(p.orderId) ?? [], event.trade.id),
+          orderTrades: [event.trade],
           execution: userTradeOf(event.trade, p),
         });
       }

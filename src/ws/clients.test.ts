@@ -3,33 +3,22 @@
  * 127.0.0.1 is contacted: stats are off and the only transport is plain ws to our port.
  */
 import assert from 'node:assert/strict';
-import { Socket } from 'node:net';
 import { after, test } from 'node:test';
 import Echo from 'laravel-echo';
-import pusherModule from 'pusher-js';
 import { signChannelAuth } from './channel-auth.js';
-import { APP_KEY, APP_SECRET, startHarness, waitFor } from './test-support.js';
+import {
+  APP_KEY,
+  APP_SECRET,
+  Pusher,
+  recordOutgoingConnections,
+  startHarness,
+  waitFor,
+} from './test-support.js';
 
-// pusher-js's typings declare `exports.default` while its Node build assigns `module.exports`:
-// take whichever the runtime has.
-type PusherClass = typeof pusherModule.default;
-type Pusher = InstanceType<PusherClass>;
-const Pusher: PusherClass =
-  (pusherModule as unknown as { default?: PusherClass }).default ?? (pusherModule as unknown as PusherClass);
-
-// Records every outgoing TCP connection of this process, to prove no client library calls home.
-const contacted = new Set<string>();
-const originalConnect = Socket.prototype.connect;
-Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
-  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
-  const host = typeof first === 'object' && first !== null ? (first as { host?: unknown }).host : args[1];
-  contacted.add(String(host ?? 'localhost'));
-  return (originalConnect as (...a: unknown[]) => Socket).apply(this, args);
-} as typeof Socket.prototype.connect;
+const outgoing = recordOutgoingConnections();
 
 after(() => {
-  Socket.prototype.connect = originalConnect;
-  assert.deepEqual([...contacted], ['127.0.0.1']);
+  assert.deepEqual(outgoing.stop(), ['127.0.0.1']);
 });
 
 function pusherClient(port: number): Pusher {

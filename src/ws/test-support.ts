@@ -3,11 +3,40 @@
  * raw `ws` client that queues frames so a test can await the next one. Test code only.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, Socket } from 'node:net';
+import pusherModule from 'pusher-js';
 import { WebSocket } from 'ws';
 import type { MarketId, UserId } from '../domain/types.js';
 import { type ChannelProvider, parseChannelName, type ResolvedChannel } from './channels.js';
 import { createRealtimeServer, type RealtimeServer, type RealtimeServerOptions } from './server.js';
+
+// pusher-js's typings declare `exports.default` while its Node build assigns `module.exports`:
+// take whichever the runtime has.
+type PusherClass = typeof pusherModule.default;
+export type Pusher = InstanceType<PusherClass>;
+export const Pusher: PusherClass =
+  (pusherModule as unknown as { default?: PusherClass }).default ?? (pusherModule as unknown as PusherClass);
+
+/**
+ * Records the host of every outgoing TCP connection this process makes from now on, to prove that
+ * the client libraries contact nothing but our server; `stop()` ends the recording and returns them.
+ */
+export function recordOutgoingConnections(): { stop(): string[] } {
+  const contacted = new Set<string>();
+  const originalConnect = Socket.prototype.connect;
+  Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
+    const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
+    const host = typeof first === 'object' && first !== null ? (first as { host?: unknown }).host : args[1];
+    contacted.add(String(host ?? 'localhost'));
+    return (originalConnect as (...a: unknown[]) => Socket).apply(this, args);
+  } as typeof Socket.prototype.connect;
+  return {
+    stop() {
+      Socket.prototype.connect = originalConnect;
+      return [...contacted];
+    },
+  };
+}
 
 export const APP_KEY = 'test-key';
 export const APP_SECRET = 'test-secret';

@@ -7,11 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import Echo from 'laravel-echo';
-import pusherModule from 'pusher-js';
 import type { MarketId } from '../../src/domain/types.js';
+import { Pusher, recordOutgoingConnections } from '../../src/ws/test-support.js';
 import { startTestServer, type TestServer, type Trader } from '../support/server-fixture.js';
 import {
   APP_KEY,
@@ -30,21 +29,7 @@ import {
   wsUrl,
 } from './helpers.js';
 
-// pusher-js's typings declare `exports.default` while its Node build assigns `module.exports`.
-type PusherClass = typeof pusherModule.default;
-type Pusher = InstanceType<PusherClass>;
-const Pusher: PusherClass =
-  (pusherModule as unknown as { default?: PusherClass }).default ?? (pusherModule as unknown as PusherClass);
-
-// Every outgoing TCP connection of this process, to prove that nothing but 127.0.0.1 is contacted.
-const contacted = new Set<string>();
-const originalConnect = Socket.prototype.connect;
-Socket.prototype.connect = function (this: Socket, ...args: unknown[]) {
-  const first = Array.isArray(args[0]) ? (args[0] as unknown[])[0] : args[0];
-  const host = typeof first === 'object' && first !== null ? (first as { host?: unknown }).host : args[1];
-  contacted.add(String(host ?? 'localhost'));
-  return (originalConnect as (...a: unknown[]) => Socket).apply(this, args);
-} as typeof Socket.prototype.connect;
+const outgoing = recordOutgoingConnections();
 
 const servers: TestServer[] = [];
 /** A fresh real server per test: each scenario starts from an empty book and no trades. */
@@ -56,8 +41,7 @@ async function freshServer(): Promise<TestServer> {
 
 after(async () => {
   for (const t of servers.splice(0)) await t.close();
-  Socket.prototype.connect = originalConnect;
-  assert.deepEqual([...contacted], ['127.0.0.1']);
+  assert.deepEqual(outgoing.stop(), ['127.0.0.1']);
 });
 
 const BTCEUR = 'BTCEUR';

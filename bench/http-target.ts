@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
+import { OpenSpotClient } from '../src/client/client.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { startTestServer } from '../test/support/server-fixture.js';
 
@@ -63,25 +64,18 @@ if (mode === 'bare') {
   const traders = [];
   for (let i = 0; i < 8; i++) traders.push(await t.trader({ EUR: '100000000', BTC: '10000' }));
   // A book with depth on both sides so /orderbook and /tickers have something to serialize.
-  const { computeSignature } = await import('../src/auth/signature.js');
+  const clients = traders.map(
+    (trader) =>
+      new OpenSpotClient({ baseUrl: `${t.url}/v1`, apiKey: trader.apiKey, apiSecret: trader.apiSecret }),
+  );
   for (let i = 0; i < 200; i++) {
-    const trader = traders[i % traders.length]!;
     const buy = i % 2 === 0;
-    const body = JSON.stringify({
-      order_direction: buy ? 'buy' : 'sell',
-      order_type: 'limit',
+    await clients[i % clients.length]!.createOrder({
       pair: 'BTC/EUR',
+      direction: buy ? 'buy' : 'sell',
+      type: 'limit',
       volume: '0.01',
       price: buy ? `${29000 - (i % 50) * 10}` : `${31000 + (i % 50) * 10}`,
-    });
-    await fetch(`${t.url}/v1/orders`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-api-key': trader.apiKey,
-        'x-api-sign': computeSignature('POST', body, trader.apiSecret),
-      },
-      body,
     });
   }
   if (mode === 'openspot-uncommitted') SqliteStore.prototype.commit = () => {};

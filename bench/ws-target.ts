@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { WebSocketServer } from 'ws';
-import { computeSignature } from '../src/auth/signature.js';
+import { OpenSpotClient } from '../src/client/client.js';
 import { loadConfig } from '../src/config/config.js';
 import { startTestServer } from '../test/support/server-fixture.js';
 
@@ -78,26 +78,19 @@ if (mode === 'baseline') {
   const traders = [await t.trader(funds), await t.trader(funds)];
   // Resting depth on both sides, away from the price the driver trades at (30000), so book
   // messages carry a real top-10 checksum.
+  const clients = traders.map(
+    (trader) =>
+      new OpenSpotClient({ baseUrl: `${t.url}/v1`, apiKey: trader.apiKey, apiSecret: trader.apiSecret }),
+  );
   for (let i = 0; i < 50; i++) {
     const buy = i % 2 === 0;
-    const body = JSON.stringify({
-      order_direction: buy ? 'buy' : 'sell',
-      order_type: 'limit',
+    await clients[i % 2]!.createOrder({
       pair: 'BTC/EUR',
+      direction: buy ? 'buy' : 'sell',
+      type: 'limit',
       volume: '0.01',
       price: buy ? `${29_000 - i * 10}` : `${31_000 + i * 10}`,
     });
-    const trader = traders[i % 2]!;
-    const response = await fetch(`${t.url}/v1/orders`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-api-key': trader.apiKey,
-        'x-api-sign': computeSignature('POST', body, trader.apiSecret),
-      },
-      body,
-    });
-    if (response.status !== 201) throw new Error(`depth order refused: ${await response.text()}`);
   }
   shutdown = async () => {
     await t.close();

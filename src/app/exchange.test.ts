@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
+import { type Store, StoreUnavailableError } from '../store/store.js';
 import { type OpenExchange, openExchange } from './exchange.js';
 import type { CommittedBatch } from './ports.js';
 
@@ -17,6 +18,11 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 async function market(): Promise<{ exchange: OpenExchange; id: MarketId }> {
   const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  return { exchange, id: await seedMarket(exchange) };
+}
+
+/** BTC/EUR without fees, and 1,000,000.00 EUR for Alice. */
+async function seedMarket(exchange: OpenExchange): Promise<MarketId> {
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
   await exchange.submit({
@@ -32,7 +38,7 @@ async function market(): Promise<{ exchange: OpenExchange; id: MarketId }> {
   await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
   const id = exchange.catalogue.marketByName('BTC/EUR')!.id;
   await nextTurn();
-  return { exchange, id };
+  return id;
 }
 
 const bid = (marketId: MarketId, price: number) =>
@@ -105,5 +111,41 @@ test('publishCommitted delivers what is due at once, and only once', async () =>
   assert.equal(calls, 1);
   await nextTurn();
   assert.equal(calls, 1);
+  await exchange.close();
+});
+
+/** An in-memory store whose commits fail while `failing.on` is set (as a full disk makes them). */
+function failingStore(failing: { on: boolean }): Store {
+  const store = SqliteStore.open({ path: ':memory:' });
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'commit')
+        return (batch: Parameters<Store['commit']>[0]) => {
+          if (failing.on) throw new StoreUnavailableError('store unavailable: disk full (SQLITE_FULL)');
+          target.commit(batch);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+test('a failed commit publishes nothing and leaves the book sequence where it was', async () => {
+  const failing = { on: false };
+  const exchange = openExchange({ store: failingStore(failing), probeIntervalMs: 60_000 });
+  const id = await seedMarket(exchange);
+  await exchange.submit(bid(id, 200));
+  await nextTurn();
+  const seen: CommittedBatch[] = [];
+  exchange.onCommitted((batch) => seen.push(batch));
+  const before = exchange.book(id, 0);
+
+  failing.on = true;
+  await assert.rejects(exchange.submit(bid(id, 190)), StoreUnavailableError);
+  await nextTurn();
+  await nextTurn();
+  exchange.publishCommitted();
+  assert.deepEqual(seen, [], 'a batch that was never committed reached the listeners');
+  assert.deepEqual(exchange.book(id, 0), before, 'the sequence (or the book) moved for an uncommitted batch');
   await exchange.close();
 });

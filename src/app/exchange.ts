@@ -7,7 +7,9 @@
  * in one synchronous step, so no reader ever sees state that is not committed, and a batch's
  * effects are acknowledged together.
  * If the commit fails, the engine is rebuilt from the store (the last committed state) and every
- * command of the batch is refused: nothing unacknowledged is half-applied.
+ * command of the batch is refused: nothing unacknowledged is half-applied. A command that throws
+ * while the engine applies it is refused alone (see applyAndCommit): one bad command never costs
+ * its batch-mates their answer, nor the exchange its availability.
  *
  * After a failure the exchange is "unavailable": it refuses every command at once (503) without
  * touching the engine, and probes the store with an empty commit every `probeIntervalMs` until a
@@ -190,8 +192,9 @@ class SequencedExchange implements OpenExchange {
     try {
       applied = this.applyAndCommit(batch);
     } catch (error) {
-      // A failed commit, or anything thrown while applying: the engine may hold part of the
-      // batch, so it is rebuilt from the last committed state and the whole batch is refused.
+      // A failed commit (or store read, or anything thrown after the engine pass): the engine may
+      // hold part of the batch, so it is rebuilt from the last committed state and the whole
+      // batch is refused. A command that throws in the engine is handled in applyAndCommit.
       this.recoverFromFailedCommit(error);
       const failure =
         error instanceof StoreUnavailableError
@@ -208,7 +211,11 @@ class SequencedExchange implements OpenExchange {
         ? this.committedBatch(events, changes.levels, touched, trades)
         : undefined;
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(results[i]!);
+    for (let i = 0; i < batch.length; i++) {
+      const result = results[i]!;
+      if (result instanceof Error) batch[i]!.reject(result);
+      else batch[i]!.resolve(result);
+    }
     if (committed !== undefined && this.listeners.size > 0) {
       // Sequence numbers and level totals are taken now, from the state just committed; the
       // listeners run after the replies: those are written by this turn's microtasks (the
@@ -239,35 +246,97 @@ class SequencedExchange implements OpenExchange {
     }
   }
 
-  /** Applies a batch to the engine and commits its changes; throws (engine possibly half-changed) on failure. */
+  /**
+   * Applies a batch to the engine and commits its changes; throws (engine possibly half-changed)
+   * when the commit, or anything but one command's own application, fails.
+   *
+   * A command whose application throws (a bug, or an input no check foresaw) is refused alone: the
+   * engine may hold part of its effects, so it is restored from the store (the last committed
+   * state) and the batch is applied again without it. The engine is deterministic and the time is
+   * the batch's, so the batch-mates get exactly the results they would have had.
+   */
   private applyAndCommit(batch: readonly Pending[]): AppliedBatch {
     const time = this.clock();
-    const results: SubmitResult[] = [];
+    const failed = new Map<number, SubmitResult | Error>();
+    for (;;) {
+      const applied = this.applyBatch(batch, time, failed);
+      if (applied instanceof CommandFailure) {
+        failed.set(applied.index, this.failedCommandAnswer(batch[applied.index]!.command, applied.cause));
+        // Throws (a store read failing) into the whole-batch path: rebuild, probe, 503.
+        this.engine = Engine.restore(this.store.loadSnapshot());
+        continue;
+      }
+      const { results, events, ledger } = applied;
+      const changes = this.engine.drainChanges();
+      const trades = tradesByMarket(events);
+      const touched: Candle[] = [];
+      for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
+      const commit: CommitBatch = { changes, events, ledger, candles: touched };
+      // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
+      // about the store either, so `writable` is left as it is.
+      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
+      return { results, events, changes, trades, touched };
+    }
+  }
+
+  /** The engine pass of a batch, skipping the commands in `failed`; the first command that throws stops it. */
+  private applyBatch(
+    batch: readonly Pending[],
+    time: Micros,
+    failed: ReadonlyMap<number, SubmitResult | Error>,
+  ): { results: Array<SubmitResult | Error>; events: EngineEvent[]; ledger: LedgerEntry[] } | CommandFailure {
+    const results: Array<SubmitResult | Error> = [];
     const events: EngineEvent[] = [];
     const ledger: LedgerEntry[] = [];
     const seenReferences = new Set<string>();
-    for (const pending of batch) {
+    for (let index = 0; index < batch.length; index++) {
+      const pending = batch[index]!;
+      const refused = failed.get(index);
+      if (refused !== undefined) {
+        results.push(refused);
+        continue;
+      }
       const duplicate = this.duplicateLedger(pending, seenReferences);
       if (duplicate !== undefined) {
         results.push(duplicate);
         continue;
       }
-      const result = this.engine.apply(pending.command, time);
+      let result: CommandResult;
+      try {
+        result = this.engine.apply(pending.command, time);
+      } catch (error) {
+        return new CommandFailure(index, error);
+      }
       results.push(result);
       if (!result.ok) continue;
       for (const event of result.events) events.push(event);
       const entry = ledgerEntry(pending, time);
       if (entry !== undefined) ledger.push(entry);
     }
-    const changes = this.engine.drainChanges();
-    const trades = tradesByMarket(events);
-    const touched: Candle[] = [];
-    for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
-    const commit: CommitBatch = { changes, events, ledger, candles: touched };
-    // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
-    // about the store either, so `writable` is left as it is.
-    if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
-    return { results, events, changes, trades, touched };
+    return { results, events, ledger };
+  }
+
+  /**
+   * The answer to a command whose application threw. A RangeError is what the exact-money code
+   * throws for a value past 2^53 - 1: an input too large, refused as such (422 over HTTP). Anything
+   * else is a fault of the server (500), not of the input. Logged with the command's kind only:
+   * commands carry no secrets, but user ids and amounts have no place in an error log either.
+   */
+  private failedCommandAnswer(command: Command, cause: unknown): SubmitResult | Error {
+    this.logger?.error(
+      { err: cause, command: command.kind },
+      'applying a command threw; it is refused alone and the rest of its batch is applied',
+    );
+    if (cause instanceof RangeError) {
+      return {
+        ok: false,
+        error: {
+          code: 'too_large',
+          message: 'The amounts of this command are too large to be accounted exactly; nothing was changed.',
+        },
+      };
+    }
+    return new CommandFailedError(command.kind, { cause });
   }
 
   private duplicateLedger(pending: Pending, seen: Set<string>): SubmitResult | undefined {
@@ -492,8 +561,28 @@ class EngineCatalogue implements Catalogue {
   }
 }
 
+/** A command of a batch threw while the engine applied it. */
+class CommandFailure {
+  constructor(
+    readonly index: number,
+    readonly cause: unknown,
+  ) {}
+}
+
+/**
+ * A command could not be applied because of a fault in the server (not its input): it changed
+ * nothing, and the rest of its batch was applied. Surfaces as a 500.
+ */
+export class CommandFailedError extends Error {
+  override readonly name = 'CommandFailedError';
+  constructor(kind: Command['kind'], options?: ErrorOptions) {
+    super(`the ${kind} command could not be applied`, options);
+  }
+}
+
 interface AppliedBatch {
-  readonly results: SubmitResult[];
+  /** Per command: its result, or the error its request is refused with. */
+  readonly results: Array<SubmitResult | Error>;
   readonly events: EngineEvent[];
   readonly changes: ChangeSet;
   readonly trades: Map<MarketId, Trade[]>;

@@ -65,9 +65,12 @@ export interface TradeStats {
   readonly high: Price | null;
   readonly low: Price | null;
   readonly last: Price | null;
-  readonly volume: Volume;
+  /** Sum of trade volumes in lots (a BigInt: sums over many trades are unbounded). */
+  readonly volume: bigint;
   /** Sum of trade costs in quote units. */
-  readonly quoteVolume: number;
+  readonly quoteVolume: bigint;
+  /** Sum of price × volume in ticks × lots: the exact VWAP is notional / volume. */
+  readonly notional: bigint;
   readonly count: number;
 }
 

@@ -3,7 +3,7 @@
  * starts at 00:00 UTC) and a rolling 24 hours from one-minute candles (the WebSocket ticker), so
  * neither needs to rescan trade history. Rolling figures are exact to the minute.
  */
-import type { Amount, MarketId, Micros, Price, Volume } from '../domain/types.js';
+import type { MarketId, Micros, Price } from '../domain/types.js';
 import type { Candle } from '../market-data/candle.js';
 import { MICROS_PER_SECOND } from './clock.js';
 import type { TradeStats } from './ports.js';
@@ -15,8 +15,9 @@ export const EMPTY_STATS: TradeStats = {
   high: null,
   low: null,
   last: null,
-  volume: 0 as Volume,
-  quoteVolume: 0,
+  volume: 0n,
+  quoteVolume: 0n,
+  notional: 0n,
   count: 0,
 };
 
@@ -69,14 +70,17 @@ function fromCandles(candles: readonly Candle[]): TradeStats {
   if (first === undefined) return EMPTY_STATS;
   let high = first.high as number;
   let low = first.low as number;
-  let volume = 0;
-  let quoteVolume = 0;
+  // BigInt sums: a day of trades can pass 2^53 lots or quote units however each order is bounded.
+  let volume = 0n;
+  let quoteVolume = 0n;
+  let notional = 0n;
   let count = 0;
   for (const c of candles) {
     if (c.high > high) high = c.high;
     if (c.low < low) low = c.low;
     volume += c.volume;
     quoteVolume += c.quoteVolume;
+    notional += c.notional;
     count += c.count;
   }
   return {
@@ -84,8 +88,9 @@ function fromCandles(candles: readonly Candle[]): TradeStats {
     high: high as Price,
     low: low as Price,
     last: candles[candles.length - 1]!.close,
-    volume: volume as Volume,
-    quoteVolume: quoteVolume as Amount,
+    volume,
+    quoteVolume,
+    notional,
     count,
   };
 }

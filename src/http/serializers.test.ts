@@ -19,7 +19,7 @@ import {
   serializeWalletEntry,
   tradesAveragePrice,
 } from './serializers.js';
-import { BTC, BTCEUR, ETH, ETHBTC, EUR, fixedCatalogue } from './testing/catalogue.js';
+import { BTC, BTCEUR, ETH, ETHBTC, fixedCatalogue } from './testing/catalogue.js';
 import { orderTransactionId, tradeTransactionId } from './txid.js';
 import type { Valuation } from './valuation.js';
 
@@ -83,8 +83,9 @@ test('ticker: decimals per field; missing values are zeros', () => {
     high: 310_000 as Price,
     low: 280_005 as Price,
     last: 300_000 as Price,
-    volume: 1_234_567_891 as Volume,
-    quoteVolume: 37_037_036_73,
+    volume: 1_234_567_891n,
+    quoteVolume: 37_037_036_73n,
+    notional: 370_370_367_300n,
     count: 12,
   };
   assert.deepEqual(
@@ -112,14 +113,31 @@ test('ticker: decimals per field; missing values are zeros', () => {
     high: null,
     low: null,
     last: null,
-    volume: 0 as Volume,
-    quoteVolume: 0,
+    volume: 0n,
+    quoteVolume: 0n,
+    notional: 0n,
     count: 0,
   };
   const t = serializeTicker(BTCEUR, catalogue, { today: empty, last: null, bestBid: null, bestAsk: null });
   assert.equal(t.high, '0.0');
   assert.equal(t.base_volume, '0.00000000');
   assert.equal(t.target_volume, '0.00');
+});
+
+test('ticker: volumes past 2^53 units are formatted exactly', () => {
+  const today: TradeStats = {
+    open: 1 as Price,
+    high: 1 as Price,
+    low: 1 as Price,
+    last: 1 as Price,
+    volume: 12_000_000_000_000_000n,
+    quoteVolume: 9_007_199_254_740_993n,
+    notional: 12_000_000_000_000_000n,
+    count: 2,
+  };
+  const t = serializeTicker(BTCEUR, catalogue, { today, last: null, bestBid: null, bestAsk: null });
+  assert.equal(t.base_volume, '120000000.00000000');
+  assert.equal(t.target_volume, '90071992547409.93');
 });
 
 test('candle: vwap from the exact sums, rounded half up', () => {
@@ -131,11 +149,12 @@ test('candle: vwap from the exact sums, rounded half up', () => {
     high: 300_010 as Price,
     low: 299_990 as Price,
     close: 300_005 as Price,
-    volume: 150_000_000 as Volume, // 1.5 BTC
-    quoteVolume: 4_500_010 as Amount, // 45000.10 EUR / 1.5 BTC = 30000.0666.. -> 30000.1
+    volume: 150_000_000n, // 1.5 BTC
+    quoteVolume: 4_500_010n, // 45000.10 EUR
+    notional: 45_000_100_000_000n, // Σ price × volume: 300000.666.. ticks -> 30000.1
     count: 3,
   };
-  assert.deepEqual(serializeCandle(candle, BTCEUR, catalogue), {
+  assert.deepEqual(serializeCandle(candle, BTCEUR), {
     time: 1_700_000_040,
     open: '30000.0',
     high: '30001.0',
@@ -148,13 +167,12 @@ test('candle: vwap from the exact sums, rounded half up', () => {
 });
 
 test('average price: half up, any decimal combination, zero volume', () => {
-  // ETH/BTC: pd 5, ld 4, BTC has 8 decimals: exponent 1.
-  assert.equal(averagePrice(ETHBTC, BTC.decimals, 5_000_000, 10_000), 5_000n); // 0.05 BTC / 1 ETH = 0.05000
-  assert.equal(averagePrice(BTCEUR, EUR.decimals, 1, 3), 3_333_333n); // 0.01 EUR / 3e-8 BTC = 333333.33.. -> 333333.3
-  assert.equal(averagePrice(BTCEUR, EUR.decimals, 1, 2), 5_000_000n); // exactly 500000.0
-  assert.equal(averagePrice(ETHBTC, BTC.decimals, 1, 20), 1n); // 1e-8 BTC / 0.002 ETH = 0.000005 -> half up to 0.00001
-  assert.equal(averagePrice(ETHBTC, BTC.decimals, 1, 21), 0n);
-  assert.equal(averagePrice(BTCEUR, EUR.decimals, 5, 0), 0n);
+  // Σ price × volume (ticks × lots) over Σ volume (lots), in ticks.
+  assert.equal(averagePrice(50_000_000n, 10_000n), 5_000n);
+  assert.equal(averagePrice(10_000_000n, 3n), 3_333_333n); // 3333333.33.. -> 3333333
+  assert.equal(averagePrice(10n, 4n), 3n); // 2.5 -> half up to 3
+  assert.equal(averagePrice(9n, 4n), 2n); // 2.25 -> 2
+  assert.equal(averagePrice(5n, 0n), 0n);
   assert.equal(tradesAveragePrice([]), 0n);
   assert.equal(
     tradesAveragePrice([

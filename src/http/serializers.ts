@@ -6,7 +6,7 @@
  * from integers by formatUnits / formatBigUnits. No binary floating point touches an amount.
  */
 import type { Catalogue, TradeStats } from '../app/ports.js';
-import { formatBigUnits, formatUnits, POW10N } from '../domain/money.js';
+import { formatBigUnits, formatUnits } from '../domain/money.js';
 import {
   type AssetSpec,
   joinedPair,
@@ -47,33 +47,24 @@ export const formatPrice = (market: MarketSpec, price: number): string =>
   formatUnits(price, market.pairDecimals);
 export const formatVolume = (market: MarketSpec, volume: number): string =>
   formatUnits(volume, market.lotDecimals);
+/** A summed volume (candle, statistics), which may exceed 2^53 lots. */
+export const formatTotalVolume = (market: MarketSpec, lots: bigint): string =>
+  formatBigUnits(lots, market.lotDecimals);
 const money = (amount: string, currency: string): Money => ({ amount, currency });
 
 /**
- * quote / base as a price in ticks, rounded half up: `quoteUnits` ledger units of the quote asset
- * per `lots` of the base asset. Used for candle VWAPs (the candle keeps only these two sums).
+ * The volume-weighted average price in ticks, rounded half up: `notional` = Σ price × volume (ticks
+ * × lots) over `lots` = Σ volume. Exact sums of the trades' own prices, not of their rounded-down
+ * costs, so the result lies between the lowest and the highest price traded (both whole ticks).
+ * 0 when nothing traded.
  */
-export function averagePrice(
-  market: MarketSpec,
-  quoteDecimals: number,
-  quoteUnits: number,
-  lots: number,
-): bigint {
-  if (lots === 0) return 0n;
-  // ticks = quoteUnits·10^-qd / (lots·10^-ld) · 10^pd
-  const exponent = market.pairDecimals + market.lotDecimals - quoteDecimals;
-  const num = BigInt(quoteUnits) * (exponent >= 0 ? POW10N[exponent]! : 1n);
-  const den = BigInt(lots) * (exponent < 0 ? POW10N[-exponent]! : 1n);
-  return (2n * num + den) / (2n * den);
+export function averagePrice(notional: bigint, lots: bigint): bigint {
+  return lots === 0n ? 0n : (2n * notional + lots) / (2n * lots);
 }
 
 /** The VWAP of a candle or a ticker window as a price string (from its two exact sums). */
-export const formatVwap = (
-  market: MarketSpec,
-  quoteDecimals: number,
-  quoteUnits: number,
-  lots: number,
-): string => formatBigUnits(averagePrice(market, quoteDecimals, quoteUnits, lots), market.pairDecimals);
+export const formatVwap = (market: MarketSpec, notional: bigint, lots: bigint): string =>
+  formatBigUnits(averagePrice(notional, lots), market.pairDecimals);
 
 /**
  * Volume-weighted average of the trades' own prices, in ticks, rounded half up. Exact, unlike
@@ -87,7 +78,7 @@ export function tradesAveragePrice(trades: readonly Trade[]): bigint {
     notional += BigInt(t.price) * BigInt(t.volume);
     lots += BigInt(t.volume);
   }
-  return lots === 0n ? 0n : (2n * notional + lots) / (2n * lots);
+  return averagePrice(notional, lots);
 }
 
 export function serializeMarket(market: MarketSpec): MarketRecord {
@@ -125,8 +116,8 @@ export function serializeTicker(
     base_currency: market.base,
     target_currency: market.quote,
     last_price: price(input.last),
-    base_volume: formatVolume(market, input.today.volume),
-    target_volume: formatUnits(input.today.quoteVolume, quote.decimals),
+    base_volume: formatTotalVolume(market, input.today.volume),
+    target_volume: formatBigUnits(input.today.quoteVolume, quote.decimals),
     bid: price(input.bestBid),
     ask: price(input.bestAsk),
     high: price(input.today.high),
@@ -134,16 +125,15 @@ export function serializeTicker(
   };
 }
 
-export function serializeCandle(candle: Candle, market: MarketSpec, catalogue: AssetLookup): CandleRecord {
-  const quote = assetOf(catalogue, market.quote);
+export function serializeCandle(candle: Candle, market: MarketSpec): CandleRecord {
   return {
     time: candle.start,
     open: formatPrice(market, candle.open),
     high: formatPrice(market, candle.high),
     low: formatPrice(market, candle.low),
     close: formatPrice(market, candle.close),
-    vwap: formatVwap(market, quote.decimals, candle.quoteVolume, candle.volume),
-    volume: formatVolume(market, candle.volume),
+    vwap: formatVwap(market, candle.notional, candle.volume),
+    volume: formatTotalVolume(market, candle.volume),
     count: candle.count,
   };
 }

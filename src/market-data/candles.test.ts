@@ -84,8 +84,9 @@ describe('CandleAggregator', () => {
       high: 120,
       low: 90,
       close: 110,
-      volume: 10,
-      quoteVolume: 200 + 120 + 271 + 440,
+      volume: 10n,
+      quoteVolume: BigInt(200 + 120 + 271 + 440),
+      notional: BigInt(200 + 120 + 270 + 440),
       count: 4,
     });
     assert.deepEqual(agg.current(MARKET, 1), minute);
@@ -134,8 +135,9 @@ describe('CandleAggregator', () => {
       high: 70 as Price,
       low: 40 as Price,
       close: 60 as Price,
-      volume: 5 as Volume,
-      quoteVolume: 300 as Amount,
+      volume: 5n,
+      quoteVolume: 300n,
+      notional: 301n,
       count: 3,
     };
     const older: Candle = { ...stored, start: t0 - 60, open: 1 as Price };
@@ -148,8 +150,9 @@ describe('CandleAggregator', () => {
       ...stored,
       high: 80,
       close: 80,
-      volume: 6,
-      quoteVolume: 380,
+      volume: 6n,
+      quoteVolume: 380n,
+      notional: 381n,
       count: 4,
     });
   });
@@ -175,11 +178,14 @@ describe('CandleAggregator', () => {
     assert.deepEqual(agg.apply(MARKET, []), []);
   });
 
-  test('refuses a volume total beyond the exact integer range', () => {
+  test('sums past the exact integer range of numbers stay exact (BigInt)', () => {
     const agg = new CandleAggregator([]);
     const t = microsOf(secondsOf('2024-03-15T13:47:00Z'));
-    agg.apply(MARKET, [trade(t, 1, Number.MAX_SAFE_INTEGER, 1)]);
-    assert.throws(() => agg.apply(MARKET, [trade(t, 1, 1, 1)]), RangeError);
+    agg.apply(MARKET, [trade(t, 3, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)]);
+    const [minute] = only(agg.apply(MARKET, [trade(t, 2, 1, 1)]), 1);
+    assert.equal(minute?.volume, BigInt(Number.MAX_SAFE_INTEGER) + 1n);
+    assert.equal(minute?.quoteVolume, BigInt(Number.MAX_SAFE_INTEGER) + 1n);
+    assert.equal(minute?.notional, 3n * BigInt(Number.MAX_SAFE_INTEGER) + 2n);
   });
 });
 
@@ -277,11 +283,15 @@ describe('CandleAggregator properties', () => {
           assert.equal(candle.low, Math.min(...prices));
           assert.equal(
             candle.volume,
-            inside.reduce((sum, t) => sum + t.volume, 0),
+            inside.reduce((sum, t) => sum + BigInt(t.volume), 0n),
           );
           assert.equal(
             candle.quoteVolume,
-            inside.reduce((sum, t) => sum + t.cost, 0),
+            inside.reduce((sum, t) => sum + BigInt(t.cost), 0n),
+          );
+          assert.equal(
+            candle.notional,
+            inside.reduce((sum, t) => sum + BigInt(t.price) * BigInt(t.volume), 0n),
           );
           assert.equal(candle.count, inside.length);
         }

@@ -2,7 +2,7 @@
  * Candle aggregation: pure and synchronous, so the sequencer can compute a batch's candles before
  * committing them together with the trades, and rebuild the aggregator from the store afterwards.
  */
-import type { Amount, MarketId, Price, Volume } from '../domain/types.js';
+import type { MarketId, Price } from '../domain/types.js';
 import type { Trade } from '../engine/types.js';
 import { type Candle, INTERVALS, type Interval } from './candle.js';
 
@@ -23,13 +23,6 @@ export function candleStart(seconds: number, interval: Interval): number {
 
 export const tradeSeconds = (trade: Pick<Trade, 'time'>): number => floorDiv(trade.time, MICROS_PER_SECOND);
 
-function checkedSum(a: number, b: number, what: string): number {
-  const sum = a + b;
-  // Money is never rounded silently (docs/money.md): a total past 2^53 - 1 is refused.
-  if (!Number.isSafeInteger(sum)) throw new RangeError(`candle ${what} exceeds the exact integer range`);
-  return sum;
-}
-
 function openCandle(marketId: MarketId, interval: Interval, start: number, trade: Trade): Candle {
   return {
     marketId,
@@ -39,8 +32,9 @@ function openCandle(marketId: MarketId, interval: Interval, start: number, trade
     high: trade.price,
     low: trade.price,
     close: trade.price,
-    volume: trade.volume,
-    quoteVolume: trade.cost,
+    volume: BigInt(trade.volume),
+    quoteVolume: BigInt(trade.cost),
+    notional: BigInt(trade.price) * BigInt(trade.volume),
     count: 1,
   };
 }
@@ -51,8 +45,9 @@ function extendCandle(candle: Candle, trade: Trade): Candle {
     high: Math.max(trade.price, candle.high) as Price,
     low: Math.min(trade.price, candle.low) as Price,
     close: trade.price,
-    volume: checkedSum(candle.volume, trade.volume, 'volume') as Volume,
-    quoteVolume: checkedSum(candle.quoteVolume, trade.cost, 'quote volume') as Amount,
+    volume: candle.volume + BigInt(trade.volume),
+    quoteVolume: candle.quoteVolume + BigInt(trade.cost),
+    notional: candle.notional + BigInt(trade.price) * BigInt(trade.volume),
     count: candle.count + 1,
   };
 }

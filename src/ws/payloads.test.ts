@@ -126,13 +126,14 @@ const stats = (s: Partial<TradeStats>): TradeStats => ({
   high: null,
   low: null,
   last: null,
-  volume: v(0),
-  quoteVolume: 0,
+  volume: 0n,
+  quoteVolume: 0n,
+  notional: 0n,
   count: 0,
   ...s,
 });
 
-test('ticker: 24 h figures, best bid and ask, vwap from the exact quote volume', () => {
+test('ticker: 24 h figures, best bid and ask, vwap from the exact sum of price × volume', () => {
   const message = tickerMessage(m, 'update', {
     // 1.5 BTC for 45 750.00 EUR: vwap 30 500.0
     stats: stats({
@@ -140,8 +141,9 @@ test('ticker: 24 h figures, best bid and ask, vwap from the exact quote volume',
       high: p(310_000),
       low: p(299_000),
       last: p(310_000),
-      volume: v(150_000_000),
-      quoteVolume: 4_575_000,
+      volume: 150_000_000n,
+      quoteVolume: 4_575_000n,
+      notional: 45_750_000_000_000n,
       count: 3,
     }),
     last: p(310_000),
@@ -183,7 +185,7 @@ test('ticker: an empty window and an empty book show zeros, a fall shows a negat
   assert.equal(empty.change, '0.0');
   assert.equal(empty.change_pct, '0.00');
   const fall = tickerMessage(m, 'update', {
-    stats: stats({ open: p(310_000), last: p(300_000), volume: v(1), quoteVolume: 1 }),
+    stats: stats({ open: p(310_000), last: p(300_000), volume: 1n, quoteVolume: 1n, notional: 300_000n }),
     last: p(300_000),
     bestBid: undefined,
     bestAsk: undefined,
@@ -201,8 +203,9 @@ test('ohlc: interval start in both forms, the candle at market precision, data.t
     high: p(301_000),
     low: p(299_000),
     close: p(300_500),
-    volume: v(200_000_000),
-    quoteVolume: 6_010_000 as Amount,
+    volume: 200_000_000n,
+    quoteVolume: 6_010_000n,
+    notional: 60_100_000_000_000n,
     count: 4,
   };
   assert.deepEqual(candleMessage(m, 'update', candle, T0), {

@@ -46,6 +46,8 @@ export interface ChannelMessage<C extends string, D> {
 
 const price = (m: FeedMarket, ticks: number): string => formatUnits(ticks, m.spec.pairDecimals);
 const qty = (m: FeedMarket, lots: number): string => formatUnits(lots, m.spec.lotDecimals);
+/** A summed volume (candle, statistics): a BigInt, it may exceed 2^53 lots. */
+const totalQty = (m: FeedMarket, lots: bigint): string => formatBigUnits(lots, m.spec.lotDecimals);
 
 // Times. Integer arithmetic only: a microsecond count has no exact binary fraction of a second.
 
@@ -192,8 +194,8 @@ export function tickerMessage(
         ask: price(m, input.bestAsk?.[0] ?? 0),
         ask_qty: qty(m, input.bestAsk?.[1] ?? 0),
         last: price(m, input.last ?? 0),
-        volume: qty(m, stats.volume),
-        vwap: formatVwap(m.spec, m.quoteDecimals, stats.quoteVolume, stats.volume),
+        volume: totalQty(m, stats.volume),
+        vwap: formatVwap(m.spec, stats.notional, stats.volume),
         low: price(m, stats.low ?? 0),
         high: price(m, stats.high ?? 0),
         change: price(m, change),
@@ -243,8 +245,8 @@ export function candleMessage(
       low: price(m, candle.low),
       close: price(m, candle.close),
       trades: candle.count,
-      volume: qty(m, candle.volume),
-      vwap: formatVwap(m.spec, m.quoteDecimals, candle.quoteVolume, candle.volume),
+      volume: totalQty(m, candle.volume),
+      vwap: formatVwap(m.spec, candle.notional, candle.volume),
       interval_begin: rfc3339(begin),
       interval: candle.interval,
       timestamp: rfc3339(updatedAt),

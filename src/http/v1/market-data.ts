@@ -171,7 +171,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
       if (after === undefined) throw errorB(422, [rule.format('since')]);
       const candles = exchange.store.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
-      return candles.map((candle) => serializeCandle(candle, market, catalogue));
+      return candles.map((candle) => serializeCandle(candle, market));
     },
   );
 

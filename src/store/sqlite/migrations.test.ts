@@ -182,6 +182,55 @@ describe('migrations', () => {
     assert.deepEqual(ids(store.loadSnapshot().openOrders), [1, 3, 4]);
   });
 
+  test('v4 turns the candle sums of a v3 database into exact TEXT and computes each notional from its trades', (t) => {
+    const path = tempPath(t);
+    const v3 = new Database(path);
+    migrate(v3, MIGRATIONS.slice(0, 3));
+    v3.exec(`INSERT INTO assets VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 2);
+      INSERT INTO markets VALUES (1, 'BTC', 'EUR', 1, 8, 1, 0, 0);`);
+    const trade = v3.prepare(
+      `INSERT INTO trades (id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id,
+         maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time)
+       VALUES (?, 1, ?, ?, ?, 1, 2, 1, 2, 'buy', 'limit', 0, 0, ?)`,
+    );
+    const minute = 1_700_000_040; // a whole minute
+    // Two trades in one minute at 60226.8 whose costs were rounded down; a third one the next
+    // minute with a huge price × volume (beyond SQLite's 64-bit integers); the clock stepped back
+    // for the fourth, which joined the current (second) minute's candle.
+    trade.run(1, 602_268, 123, 7, minute * 1_000_000);
+    trade.run(2, 602_268, 77, 4, minute * 1_000_000 + 1);
+    trade.run(3, 900_000_000_000, 9_000_000_000_000, 1, (minute + 60) * 1_000_000);
+    trade.run(4, 10, 5, 0, (minute + 1) * 1_000_000);
+    const candle = v3.prepare(
+      `INSERT INTO candles (market_id, interval, start, open, high, low, close, volume, quote_volume, count)
+       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    candle.run(1, minute, 602_268, 602_268, 602_268, 602_268, 200, 11, 2);
+    candle.run(1, minute + 60, 900_000_000_000, 900_000_000_000, 10, 10, 9_000_000_000_005, 1, 2);
+    // A candle whose trades are not in the table: its VWAP becomes its close.
+    candle.run(1, minute - 600, 50, 70, 40, 60, 3, 2, 1);
+    v3.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const candles = store.listCandles(BTCEUR, 1, 0, 10);
+    assert.deepEqual(
+      candles.map((c) => [c.start, c.volume, c.quoteVolume, c.notional, c.count]),
+      [
+        [minute - 600, 3n, 2n, 180n, 1],
+        [minute, 200n, 11n, 602_268n * 200n, 2],
+        [minute + 60, 9_000_000_000_005n, 1n, 900_000_000_000n * 9_000_000_000_000n + 50n, 2],
+      ],
+    );
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.equal(db.prepare('SELECT typeof(volume) FROM candles LIMIT 1').pluck().get(), 'text');
+    // The columns refuse what the code would never write.
+    assert.throws(() => db.prepare("UPDATE candles SET volume = '012'").run(), /CHECK/);
+    assert.throws(() => db.prepare("UPDATE candles SET notional = '-1'").run(), /CHECK/);
+    assert.throws(() => db.prepare("UPDATE candles SET quote_volume = '1e3'").run(), /CHECK/);
+  });
+
   test('refuse a database from a newer release and misnumbered migrations', (t) => {
     const path = tempPath(t);
     const db = new Database(path);

@@ -17,7 +17,18 @@ export interface Migration {
   readonly version: number;
   readonly description: string;
   readonly sql: string;
+  /**
+   * Data rewriting that SQL cannot do exactly (BigInt arithmetic), run after `sql` in the same
+   * transaction. Self-contained: it reads and writes the tables as they are at this version and
+   * calls no application code, which may change after it is written.
+   */
+  readonly upgrade?: (db: Database.Database) => void;
 }
+
+/** A canonical non-negative decimal integer held as TEXT (no sign, no leading zero): a CHECK. */
+const digits = (column: string) =>
+  `${column} TEXT NOT NULL CHECK (length(${column}) BETWEEN 1 AND 60 AND ${column} NOT GLOB '*[^0-9]*'
+     AND (${column} = '0' OR substr(${column}, 1, 1) <> '0'))`;
 
 const DEFERRED = 'DEFERRABLE INITIALLY DEFERRED';
 
@@ -190,7 +201,97 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX orders_open_by_user ON orders (user_id, id DESC, market_id) WHERE status = 'open';
     `,
   },
+  {
+    version: 4,
+    description: 'candle sums as exact decimal TEXT, and the sum of price × volume the VWAP is computed from',
+    // A candle's volume and quote volume add up trades without bound: they can pass 2^53 (the
+    // exact range of the code's numbers) and even 2^63 (SQLite's INTEGER), so they are TEXT
+    // holding canonical decimal digits, read back as BigInt. `notional` is Σ price × volume in
+    // ticks × lots (up to ~2^106 per trade): the VWAP is notional / volume, exact, so it always
+    // lies between the candle's low and high (before, it came from the rounded-down costs).
+    sql: `
+      CREATE TABLE candles_v4 (
+        market_id INTEGER NOT NULL REFERENCES markets (id) ${DEFERRED},
+        interval INTEGER NOT NULL,
+        start INTEGER NOT NULL,
+        open INTEGER NOT NULL,
+        high INTEGER NOT NULL,
+        low INTEGER NOT NULL,
+        close INTEGER NOT NULL,
+        ${digits('volume')},
+        ${digits('quote_volume')},
+        ${digits('notional')},
+        count INTEGER NOT NULL,
+        PRIMARY KEY (market_id, interval, start)
+      ) STRICT, WITHOUT ROWID;
+      INSERT INTO candles_v4
+        SELECT market_id, interval, start, open, high, low, close,
+               CAST(volume AS TEXT), CAST(quote_volume AS TEXT), '0', count
+        FROM candles;
+      DROP TABLE candles;
+      ALTER TABLE candles_v4 RENAME TO candles;
+    `,
+    upgrade: computeCandleNotionals,
+  },
 ];
+
+/**
+ * v4: the notional (Σ price × volume) of every existing candle, replayed exactly from the trades
+ * as the aggregator built the candle: trades in id order; a trade opens a new candle when its
+ * interval start is after the current one's, otherwise it joins the current one (a clock stepped
+ * back). A candle whose trades are not all there (its replayed volume differs) gets close × volume:
+ * its VWAP then shows the close, which at least lies within its low and high.
+ */
+function computeCandleNotionals(db: Database.Database): void {
+  const intervals = [1, 5, 15, 30, 60, 240, 1440, 10080, 21600];
+  const updates: Array<[string, number, number, number, string]> = [];
+  const markets = db.prepare<[], number>('SELECT DISTINCT market_id FROM candles').pluck().all();
+  const trades = db.prepare<[number], { price: number; volume: number; time: number }>(
+    'SELECT price, volume, time FROM trades WHERE market_id = ? ORDER BY id',
+  );
+  for (const market of markets) {
+    const current = new Map<number, { start: number; volume: bigint; notional: bigint }>();
+    const close = (interval: number) => {
+      const c = current.get(interval);
+      if (c !== undefined)
+        updates.push([c.notional.toString(), market, interval, c.start, c.volume.toString()]);
+    };
+    for (const t of trades.iterate(market)) {
+      const seconds = Math.floor(t.time / 1_000_000);
+      for (const interval of intervals) {
+        const length = interval * 60;
+        const start = Math.floor(seconds / length) * length;
+        const c = current.get(interval);
+        if (c === undefined || start > c.start) {
+          close(interval);
+          current.set(interval, {
+            start,
+            volume: BigInt(t.volume),
+            notional: BigInt(t.price) * BigInt(t.volume),
+          });
+        } else {
+          c.volume += BigInt(t.volume);
+          c.notional += BigInt(t.price) * BigInt(t.volume);
+        }
+      }
+    }
+    for (const interval of intervals) close(interval);
+  }
+  const update = db.prepare<[string, number, number, number, string]>(
+    'UPDATE candles SET notional = ? WHERE market_id = ? AND interval = ? AND start = ? AND volume = ?',
+  );
+  for (const row of updates) update.run(...row);
+  const missing = db
+    .prepare<[], { market_id: number; interval: number; start: number; close: number; volume: string }>(
+      "SELECT market_id, interval, start, close, volume FROM candles WHERE notional = '0' AND volume <> '0'",
+    )
+    .all();
+  const fallback = db.prepare<[string, number, number, number]>(
+    'UPDATE candles SET notional = ? WHERE market_id = ? AND interval = ? AND start = ?',
+  );
+  for (const c of missing)
+    fallback.run((BigInt(c.close) * BigInt(c.volume)).toString(), c.market_id, c.interval, c.start);
+}
 
 export const SCHEMA_VERSION: number = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
 
@@ -213,6 +314,7 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
     const pending = migrations.filter((m) => m.version > current);
     for (const migration of pending) {
       db.exec(migration.sql);
+      migration.upgrade?.(db);
       // user_version lives in the database header and is rolled back with the transaction.
       db.pragma(`user_version = ${migration.version}`);
     }

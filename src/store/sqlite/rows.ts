@@ -98,8 +98,10 @@ export interface CandleRow {
   readonly high: number;
   readonly low: number;
   readonly close: number;
-  readonly volume: number;
-  readonly quote_volume: number;
+  /** Canonical decimal digits (TEXT): sums over trades may exceed SQLite's 64-bit integers. */
+  readonly volume: string;
+  readonly quote_volume: string;
+  readonly notional: string;
   readonly count: number;
 }
 
@@ -137,7 +139,7 @@ export const ORDER_COLUMNS =
 export const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 export const CANDLE_COLUMNS =
-  'market_id, interval, start, open, high, low, close, volume, quote_volume, count';
+  'market_id, interval, start, open, high, low, close, volume, quote_volume, notional, count';
 
 export const assetFromRow = (r: AssetRow): AssetSpec => ({
   code: r.code as AssetCode,
@@ -228,8 +230,9 @@ export const candleFromRow = (r: CandleRow): Candle => ({
   high: r.high as Price,
   low: r.low as Price,
   close: r.close as Price,
-  volume: r.volume as Volume,
-  quoteVolume: r.quote_volume as Amount,
+  volume: BigInt(r.volume),
+  quoteVolume: BigInt(r.quote_volume),
+  notional: BigInt(r.notional),
   count: r.count,
 });
 

@@ -585,6 +585,21 @@ describe('SqliteStore: candles', () => {
     ]);
     assert.deepEqual(store.latestCandles(9 as MarketId), []);
   });
+
+  test('candle sums past 2^63 (beyond SQLite integers) are kept exactly across a reopen', (t) => {
+    const { store, path } = tempStore(t);
+    const huge = {
+      volume: 2n ** 64n + 7n,
+      quoteVolume: 2n ** 70n + 1n,
+      notional: 2n ** 110n + 3n,
+    };
+    store.commit(batch({ ...CATALOGUE, candles: [candle(60, huge)] }));
+    assert.deepEqual(store.listCandles(BTCEUR, 1, 0, 10), [candle(60, huge)]);
+    store.close();
+    const reopened = SqliteStore.open({ path });
+    t.after(() => reopened.close());
+    assert.deepEqual(reopened.latestCandles(BTCEUR), [candle(60, huge)]);
+  });
 });
 
 describe('SqliteStore: users, API keys, ledger', () => {

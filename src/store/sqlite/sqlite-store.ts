@@ -458,12 +458,13 @@ function prepareWrites(db: Database.Database) {
       'INSERT INTO ledger_entries (user_id, asset, kind, amount, reference, time) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     upsertCandle: db.prepare<
-      [number, number, number, number, number, number, number, number, number, number]
+      [number, number, number, number, number, number, number, string, string, string, number]
     >(
-      `INSERT INTO candles (${CANDLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO candles (${CANDLE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (market_id, interval, start) DO UPDATE SET
          open = excluded.open, high = excluded.high, low = excluded.low, close = excluded.close,
-         volume = excluded.volume, quote_volume = excluded.quote_volume, count = excluded.count`,
+         volume = excluded.volume, quote_volume = excluded.quote_volume,
+         notional = excluded.notional, count = excluded.count`,
     ),
     upsertMeta: db.prepare<[string, number]>(
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
@@ -595,8 +596,9 @@ function upsertCandle(s: WriteStatements, c: Candle): void {
     c.high,
     c.low,
     c.close,
-    c.volume,
-    c.quoteVolume,
+    c.volume.toString(),
+    c.quoteVolume.toString(),
+    c.notional.toString(),
     c.count,
   );
 }

@@ -145,8 +145,9 @@ export function candle(start: number, fields: Partial<Candle> = {}): Candle {
     high: 12 as Price,
     low: 9 as Price,
     close: 11 as Price,
-    volume: 3 as Volume,
-    quoteVolume: 33 as Amount,
+    volume: 3n,
+    quoteVolume: 33n,
+    notional: 32n,
     count: 2,
     ...fields,
   };

@@ -93,3 +93,38 @@ test('with an unknown pair, volume and price get form checks only', () => {
     price: ['The price field must be a string.'],
   });
 });
+
+test('an order whose amounts would leave the exact range (2^53 - 1 units) is refused, stating the limit', () => {
+  const limit = { order_direction: 'buy', order_type: 'limit' };
+  // ETH has 12 decimals and ETH/BTC volumes 4: one lot is 10^8 units, so at most 90071992 lots.
+  assert.deepEqual(errorsOf({ ...limit, pair: 'ETH/BTC', volume: '9007.1993', price: '0.00001' }), {
+    volume: ['The volume field must not be greater than 9007.1992.'],
+  });
+  assert.deepEqual(errorsOf({ ...limit, order_type: 'market', pair: 'ETHBTC', volume: '10000' }), {
+    volume: ['The volume field must not be greater than 9007.1992.'],
+  });
+  assert.equal(
+    validateCreateOrder({ ...limit, pair: 'ETH/BTC', volume: '9007.1992', price: '0.00001' }, catalogue).ok,
+    true,
+  );
+  // 90,000,000 BTC at 3,000,000.0 EUR costs 2.7·10^14 EUR: more than 2^53 - 1 cents.
+  const tooLarge = [
+    'The order value (price × volume, fees included) must not be greater than 90071992547409.91 EUR.',
+  ];
+  assert.deepEqual(errorsOf({ ...limit, pair: 'BTC/EUR', volume: '90000000', price: '3000000.0' }), {
+    volume: tooLarge,
+  });
+  assert.deepEqual(
+    errorsOf({ ...limit, order_direction: 'sell', pair: 'BTC/EUR', volume: '90000000', price: '3000000.0' }),
+    { volume: tooLarge },
+  );
+  // Cost within the range, but not once the fee (up to 0.16%) is added to what a buy reserves.
+  // 1 BTC at 90071992547399.9 EUR costs 9007199254739990 cents: within the range, the fee is not.
+  assert.deepEqual(errorsOf({ ...limit, pair: 'BTC/EUR', volume: '1', price: '90071992547399.9' }), {
+    volume: tooLarge,
+  });
+  assert.equal(
+    validateCreateOrder({ ...limit, pair: 'BTC/EUR', volume: '1', price: '89000000000000.0' }, catalogue).ok,
+    true,
+  );
+});

@@ -7,12 +7,25 @@
  *   order_type       required | string | in:market,limit
  *   pair             required | string | exists (BTC/EUR or BTCEUR)
  *   volume           required | string | plain decimal > 0 | <= lotDecimals decimals | >= ordermin
+ *                    | <= 2^53 - 1 base units | (limit) price × volume + fee <= 2^53 - 1 quote units
  *   price            required_unless:order_type,market | string | plain decimal > 0 | <= pairDecimals decimals
  *
  * The price of a market order is ignored, whatever it holds (Kraken does the same).
+ *
+ * The two range rules keep every amount of the order exact (docs/money.md, "Limits that follow"):
+ * its volume in base units, and for a limit order its cost with the largest fee of the market
+ * (what a buy reserves; a sell's proceeds are less). The engine checks the same, as a last guard.
  */
 import type { Catalogue } from '../app/ports.js';
-import type { MarketSpec, OrderType, Price, Side, Volume } from '../domain/types.js';
+import { formatBigUnits, MAX_UNITS, POW10N } from '../domain/money.js';
+import {
+  FEE_RATE_DECIMALS,
+  type MarketSpec,
+  type OrderType,
+  type Price,
+  type Side,
+  type Volume,
+} from '../domain/types.js';
 import { FieldErrors, rule } from './errors.js';
 import { decimalFormError, isAbsent, parsePositiveDecimal, resolvePair } from './parse.js';
 import { formatVolume } from './serializers.js';
@@ -47,9 +60,41 @@ function choice(
   return undefined;
 }
 
+const MAX = BigInt(MAX_UNITS);
+const FEE_SCALE = POW10N[FEE_RATE_DECIMALS]!;
+
+/**
+ * The message of the first range rule `volume` (lots) breaks at `price` (ticks, 0 for a market
+ * order), or undefined. Exact in BigInt: the products may pass 2^53.
+ */
+function rangeError(
+  market: MarketSpec,
+  catalogue: Pick<Catalogue, 'asset'>,
+  volume: number,
+  price: number,
+): string | undefined {
+  const base = catalogue.asset(market.base);
+  const quote = catalogue.asset(market.quote);
+  if (base === undefined || quote === undefined) return undefined; // a market always has both
+  const unitsPerLot = POW10N[base.decimals - market.lotDecimals]!;
+  if (BigInt(volume) * unitsPerLot > MAX) {
+    const maxLots = MAX / unitsPerLot;
+    return rule.max('volume', formatBigUnits(maxLots, market.lotDecimals));
+  }
+  if (price === 0) return undefined;
+  // cost = floor(price × volume × 10^qd / 10^(pd + ld)); the fee rounded up, to bound any rounding.
+  const cost =
+    (BigInt(price) * BigInt(volume) * POW10N[quote.decimals]!) /
+    POW10N[market.pairDecimals + market.lotDecimals]!;
+  const maxFee = BigInt(Math.max(market.makerFee, market.takerFee));
+  const fee = (cost * maxFee + FEE_SCALE - 1n) / FEE_SCALE;
+  if (cost + fee <= MAX) return undefined;
+  return `The order value (price × volume, fees included) must not be greater than ${formatBigUnits(MAX, quote.decimals)} ${quote.code}.`;
+}
+
 export function validateCreateOrder(
   body: unknown,
-  catalogue: Pick<Catalogue, 'marketByName'>,
+  catalogue: Pick<Catalogue, 'marketByName' | 'asset'>,
 ): CreateOrderResult {
   // A body that is not a JSON object carries no fields: every required field is missing.
   const fields: Readonly<Record<string, unknown>> =
@@ -94,6 +139,11 @@ export function validateCreateOrder(
       if (!parsed.ok) errors.add('price', parsed.message);
       else price = parsed.value;
     }
+  }
+
+  if (market !== undefined && volume !== undefined && (type === 'market' || price > 0)) {
+    const message = rangeError(market, catalogue, volume, type === 'market' ? 0 : price);
+    if (message !== undefined) errors.add('volume', message);
   }
 
   if (

@@ -221,6 +221,49 @@ describe('risk checks', () => {
     ok(engine.apply({ kind: 'withdraw', userId: alice, asset: BTC, amount: 40_000 as Amount }, T));
     auditOk(engine);
   });
+
+  test('amounts past 2^53 - 1 units are refused as too large, never thrown or rounded', () => {
+    const { engine, market } = venue(0, 0);
+    const MAX = Number.MAX_SAFE_INTEGER;
+    fund(engine, alice, EUR, 2_000_000_000);
+    fund(engine, bob, EUR, 2_000_000_000);
+    // At 0.1 EUR per BTC, MAX lots (90,071,992 BTC) cost 9,007,199.25 EUR: each bid fits alone,
+    // but two at one price would make the level's total pass 2^53 - 1 lots.
+    ok(engine.apply(order(market, alice, 'buy', 1, MAX), T));
+    const before = engine.snapshot();
+    const second = engine.apply(order(market, bob, 'buy', 1, MAX), T);
+    assert.ok(!second.ok);
+    assert.equal(second.error.code, 'too_large');
+    assert.equal(second.error.field, 'volume');
+    assert.deepEqual(engine.snapshot(), before);
+    assert.deepEqual(engine.levels(market, 'buy'), [[1, MAX]]);
+    // A buy whose cost plus fee cannot be held exactly.
+    const pricey = engine.apply(order(market, bob, 'buy', MAX, 100_000_000), T);
+    assert.ok(!pricey.ok);
+    assert.equal(pricey.error.code, 'too_large');
+  });
+
+  test('a buy whose volume in base units passes 2^53 - 1 is refused as too large', () => {
+    const engine = new Engine();
+    ok(engine.apply({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 }, T));
+    ok(engine.apply({ kind: 'createAsset', code: 'ETH', name: 'Ether', type: 'crypto', decimals: 10 }, T));
+    const market = {
+      kind: 'createMarket',
+      base: 'ETH' as AssetCode,
+      quote: EUR,
+      pairDecimals: 2,
+      lotDecimals: 4,
+      ordermin: 1 as Volume,
+      makerFee: 0 as FeeRate,
+      takerFee: 0 as FeeRate,
+    } as const;
+    ok(engine.apply(market, T));
+    fund(engine, bob, EUR, 1_000_000_000);
+    // One lot is 10^6 units: 9,007,199,255 lots are more than 2^53 - 1 units of ETH.
+    const result = engine.apply(order(1 as MarketId, bob, 'buy', 1, 9_007_199_255), T);
+    assert.ok(!result.ok);
+    assert.equal(result.error.code, 'too_large');
+  });
 });
 
 describe('cancel and self-trade prevention', () => {

@@ -348,7 +348,6 @@ export class Engine {
     if (isLimit && !isPositiveInt(c.price))
       return reject('invalid_price', 'The price must be greater than zero.', 'price');
     if (!isPositiveInt(c.userId)) return reject('invalid_amount', 'Unknown user.', 'user');
-
     // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
     const account = this.ledger.account(c.userId);
     let hold: number;
@@ -362,6 +361,7 @@ export class Engine {
       const cost = this.costOf(market, c.price, c.volume);
       if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
       hold = cost + this.feeOf(cost, market.maxFee);
+      if (hold > MAX_UNITS) return reject('too_large', 'The order value is too large.', 'volume');
     } else {
       // A market buy may spend at most what the buyer has available.
       asset = market.quote;
@@ -370,6 +370,16 @@ export class Engine {
     }
     if (this.ledger.available(account, asset) < hold)
       return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+    // Every amount stays exact (docs/money.md): a limit order's volume in base units and the total
+    // of the price level it may rest at (resting buys are bounded by no balance in base units). A
+    // market buy's volume is only a ceiling: what it receives is bounded by the makers' volumes.
+    if (isLimit) {
+      if (c.volume * market.baseUnitsPerLot > MAX_UNITS)
+        return reject('too_large', 'The volume is too large.', 'volume');
+      const own = c.side === 'buy' ? market.bids : market.asks;
+      if ((own.level(c.price)?.total ?? 0) + c.volume > MAX_UNITS)
+        return reject('too_large', 'The volume at this price is too large.', 'volume');
+    }
 
     const order = new LiveOrder(
       this.nextOrderId++,

@@ -281,11 +281,21 @@ export class ReferenceBook {
       const cost = this.costOf(m, c.price, c.volume);
       if (cost > MAX) return 'too_large';
       hold = cost + ReferenceBook.fee(cost, Math.max(m.makerFee, m.takerFee));
+      if (hold > MAX) return 'too_large';
     } else {
       hold = available;
       if (hold <= 0n) return 'insufficient_funds';
     }
     if (available < hold) return 'insufficient_funds';
+    if (isLimit) {
+      // Every amount exact: the volume in base units, and the total of the level it may rest at.
+      if (this.baseUnits(m, c.volume) > MAX) return 'too_large';
+      let level = BigInt(c.volume);
+      for (const o of this.open)
+        if (o.marketId === m.id && o.side === c.side && o.price === c.price)
+          level += BigInt(o.volume - o.executed);
+      if (level > MAX) return 'too_large';
+    }
 
     const taker: RefOrder = {
       id: this.nextOrderId++,

@@ -3,9 +3,28 @@
  * inputs are plain decimal strings converted exactly; the error says which field is wrong.
  */
 import type { Catalogue } from '../app/ports.js';
-import { parseDecimal } from '../domain/money.js';
-import { type AssetCode, FEE_RATE_DECIMALS, type FeeRate, type Volume } from '../domain/types.js';
+import { formatBigUnits, MAX_UNITS, parseDecimal } from '../domain/money.js';
+import {
+  type AssetCode,
+  type AssetSpec,
+  FEE_RATE_DECIMALS,
+  type FeeRate,
+  type Volume,
+} from '../domain/types.js';
 import type { Command } from '../engine/types.js';
+
+/**
+ * The least an asset must be able to hold, in whole units. Every amount is at most 2^53 - 1 of the
+ * asset's smallest unit (docs/money.md): at 10 decimals that is 900,719.9 units, at 12 only 9,007,
+ * at 18 less than 0.01: net deposits, a balance, one order could never pass it.
+ */
+export const MIN_ASSET_CAP_UNITS = 100_000;
+/** The most decimals an asset may have: the largest d with (2^53 - 1) / 10^d >= MIN_ASSET_CAP_UNITS. */
+export const MAX_ASSET_DECIMALS = 10;
+
+/** (2^53 - 1) / 10^decimals as an exact decimal: the most of an asset any amount can be. */
+const assetCap = (decimals: number): string => formatBigUnits(BigInt(MAX_UNITS), decimals);
+const hasUsableRange = (decimals: number): boolean => decimals <= MAX_ASSET_DECIMALS;
 
 export const DEFAULT_MAKER_FEE = '0.0016';
 export const DEFAULT_TAKER_FEE = '0.0026';
@@ -81,9 +100,21 @@ export function assetCommand(input: unknown): Extract<Command, { kind: 'createAs
     throw new InputError('name', 'The name must be 1 to 64 characters.');
   const type = stringField(body, 'type')!;
   if (type !== 'crypto' && type !== 'fiat') throw new InputError('type', 'The type must be crypto or fiat.');
-  const decimals = integerField(body, 'decimals', 0, 12);
+  // Any count is read, so that a token's real precision (18) gets the message with its cap.
+  const decimals = integerField(body, 'decimals', 0, 40);
+  if (!hasUsableRange(decimals))
+    throw new InputError(
+      'decimals',
+      `At ${decimals} decimals an amount is capped at ${assetCap(decimals)} units (2^53 - 1 of the smallest unit); ` +
+        `an asset must be able to hold at least ${MIN_ASSET_CAP_UNITS} units, so it may have at most ${MAX_ASSET_DECIMALS} decimals.`,
+    );
   return { kind: 'createAsset', code, name, type, decimals };
 }
+
+const marketCapMessage = (asset: AssetSpec): string =>
+  `${asset.code} has ${asset.decimals} decimals: an order in this market could move at most ` +
+  `${assetCap(asset.decimals)} ${asset.code} (2^53 - 1 of its smallest unit); ` +
+  `a market needs assets that can hold at least ${MIN_ASSET_CAP_UNITS} units.`;
 
 export function marketCommand(
   input: unknown,
@@ -94,7 +125,15 @@ export function marketCommand(
   const quote = stringField(body, 'quote')!;
   const baseAsset = catalogue.asset(base);
   if (baseAsset === undefined) throw new InputError('base', `Unknown asset ${base}.`);
-  if (catalogue.asset(quote) === undefined) throw new InputError('quote', `Unknown asset ${quote}.`);
+  const quoteAsset = catalogue.asset(quote);
+  if (quoteAsset === undefined) throw new InputError('quote', `Unknown asset ${quote}.`);
+  // An order's volume (base) and cost (quote) are capped like any amount of their asset. Assets
+  // created before the precision rule may have too small a range: no market is opened on them.
+  for (const [field, asset] of [
+    ['base', baseAsset],
+    ['quote', quoteAsset],
+  ] as const)
+    if (!hasUsableRange(asset.decimals)) throw new InputError(field, marketCapMessage(asset));
   const pairDecimals = integerField(body, 'pair_decimals', 0, 12);
   const lotDecimals = integerField(body, 'lot_decimals', 0, baseAsset.decimals);
   const ordermin = decimalField(body, 'ordermin', lotDecimals);

@@ -83,6 +83,22 @@ describe('admin API', () => {
     assert.deepEqual(await t.admin('GET', '/assets'), before);
   });
 
+  test('an asset precision that leaves an absurdly small exact range is refused with the cap', async () => {
+    const before = await t.admin('GET', '/assets');
+    const refused = await t.admin('POST', '/assets', {
+      code: 'WEI',
+      name: 'Token',
+      type: 'crypto',
+      decimals: 18,
+    });
+    assert.equal(refused.status, 422);
+    const error = (refused.body as { error: { code: string; field: string; message: string } }).error;
+    assert.equal(error.code, 'invalid_input');
+    assert.equal(error.field, 'decimals');
+    assert.match(error.message, /capped at 0\.009007199254740991 units/);
+    assert.deepEqual(await t.admin('GET', '/assets'), before);
+  });
+
   test('deposits are idempotent on their reference; withdrawals cannot exceed the balance', async () => {
     const user = (await t.admin('POST', '/users', { email: 'ops@example.com' })).body as { id: number };
     const first = await t.admin('POST', `/users/${user.id}/deposits`, {

@@ -56,6 +56,26 @@ describe('app: routing, limits, documents', () => {
     }
   });
 
+  test('an order whose amounts would leave the exact range is a 422 on volume stating the limit', async () => {
+    const r = await h.request('POST', '/v1/orders', {
+      as: alice,
+      body: {
+        order_direction: 'buy',
+        order_type: 'limit',
+        pair: 'BTC/EUR',
+        volume: '90000000',
+        price: '3000000',
+      },
+    });
+    assert.equal(r.status, 422);
+    const body = r.json as { errors: Record<string, string[]> };
+    assert.deepEqual(Object.keys(body.errors), ['volume']);
+    assert.match(
+      body.errors.volume![0]!,
+      /^The order value \(price × volume, fees included\) must not be greater than [\d.]+ EUR\.$/,
+    );
+  });
+
   test('a body over the limit is 413, in the route’s shape', async () => {
     const big = JSON.stringify({ order_direction: 'buy', pad: 'x'.repeat(4096) });
     const r = await h.request('POST', '/v1/orders', { as: alice, body: big });

@@ -108,8 +108,36 @@ export interface CandleSums {
   market_id: number;
   interval: number;
   count: number;
-  volume: number;
-  quote_volume: number;
+  volume: bigint;
+  quote_volume: bigint;
+}
+
+/** Per market and interval, the candles' sums: exact, in BigInt (the columns are decimal TEXT). */
+function candleSums(
+  rows: ReadonlyArray<{
+    market_id: number;
+    interval: number;
+    count: number;
+    volume: string;
+    quote_volume: string;
+  }>,
+): CandleSums[] {
+  const sums = new Map<string, CandleSums>();
+  for (const r of rows) {
+    const key = `${r.market_id}:${r.interval}`;
+    const s = sums.get(key) ?? {
+      market_id: r.market_id,
+      interval: r.interval,
+      count: 0,
+      volume: 0n,
+      quote_volume: 0n,
+    };
+    s.count += r.count;
+    s.volume += BigInt(r.volume);
+    s.quote_volume += BigInt(r.quote_volume);
+    sums.set(key, s);
+  }
+  return [...sums.values()].sort((a, b) => a.market_id - b.market_id || a.interval - b.interval);
 }
 
 export interface Committed {
@@ -153,9 +181,10 @@ export function readCommitted(dbFile: string): Committed {
         meta: new Map(
           all<{ key: string; value: number }>('SELECT key, value FROM meta').map((r) => [r.key, r.value]),
         ),
-        candles: all<CandleSums>(
-          `SELECT market_id, interval, sum(count) AS count, sum(volume) AS volume, sum(quote_volume) AS quote_volume
-           FROM candles GROUP BY market_id, interval ORDER BY market_id, interval`,
+        candles: candleSums(
+          all<{ market_id: number; interval: number; count: number; volume: string; quote_volume: string }>(
+            'SELECT market_id, interval, count, volume, quote_volume FROM candles',
+          ),
         ),
       };
     } finally {
@@ -367,11 +396,7 @@ export function checkLedger(c: Committed): string[] {
   }
   for (const candle of c.candles) {
     const s = perMarket.get(candle.market_id) ?? { count: 0, volume: 0n, quote: 0n };
-    if (
-      candle.count !== s.count ||
-      BigInt(candle.volume) !== s.volume ||
-      BigInt(candle.quote_volume) !== s.quote
-    )
+    if (candle.count !== s.count || candle.volume !== s.volume || candle.quote_volume !== s.quote)
       fail(
         `candles of market ${candle.market_id}/${candle.interval}: ${candle.count} trades, history has ${s.count}`,
       );

@@ -109,7 +109,7 @@ describe('app: routing, limits, documents', () => {
     assert.equal(tradeWallet?.deprecated, true);
     // The 201 of POST /v1/orders documents its Location header (the new order's address).
     const created = (
-      doc.paths['/v1/orders']?.post as {
+      doc.paths['/v1/orders']!.post as {
         responses: Record<
           string,
           { headers?: Record<string, { schema?: { type?: string }; description?: string }> }

@@ -47,7 +47,7 @@ async function market() {
       makerFee: 100_000 as FeeRate,
       takerFee: 160_000 as FeeRate,
     },
-    ...USERS.flatMap((userId): Command[] => [
+    ...[...USERS, 4 as UserId].flatMap((userId): Command[] => [
       { kind: 'deposit', userId, asset: BTC, amount: 1_000_000_000_000 as Amount },
       { kind: 'deposit', userId, asset: EUR, amount: 1_000_000_000_000 as Amount },
     ]),
@@ -83,9 +83,9 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant('limit' as const),
       user: fc.integer({ min: 0, max: 2 }),
       side: fc.constantFrom('buy' as const, 'sell' as const),
-      // Thirty-one prices around 1000.0: levels are shared, crossed and swept, and a side holds
-      // more than the 10 levels of the checksum.
-      tick: fc.integer({ min: -15, max: 15 }),
+      // Prices from 998.0 to 1002.0, among and across the resting levels: levels are shared,
+      // crossed and swept.
+      tick: fc.integer({ min: -20, max: 20 }),
       lots: fc.integer({ min: 1, max: 5_000 }),
     }),
   },
@@ -107,6 +107,16 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
 );
+
+const restingOrder = (marketId: MarketId, side: 'buy' | 'sell', price: number): Command => ({
+  kind: 'placeOrder',
+  userId: 4 as UserId,
+  marketId,
+  side,
+  type: 'limit',
+  price: price as Price,
+  volume: 1_000 as Volume,
+});
 
 const batchesArb = fc.array(fc.array(stepArb, { minLength: 1, maxLength: 8 }), {
   minLength: 1,
@@ -135,6 +145,15 @@ test('a client applying every order-book update to the snapshot ends with the se
       const open = new Map<UserId, OrderId[]>(USERS.map((u) => [u, []]));
       const marketId = x.m.spec.id as MarketId;
       try {
+        // A resting book deeper than the checksum's 10 levels per side (user 4 never trades in the
+        // random steps, so only sweeps remove it): new best levels push levels out of the top 10
+        // and removals bring them back.
+        await Promise.all(
+          Array.from({ length: 15 }, (_, i) => [
+            x.exchange.submit(restingOrder(marketId, 'buy', 9_990 - i)),
+            x.exchange.submit(restingOrder(marketId, 'sell', 10_010 + i)),
+          ]).flat(),
+        );
         for (const [i, batch] of batches.entries()) {
           if (i === subscribeAt) {
             // A subscription catches up first, so the snapshot's sequence is the one the next

@@ -357,7 +357,8 @@ class SequencedExchange implements OpenExchange {
     trades: ReadonlyMap<MarketId, readonly Trade[]>,
   ): CommittedBatch {
     // Each change is one update message, numbered in the order the levels first changed; the
-    // numbers are taken now, at the commit, so a REST read already shows the book's new one.
+    // numbers are taken now, at the commit, so a snapshot read before the fan-out already carries
+    // the last of them (the sequence the next update follows).
     const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
     for (const key of levels) {
       let book = books.get(key.marketId);

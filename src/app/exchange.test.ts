@@ -63,7 +63,9 @@ test('a request is answered before its batch is passed to the (fan-out) listener
   assert.equal(seen.length, 0, 'the listener ran before the reply could be written');
   await nextTurn();
   assert.equal(seen.length, 1);
-  assert.deepEqual(seen[0]!.books.get(id)?.changes, [{ side: 'buy', price: 200, volume: 100_000 }]);
+  assert.deepEqual(seen[0]!.books.get(id)?.changes, [
+    { side: 'buy', price: 200, before: 0, volume: 100_000, sequence: 1 },
+  ]);
   await exchange.close();
 });
 
@@ -99,6 +101,30 @@ test('the sequence number is the committed one at once; listeners see each batch
     { sequence: sequenceBefore + 1, bids: 1 },
     { sequence: sequenceBefore + 2, bids: 2 },
   ]);
+  await exchange.close();
+});
+
+test('each changed level of a batch takes the next sequence number, in the order of the changes', async () => {
+  const { exchange, id } = await market();
+  const before = exchange.book(id, 0).sequence;
+  const seen: CommittedBatch[] = [];
+  exchange.onCommitted((batch) => seen.push(batch));
+  // One batch: 20.0 then 19.0 then 20.0 again (one change: its total after the batch, at its first place).
+  await Promise.all([
+    exchange.submit(bid(id, 200)),
+    exchange.submit(bid(id, 190)),
+    exchange.submit(bid(id, 200)),
+  ]);
+  assert.equal(exchange.book(id, 0).sequence, before + 2);
+  await nextTurn();
+  assert.equal(seen.length, 1);
+  assert.deepEqual(seen[0]!.books.get(id), {
+    sequence: before + 2,
+    changes: [
+      { side: 'buy', price: 200, before: 0, volume: 200_000, sequence: before + 1 },
+      { side: 'buy', price: 190, before: 0, volume: 100_000, sequence: before + 2 },
+    ],
+  });
   await exchange.close();
 });
 

@@ -425,25 +425,26 @@ class SequencedExchange implements OpenExchange {
     candles: Candle[],
     trades: ReadonlyMap<MarketId, readonly Trade[]>,
   ): CommittedBatch {
-    const changesByMarket = new Map<MarketId, LevelChange[]>();
+    // Each change is one update message, numbered in the order the levels first changed; the
+    // numbers are taken now, at the commit, so a snapshot read before the fan-out already carries
+    // the last of them (the sequence the next update follows).
+    const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
     for (const key of levels) {
-      let list = changesByMarket.get(key.marketId);
-      if (list === undefined) {
-        list = [];
-        changesByMarket.set(key.marketId, list);
+      let book = books.get(key.marketId);
+      if (book === undefined) {
+        book = { sequence: this.bookSequences.get(key.marketId) ?? 0, changes: [] };
+        books.set(key.marketId, book);
       }
-      list.push({
+      book.sequence += 1;
+      book.changes.push({
         side: key.side,
         price: key.price,
+        before: key.before,
         volume: this.engine.levelVolume(key.marketId, key.side, key.price),
+        sequence: book.sequence,
       });
     }
-    const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
-    for (const [marketId, changes] of changesByMarket) {
-      const sequence = (this.bookSequences.get(marketId) ?? 0) + 1;
-      this.bookSequences.set(marketId, sequence);
-      books.set(marketId, { sequence, changes });
-    }
+    for (const [marketId, book] of books) this.bookSequences.set(marketId, book.sequence);
     return { events, books, candles, trades };
   }
 

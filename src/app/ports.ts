@@ -38,17 +38,25 @@ export interface LedgerRequest {
   readonly reference?: string;
 }
 
+/** One changed level of a committed batch: one `order-book` update message. */
 export interface LevelChange {
   readonly side: Side;
   readonly price: Price;
+  /** The level's total before the batch (0: there was no level). */
+  readonly before: Volume;
   /** The level's total after the batch; 0 means the level is gone. */
   readonly volume: Volume;
+  /** The book's sequence number once this change is applied: +1 per change, per market. */
+  readonly sequence: number;
 }
 
 /** What one committed batch changed, handed to listeners after the commit, in engine order. */
 export interface CommittedBatch {
   readonly events: readonly EngineEvent[];
-  /** Per market, every level whose total changed, with its new total, plus the book's new sequence number. */
+  /**
+   * Per market, every level whose total changed, in the order of their first changes, each with
+   * its new total and its own sequence number, plus the book's sequence after the last of them.
+   */
   readonly books: ReadonlyMap<
     MarketId,
     { readonly sequence: number; readonly changes: readonly LevelChange[] }
@@ -75,7 +83,7 @@ export interface TradeStats {
 }
 
 export interface BookView {
-  /** Increases by one with every committed batch that changes the book. */
+  /** Increases by one with every changed level of a committed batch (one `order-book` update each). */
   readonly sequence: number;
   readonly bids: BookLevels;
   readonly asks: BookLevels;

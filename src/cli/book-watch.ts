@@ -1,7 +1,8 @@
 /**
  * `openspot book PAIR --watch`: a live view of the order book and the last trades over the
  * WebSocket channels, redrawn in place (alternate screen, at most ten frames a second). With
- * --json, or when stdout is not a terminal, it prints one JSON line per book change instead.
+ * --json, or when stdout is not a terminal, it prints one JSON line per book change instead
+ * (one per order-book update, i.e. per changed level, once the local book verified it).
  * Ctrl-C (or SIGTERM) disconnects, restores the terminal and exits.
  */
 import type { TickerItem, TradeItem } from '../client/channels.js';

@@ -69,21 +69,37 @@ export type TradeMessage = ChannelMessage<'trade', TradeItem[]>;
 
 export interface BookLevelText {
   readonly price: Decimal;
-  /** The level's new total; "0…" removes the level. */
+  /** The level's total; in an update, "0…" removes the level. */
   readonly qty: Decimal;
 }
+/** The `snapshot`: every level of the book. */
 export interface BookData {
   readonly symbol: string;
   /** Best first: bids from the highest price down. */
   readonly bids: readonly BookLevelText[];
   /** Best first: asks from the lowest price up. */
   readonly asks: readonly BookLevelText[];
-  /** The book's sequence after this message: +1 per change batch, so a gap means lost messages. */
+  /** The sequence the next update follows. */
   readonly sequence: number;
-  /** CRC-32 of the top 10 levels after this message (Kraken's book checksum). */
+  /** CRC-32 of the top 10 levels (Kraken's book checksum). */
   readonly checksum: number;
 }
-export type BookMessage = ChannelMessage<'book', BookData>;
+/**
+ * An `update`: one changed level, on the side whose field is an object (the other is `[]`), with
+ * its new total. Updates come in the order the levels changed.
+ */
+export interface BookUpdateData {
+  readonly symbol: string;
+  readonly bids: BookLevelText | readonly [];
+  readonly asks: BookLevelText | readonly [];
+  /** +1 per update: a gap means lost messages. */
+  readonly sequence: number;
+  /** CRC-32 of the top 10 levels after this update (Kraken's book checksum). */
+  readonly checksum: number;
+}
+export type BookMessage =
+  | (ChannelMessage<'book', BookData> & { readonly type: 'snapshot' })
+  | (ChannelMessage<'book', BookUpdateData> & { readonly type: 'update' });
 
 export type ExecutionEvent = 'accepted' | 'trade' | 'closed' | 'canceled';
 export interface ExecutionData {

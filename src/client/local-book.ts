@@ -1,12 +1,13 @@
 /**
  * A local copy of one market's order book, kept from the `order-book.{pair}` channel: a
- * `snapshot` message (every level) then `update` messages (changed levels with their new totals;
- * a zero quantity removes the level). Each message carries the book's `sequence`; an update whose
- * sequence is not the previous one plus one means messages were lost, and the only repair is a
- * fresh snapshot, which the server sends on every (re)subscription. The top-10 checksum of every
- * message is verified too, which catches a book that drifted for any other reason.
+ * `snapshot` message (every level) then one `update` message per changed level (the side whose
+ * field is an object, with the level's new total; a zero quantity removes the level). Each message
+ * carries the book's `sequence`; an update whose sequence is not the previous one plus one means
+ * messages were lost, and the only repair is a fresh snapshot, which the server sends on every
+ * (re)subscription. The top-10 checksum of every message is verified too, which catches a book
+ * that drifted for any other reason.
  */
-import type { BookData, BookLevelText, BookMessage } from './channels.js';
+import type { BookData, BookLevelText, BookMessage, BookUpdateData } from './channels.js';
 import { bookChecksum } from './checksum.js';
 import { compareDecimal, isZeroDecimal } from './decimal.js';
 
@@ -109,7 +110,7 @@ export class LocalBook {
     return this.#check(data);
   }
 
-  applyUpdate(data: BookData): BookApplyResult {
+  applyUpdate(data: BookUpdateData): BookApplyResult {
     if (this.#sequence === undefined) return { status: 'awaiting-snapshot' };
     const expected = this.#sequence + 1;
     if (data.sequence !== expected) {
@@ -117,13 +118,13 @@ export class LocalBook {
       this.reset();
       return { status: 'gap', expected, received: data.sequence };
     }
-    for (const level of data.bids) this.#bids.set(level);
-    for (const level of data.asks) this.#asks.set(level);
+    for (const level of levelsOf(data.bids)) this.#bids.set(level);
+    for (const level of levelsOf(data.asks)) this.#asks.set(level);
     this.#sequence = data.sequence;
     return this.#check(data);
   }
 
-  #check(data: BookData): BookApplyResult {
+  #check(data: BookData | BookUpdateData): BookApplyResult {
     if (!this.#verify || typeof data.checksum !== 'number') return { status: 'ok' };
     const computed = bookChecksum(this.asks(), this.bids());
     if (computed === data.checksum) return { status: 'ok' };
@@ -131,3 +132,7 @@ export class LocalBook {
     return { status: 'checksum', expected: data.checksum, computed };
   }
 }
+
+/** An update's side: `[]` (unchanged) or one level; a list is taken as it is (older servers sent one). */
+const levelsOf = (side: BookLevelText | readonly BookLevelText[]): readonly BookLevelText[] =>
+  Array.isArray(side) ? side : [side as BookLevelText];

@@ -12,7 +12,7 @@ import { verifySignature } from '../auth/signature.js';
 import type { AssetCode, FeeRate, MarketId, Price, Volume } from '../domain/types.js';
 import { signChannelAuth } from '../ws/channel-auth.js';
 import { type ChannelProvider, parseChannelName } from '../ws/channels.js';
-import { bookSnapshotMessage, bookUpdateMessage, feedMarket } from '../ws/payloads.js';
+import { bookSnapshotMessage, bookUpdateMessages, feedMarket } from '../ws/payloads.js';
 import { createRealtimeServer } from '../ws/server.js';
 import type { BookMessage, ExecutionMessage, MessageType, TickerMessage } from './channels.js';
 import { OpenSpotClient } from './client.js';
@@ -202,13 +202,22 @@ test('localBook resubscribes after a sequence gap and is whole again', { timeout
     assert.deepEqual(sub.book.bids(), [{ price: '100.0', qty: '0.00000003' }]);
 
     const six: BookView = { sequence: 6, bids: [[1000 as Price, 4 as Volume]], asks: [] };
-    const update = (view: BookView, price: number, qty: number, side: 'buy' | 'sell'): BookMessage =>
-      bookUpdateMessage(
+    /** The one message of a one-level change that brings the book to `view`. */
+    const update = (view: BookView, price: number, before: number, qty: number, side: 'buy' | 'sell') =>
+      bookUpdateMessages(
         market,
-        { sequence: view.sequence, changes: [{ side, price: price as Price, volume: qty as Volume }] },
+        [
+          {
+            side,
+            price: price as Price,
+            before: before as Volume,
+            volume: qty as Volume,
+            sequence: view.sequence,
+          },
+        ],
         view,
-      ) as BookMessage;
-    s.realtime.publish('order-book.BTCEUR', 'update', update(six, 1000, 4, 'buy'));
+      )[0] as BookMessage;
+    s.realtime.publish('order-book.BTCEUR', 'update', update(six, 1000, 3, 4, 'buy'));
     await results.count(2);
     assert.deepEqual(sub.book.bids(), [{ price: '100.0', qty: '0.00000004' }]);
 
@@ -219,7 +228,7 @@ test('localBook resubscribes after a sequence gap and is whole again', { timeout
       asks: [[1100 as Price, 2 as Volume]],
     };
     s.setBook(eight);
-    s.realtime.publish('order-book.BTCEUR', 'update', update(eight, 1100, 2, 'sell'));
+    s.realtime.publish('order-book.BTCEUR', 'update', update(eight, 1100, 0, 2, 'sell'));
     const statuses = await results.count(4);
     assert.deepEqual(statuses, ['ok', 'ok', 'gap', 'ok']);
     assert.equal(sub.book.sequence, 8);

@@ -317,3 +317,36 @@ test('restore from a snapshot continues exactly where the engine stopped', () =>
   assert.deepEqual(restored.apply(next, T), engine.apply(next, T));
   assert.deepEqual(restored.snapshot(), engine.snapshot());
 });
+
+describe('changed levels (drainChanges)', () => {
+  test('are listed in the order of their first change, across sides, each once with its total before', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100_000_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_100, 20_000), T));
+    engine.drainChanges();
+    // One batch: a bid rests, an ask rests, then a buy sweeps the first ask and adds to it again.
+    ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T));
+    ok(engine.apply(order(market, alice, 'sell', 300_200, 30_000), T));
+    ok(engine.apply(order(market, bob, 'buy', 300_100, 20_000), T));
+    ok(engine.apply(order(market, alice, 'sell', 300_100, 50_000), T));
+    ok(engine.apply(order(market, bob, 'buy', 299_500, 10_000), T));
+    const levels = engine.drainChanges().levels.map(({ side, price, before }) => [side, price, before]);
+    assert.deepEqual(levels, [
+      ['buy', 299_000, 0],
+      ['sell', 300_200, 0],
+      ['sell', 300_100, 20_000],
+      ['buy', 299_500, 0],
+    ]);
+    assert.equal(engine.levelVolume(market, 'sell', 300_100 as Price), 50_000);
+  });
+
+  test('a level that ends the batch as it began is not listed', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 100_000_000);
+    engine.drainChanges();
+    const id = idOf(ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T)));
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id }, T));
+    assert.deepEqual(engine.drainChanges().levels, []);
+  });
+});

@@ -59,8 +59,12 @@ interface Market {
   readonly maxFee: number;
   readonly bids: BookSide;
   readonly asks: BookSide;
-  readonly dirtyBids: Set<number>;
-  readonly dirtyAsks: Set<number>;
+  /**
+   * Levels changed since the last drain, in first-change order, each with its total before that
+   * change. Keyed by price for bids and by −price for asks (prices are positive), so one map keeps
+   * the order of changes across both sides.
+   */
+  readonly dirtyLevels: Map<number, number>;
 }
 
 class LiveOrder implements RestingOrder {
@@ -115,6 +119,12 @@ const reject = (code: RejectCode, message: string, field?: string): CommandResul
   ok: false,
   error: field === undefined ? { code, message } : ({ code, message, field } satisfies Rejection),
 });
+
+/** Records a level about to change (once per drain: the first change keeps its place and total). */
+function markLevel(market: Market, side: Side, book: BookSide, price: number): void {
+  const key = side === 'buy' ? price : -price;
+  if (!market.dirtyLevels.has(key)) market.dirtyLevels.set(key, book.level(price)?.total ?? 0);
+}
 
 const isPositiveInt = (n: number): boolean => Number.isSafeInteger(n) && n > 0;
 
@@ -288,8 +298,7 @@ export class Engine {
       maxFee: Math.max(spec.makerFee, spec.takerFee),
       bids: new BookSide(true),
       asks: new BookSide(false),
-      dirtyBids: new Set(),
-      dirtyAsks: new Set(),
+      dirtyLevels: new Map(),
     };
     this.markets.set(spec.id, market);
     this.marketByPair.set(`${spec.base}${spec.quote}`, market);
@@ -407,8 +416,8 @@ export class Engine {
     } else {
       this.openOrders.set(order.id, order);
       const side = order.side === 'buy' ? market.bids : market.asks;
+      markLevel(market, order.side, side, order.price);
       side.append(order);
-      (order.side === 'buy' ? market.dirtyBids : market.dirtyAsks).add(order.price);
     }
     return undefined;
   }
@@ -417,12 +426,12 @@ export class Engine {
   private match(taker: LiveOrder, takerAccount: Account, time: Micros): boolean {
     const market = taker.market;
     const book = taker.side === 'buy' ? market.asks : market.bids;
-    const dirty = taker.side === 'buy' ? market.dirtyAsks : market.dirtyBids;
+    const makerSide = taker.side === 'buy' ? 'sell' : 'buy';
     const isLimit = taker.type === 'limit';
     const budgeted = !isLimit && taker.side === 'buy';
     for (let level = book.best; level !== null && taker.remaining > 0; level = book.best) {
       if (isLimit && (taker.side === 'buy' ? level.price > taker.price : level.price < taker.price)) break;
-      dirty.add(level.price);
+      markLevel(market, makerSide, book, level.price);
       let maker = level.head as LiveOrder | null;
       while (maker !== null && taker.remaining > 0) {
         const next = maker.next as LiveOrder | null;
@@ -535,8 +544,9 @@ export class Engine {
     // Another user's order is reported exactly like a missing one, so ids reveal nothing.
     if (order === undefined || order.userId !== userId) return reject('order_not_found', 'Order not found.');
     const market = order.market;
-    (order.side === 'buy' ? market.bids : market.asks).unlink(order);
-    (order.side === 'buy' ? market.dirtyBids : market.dirtyAsks).add(order.price);
+    const side = order.side === 'buy' ? market.bids : market.asks;
+    markLevel(market, order.side, side, order.price);
+    side.unlink(order);
     this.openOrders.delete(order.id);
     this.finish(order, 'canceled', CancelReason.user, time);
     return undefined;
@@ -587,12 +597,15 @@ export class Engine {
     this.dirtyOrders.length = 0;
     const levels: LevelKey[] = [];
     for (const market of this.markets.values()) {
-      for (const price of market.dirtyBids)
-        levels.push({ marketId: market.spec.id, side: 'buy', price: price as Price });
-      for (const price of market.dirtyAsks)
-        levels.push({ marketId: market.spec.id, side: 'sell', price: price as Price });
-      market.dirtyBids.clear();
-      market.dirtyAsks.clear();
+      for (const [key, before] of market.dirtyLevels) {
+        const side = key > 0 ? 'buy' : 'sell';
+        const price = Math.abs(key);
+        // A level changed and changed back within the batch (placed then canceled) is no change.
+        const after = (side === 'buy' ? market.bids : market.asks).level(price)?.total ?? 0;
+        if (after === before) continue;
+        levels.push({ marketId: market.spec.id, side, price: price as Price, before: before as Volume });
+      }
+      market.dirtyLevels.clear();
     }
     return {
       orders,

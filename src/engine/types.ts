@@ -164,11 +164,17 @@ export interface Sequences {
   readonly nextMarketId: number;
 }
 
-/** One price level whose total changed; the total is read from the book when it is needed. */
+/**
+ * One price level whose total changed (net, over the drain), with its total before; the new
+ * total is read from the book when it is needed. Listed per market in the order of the levels'
+ * first changes.
+ */
 export interface LevelKey {
   readonly marketId: MarketId;
   readonly side: Side;
   readonly price: Price;
+  /** The level's total at the previous drain (0: there was no level). */
+  readonly before: Volume;
 }
 
 /** What changed since the last drain: what a store must write to persist the engine's state. */

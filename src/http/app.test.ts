@@ -127,10 +127,37 @@ describe('app: routing, limits, documents', () => {
     }
     const tradeWallet = doc.paths['/v1/trade-wallet']?.get as { deprecated?: boolean } | undefined;
     assert.equal(tradeWallet?.deprecated, true);
+    // The 201 of POST /v1/orders documents its Location header (the new order's address).
+    const created = (
+      doc.paths['/v1/orders']!.post as {
+        responses: Record<
+          string,
+          { headers?: Record<string, { schema?: { type?: string }; description?: string }> }
+        >;
+      }
+    ).responses['201'];
+    assert.equal(created?.headers?.Location?.schema?.type, 'string');
+    assert.match(String(created?.headers?.Location?.description), /\/v1\/orders\/\{order_id\}/);
+    // Without PUBLIC_URL the server is relative: the origin that served the document.
+    assert.deepEqual((r.json as { servers?: unknown }).servers, [
+      { url: '/', description: 'The origin serving this document' },
+    ]);
     const page = await h.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(page.headers['content-type'] as string, /text\/html/);
   });
+});
+
+test('OpenAPI document: with PUBLIC_URL, that origin is the server', async () => {
+  const h = await startHarness({ publicUrl: 'https://api.example.com' });
+  try {
+    const r = await h.request('GET', '/v1/openapi.json');
+    assert.deepEqual((r.json as { servers?: unknown }).servers, [
+      { url: 'https://api.example.com', description: 'Public origin (PUBLIC_URL)' },
+    ]);
+  } finally {
+    await h.close();
+  }
 });
 
 describe('app: failures', () => {

@@ -57,6 +57,13 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
           'need X-API-Key and X-API-Sign = base64(HMAC-SHA512(base64decode(secret), METHOD + ' +
           'hex(SHA-256(raw body bytes, or "{}" when empty)))).',
       },
+      // Paths include /v1, so the server is an origin. Without PUBLIC_URL it is relative: the
+      // origin this document was fetched from (right behind a proxy, on every listening address).
+      servers: [
+        options.config.publicUrl === undefined
+          ? { url: '/', description: 'The origin serving this document' }
+          : { url: options.config.publicUrl.replace(/\/+$/, ''), description: 'Public origin (PUBLIC_URL)' },
+      ],
       components: {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },

@@ -136,7 +136,7 @@ test('exchange feed: snapshots on subscribe, then updates of every channel after
     assert.deepEqual(book1.data, {
       symbol: 'BTC/EUR',
       bids: [],
-      asks: [{ price: '30000.0', qty: '1.00000000' }],
+      asks: { price: '30000.0', qty: '1.00000000' },
       sequence: 1,
       checksum: bookChecksum([{ price: '30000.0', qty: '1.00000000' }], []),
     });
@@ -174,10 +174,10 @@ test('exchange feed: snapshots on subscribe, then updates of every channel after
     assert.equal(typeof item!.trade_id, 'number');
 
     const book2 = payload(await client.next(on(channels.book))).data as {
-      asks: TextLevel[];
+      asks: TextLevel;
       sequence: number;
     };
-    assert.deepEqual(book2.asks, [{ price: '30000.0', qty: '0.60000000' }]);
+    assert.deepEqual(book2.asks, { price: '30000.0', qty: '0.60000000' });
     assert.equal(book2.sequence, 2);
 
     const ticker2 = (payload(await client.next(on(channels.ticker))).data as Record<string, string>[])[0]!;
@@ -222,7 +222,7 @@ test('exchange feed: snapshots on subscribe, then updates of every channel after
     const bookSnapshot = (await subscribe(late.client, late.socketId, channels.book)) as {
       data: { asks: TextLevel[]; sequence: number; checksum: number };
     };
-    assert.deepEqual(bookSnapshot.data.asks, book2.asks);
+    assert.deepEqual(bookSnapshot.data.asks, [book2.asks]);
     assert.equal(bookSnapshot.data.sequence, 2);
     const tradeSnapshot = (await subscribe(late.client, late.socketId, channels.trade)) as {
       data: unknown[];
@@ -254,6 +254,60 @@ test('exchange feed: snapshots on subscribe, then updates of every channel after
         .status,
       404,
     );
+    late.client.close();
+    client.close();
+  } finally {
+    await x.stop();
+  }
+});
+
+test('exchange feed: a batch that changes several levels sends one order-book update per level, in order', async () => {
+  const x = await setup();
+  try {
+    const { client, socketId } = await RawClient.established(x.url);
+    const channel = 'order-book.BTCEUR';
+    await subscribe(client, socketId, channel);
+    // One batch: three asks rest, 30010.0 first.
+    await Promise.all([
+      x.place(MAKER, 'sell', 'limit', 300_100, 20_000_000),
+      x.place(MAKER, 'sell', 'limit', 300_000, 10_000_000),
+      x.place(MAKER, 'sell', 'limit', 300_200, 30_000_000),
+    ]);
+    // One taker sweeps 30000.0 and 30010.0 and takes part of 30020.0.
+    await x.place(TAKER, 'buy', 'market', 0, 40_000_000);
+    const updates: { bids: unknown; asks: TextLevel; sequence: number; checksum: number }[] = [];
+    for (let i = 0; i < 6; i += 1)
+      updates.push(payload(await client.next(on(channel))).data as (typeof updates)[number]);
+    const level = (price: string, qty: string): TextLevel => ({ price, qty });
+    assert.deepEqual(
+      updates.map((u) => [u.bids, u.asks, u.sequence]),
+      [
+        [[], level('30010.0', '0.20000000'), 1],
+        [[], level('30000.0', '0.10000000'), 2],
+        [[], level('30020.0', '0.30000000'), 3],
+        [[], level('30000.0', '0.00000000'), 4],
+        [[], level('30010.0', '0.00000000'), 5],
+        [[], level('30020.0', '0.20000000'), 6],
+      ],
+    );
+    // Each checksum is the book's right after that message.
+    const books = [
+      [level('30010.0', '0.20000000')],
+      [level('30000.0', '0.10000000'), level('30010.0', '0.20000000')],
+      [level('30000.0', '0.10000000'), level('30010.0', '0.20000000'), level('30020.0', '0.30000000')],
+      [level('30010.0', '0.20000000'), level('30020.0', '0.30000000')],
+      [level('30020.0', '0.30000000')],
+      [level('30020.0', '0.20000000')],
+    ];
+    assert.deepEqual(
+      updates.map((u) => u.checksum),
+      books.map((asks) => bookChecksum(asks, [])),
+    );
+    // REST and a new subscription's snapshot carry the sequence the next update follows.
+    assert.equal(x.exchange.book(x.marketId, 0).sequence, 6);
+    const late = await RawClient.established(x.url);
+    const snapshot = (await subscribe(late.client, late.socketId, channel)) as { data: { sequence: number } };
+    assert.equal(snapshot.data.sequence, 6);
     late.client.close();
     client.close();
   } finally {

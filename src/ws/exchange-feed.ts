@@ -14,11 +14,12 @@ import type { Trade } from '../engine/types.js';
 import { serializeOrder, serializeUserTrade } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
 import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
+import { CHECKSUM_DEPTH } from './crc32.js';
 import { executionSteps } from './executions.js';
 import { silentLogger, type WsLogger } from './logger.js';
 import {
   bookSnapshotMessage,
-  bookUpdateMessage,
+  bookUpdateMessages,
   candleMessage,
   executionMessage,
   executionsSnapshotMessage,
@@ -196,13 +197,15 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
   function publishBook(m: FeedMarket, update: NonNullable<ReturnType<CommittedBatch['books']['get']>>): void {
     const channel = channelName.book(m.pair);
     if (!watched(channel)) return;
-    const top = exchange.book(m.spec.id, 10);
-    if (top.sequence !== update.sequence)
+    // The book after the batch, deep enough to rebuild the top 10 between its messages.
+    const after = exchange.book(m.spec.id, CHECKSUM_DEPTH + update.changes.length);
+    if (after.sequence !== update.sequence)
       context.logger.warn(
-        { market: m.symbol, batch: update.sequence, book: top.sequence },
-        'book moved past the batch: checksum describes the newer book',
+        { market: m.symbol, batch: update.sequence, book: after.sequence },
+        'book moved past the batch: checksums describe the newer book',
       );
-    publisher.publish(channel, UPDATE_EVENT, bookUpdateMessage(m, update, top));
+    for (const message of bookUpdateMessages(m, update.changes, after))
+      publisher.publish(channel, UPDATE_EVENT, message);
   }
 
   function publishTicker(m: FeedMarket, traded: boolean): void {

@@ -19,7 +19,7 @@ import type { Candle } from '../market-data/candle.js';
 import { bookChecksum } from './crc32.js';
 import {
   bookSnapshotMessage,
-  bookUpdateMessage,
+  bookUpdateMessages,
   candleMessage,
   changePercent,
   feedMarket,
@@ -83,32 +83,70 @@ test('book snapshot: every level, formatted, with sequence and the checksum of t
   });
 });
 
-test('book update: changed levels sorted best first, a removed level has qty zero', () => {
-  const message = bookUpdateMessage(
+test('book updates: one message per changed level, in order, one side an object and the other []', () => {
+  // Before the batch: bids 20.0 × 7, asks 30.0 × 3. The batch: a bid at 10.0 rests, the ask at 30.0
+  // is taken, the bid at 20.0 is canceled, an ask at 25.0 rests.
+  const messages = bookUpdateMessages(
     m,
-    {
-      sequence: 7,
-      changes: [
-        { side: 'buy', price: p(100), volume: v(5) },
-        { side: 'sell', price: p(300), volume: v(0) },
-        { side: 'buy', price: p(200), volume: v(0) },
-        { side: 'sell', price: p(250), volume: v(9) },
-      ],
-    },
+    [
+      { side: 'buy', price: p(100), before: v(0), volume: v(5), sequence: 7 },
+      { side: 'sell', price: p(300), before: v(3), volume: v(0), sequence: 8 },
+      { side: 'buy', price: p(200), before: v(7), volume: v(0), sequence: 9 },
+      { side: 'sell', price: p(250), before: v(0), volume: v(9), sequence: 10 },
+    ],
     { bids: [[p(100), v(5)]], asks: [[p(250), v(9)]] },
   );
-  assert.deepEqual(message.data.bids, [
-    { price: '20.0', qty: '0.00000000' },
-    { price: '10.0', qty: '0.00000005' },
-  ]);
-  assert.deepEqual(message.data.asks, [
-    { price: '25.0', qty: '0.00000009' },
-    { price: '30.0', qty: '0.00000000' },
-  ]);
-  assert.equal(message.data.sequence, 7);
-  assert.equal(
-    message.data.checksum,
-    bookChecksum([{ price: '25.0', qty: '0.00000009' }], [{ price: '10.0', qty: '0.00000005' }]),
+  const level = (price: string, qty: string) => ({ price, qty });
+  const expected = [
+    // [bids, asks] of each message, then the book after it: asks, bids (best first).
+    [
+      level('10.0', '0.00000005'),
+      [],
+      [level('30.0', '0.00000003')],
+      [level('20.0', '0.00000007'), level('10.0', '0.00000005')],
+    ],
+    [[], level('30.0', '0.00000000'), [], [level('20.0', '0.00000007'), level('10.0', '0.00000005')]],
+    [level('20.0', '0.00000000'), [], [], [level('10.0', '0.00000005')]],
+    [[], level('25.0', '0.00000009'), [level('25.0', '0.00000009')], [level('10.0', '0.00000005')]],
+  ] as const;
+  assert.deepEqual(
+    messages,
+    expected.map(([bids, asks, bookAsks, bookBids], i) => ({
+      channel: 'book',
+      type: 'update',
+      data: {
+        symbol: 'BTC/EUR',
+        bids,
+        asks,
+        sequence: 7 + i,
+        checksum: bookChecksum(bookAsks, bookBids),
+      },
+    })),
+  );
+});
+
+test('book updates: the checksums see the levels below the top 10 that the batch covered or uncovered', () => {
+  // After the batch: asks 0.5, 0.7, then 1.0 … 15.0 (× 1 each). The batch added 0.5 and 0.7 and
+  // removed 0.9 (× 4): between its messages the top 10 reaches levels below the final top 10.
+  const rest = Array.from({ length: 15 }, (_, i) => [p(10 * (i + 1)), v(1)] as [Price, Volume]);
+  const messages = bookUpdateMessages(
+    m,
+    [
+      { side: 'sell', price: p(9), before: v(4), volume: v(0), sequence: 1 },
+      { side: 'sell', price: p(5), before: v(0), volume: v(1), sequence: 2 },
+      { side: 'sell', price: p(7), before: v(0), volume: v(1), sequence: 3 },
+    ],
+    { bids: [], asks: [[p(5), v(1)], [p(7), v(1)], ...rest] },
+  );
+  const text = (levels: [Price, Volume][]) =>
+    levels.map(([price, qty]) => ({ price: (price / 10).toFixed(1), qty: `0.0000000${qty}` }));
+  assert.deepEqual(
+    messages.map((message) => message.data.checksum),
+    [
+      bookChecksum(text(rest), []),
+      bookChecksum(text([[p(5), v(1)], ...rest]), []),
+      bookChecksum(text([[p(5), v(1)], [p(7), v(1)], ...rest]), []),
+    ],
   );
 });
 

@@ -74,9 +74,20 @@ export interface BookData {
   readonly symbol: string;
   readonly bids: TextLevel[];
   readonly asks: TextLevel[];
-  /** The book's sequence after this message: +1 per committed batch that changed the book. */
+  /** The sequence the next update follows. */
   readonly sequence: number;
-  /** Kraken CRC-32 of the top 10 levels after this message (crc32.ts). */
+  /** Kraken CRC-32 of the top 10 levels (crc32.ts). */
+  readonly checksum: number;
+}
+
+/** One changed level: exactly one side is an object, the other `[]` (the interface's shape). */
+export interface BookUpdateData {
+  readonly symbol: string;
+  readonly bids: TextLevel | [];
+  readonly asks: TextLevel | [];
+  /** +1 per message: a client applies a message only if it follows the previous one. */
+  readonly sequence: number;
+  /** Kraken CRC-32 of the top 10 levels after this message. */
   readonly checksum: number;
 }
 
@@ -106,31 +117,82 @@ export function bookSnapshotMessage(m: FeedMarket, view: BookView): ChannelMessa
 }
 
 /**
- * The levels one batch changed, with their new totals (a zero qty removes the level), bids from
- * the highest price down and asks from the lowest up. `top` is the book after the batch.
+ * The top of one side of the book while the messages of a batch are built: levels best first,
+ * each formatted once. It holds the book's first levels after the batch, and each change's level
+ * whatever its depth; that is enough for the top 10 at every step (see `bookUpdateMessages`).
  */
-export function bookUpdateMessage(
+class SideTop {
+  private readonly levels: { price: number; volume: number; text?: TextLevel }[];
+
+  constructor(
+    private readonly m: FeedMarket,
+    levels: BookLevels,
+    private readonly descending: boolean,
+  ) {
+    this.levels = levels.map(([price, volume]) => ({ price, volume }));
+  }
+
+  /** Sets a level's total (0 removes it). */
+  set(at: number, volume: number): void {
+    let low = 0;
+    let high = this.levels.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      const p = this.levels[mid]!.price;
+      if (this.descending ? p > at : p < at) low = mid + 1;
+      else high = mid;
+    }
+    const found = this.levels[low]?.price === at;
+    if (volume === 0) {
+      if (found) this.levels.splice(low, 1);
+    } else if (found) this.levels[low] = { price: at, volume };
+    else this.levels.splice(low, 0, { price: at, volume });
+  }
+
+  top(): TextLevel[] {
+    const out: TextLevel[] = [];
+    for (const level of this.levels.slice(0, CHECKSUM_DEPTH)) {
+      level.text ??= { price: price(this.m, level.price), qty: qty(this.m, level.volume) };
+      out.push(level.text);
+    }
+    return out;
+  }
+}
+
+/**
+ * One update per changed level, in the order of the changes, each with the checksum of the book
+ * right after it. `after` is the book once every change is applied, best first, with at least
+ * CHECKSUM_DEPTH + (changes on that side) levels per side when the book has them.
+ *
+ * The book between two messages is rebuilt from `after` by putting back the totals the later
+ * changes replaced (`before`). Only the top 10 matter: every level a change does not touch has the
+ * same total at every step, and at most one such level per change is missing from the top
+ * CHECKSUM_DEPTH + changes of `after`, so those levels always hold the first ten.
+ */
+export function bookUpdateMessages(
   m: FeedMarket,
-  update: { readonly sequence: number; readonly changes: readonly LevelChange[] },
-  top: Pick<BookView, 'bids' | 'asks'>,
-): ChannelMessage<'book', BookData> {
-  const side = (s: 'buy' | 'sell'): readonly LevelChange[] =>
-    update.changes
-      .filter((c) => c.side === s)
-      .sort((a, b) => (s === 'buy' ? b.price - a.price : a.price - b.price));
-  const text = (changes: readonly LevelChange[]): TextLevel[] =>
-    changes.map((c) => ({ price: price(m, c.price), qty: qty(m, c.volume) }));
-  return {
-    channel: 'book',
-    type: 'update',
-    data: {
-      symbol: m.symbol,
-      bids: text(side('buy')),
-      asks: text(side('sell')),
-      sequence: update.sequence,
-      checksum: checksumOf(m, top),
-    },
-  };
+  changes: readonly LevelChange[],
+  after: Pick<BookView, 'bids' | 'asks'>,
+): ChannelMessage<'book', BookUpdateData>[] {
+  const count = (side: 'buy' | 'sell') => changes.reduce((n, c) => n + (c.side === side ? 1 : 0), 0);
+  const bids = new SideTop(m, after.bids.slice(0, CHECKSUM_DEPTH + count('buy')), true);
+  const asks = new SideTop(m, after.asks.slice(0, CHECKSUM_DEPTH + count('sell')), false);
+  for (const c of changes) (c.side === 'buy' ? bids : asks).set(c.price, c.before);
+  return changes.map((c) => {
+    (c.side === 'buy' ? bids : asks).set(c.price, c.volume);
+    const level: TextLevel = { price: price(m, c.price), qty: qty(m, c.volume) };
+    return {
+      channel: 'book',
+      type: 'update',
+      data: {
+        symbol: m.symbol,
+        bids: c.side === 'buy' ? level : [],
+        asks: c.side === 'sell' ? level : [],
+        sequence: c.sequence,
+        checksum: bookChecksum(asks.top(), bids.top()),
+      },
+    };
+  });
 }
 
 // Ticker.

@@ -51,6 +51,21 @@ export const CreateOrderBody = Type.Object({
 
 const config = (c: V1RouteConfig) => c;
 
+/**
+ * The 201 of POST /orders: the bare envelope, and the new order's address in `Location` (the
+ * body holds no record; interface decision 14). `headers` is @fastify/swagger's way to document
+ * response headers.
+ */
+const OrderCreated = Type.Object(BareEnvelope.properties, {
+  description: 'Created: the order is accepted and committed; its state is at Location.',
+  headers: {
+    Location: {
+      type: 'string',
+      description: 'The new order: /v1/orders/{order_id} (read it with GET /v1/orders/{order_id}).',
+    },
+  },
+});
+
 /** The two answers that never vary, serialized once (BareEnvelope, in its key order). */
 const CREATED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCreated, code: 201 }),
@@ -96,7 +111,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
         summary: 'Create an order',
         security,
         body: CreateOrderBody,
-        response: { 201: BareEnvelope, 403: ErrorESchema, 422: Type.Union([ErrorDSchema, ErrorESchema]) },
+        response: { 201: OrderCreated, 403: ErrorESchema, 422: Type.Union([ErrorDSchema, ErrorESchema]) },
       },
     },
     async (request, reply) => {

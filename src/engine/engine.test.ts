@@ -133,6 +133,26 @@ describe('matching', () => {
     auditOk(engine);
   });
 
+  test('time priority: at one price the older order fills first; the newer one keeps its full volume', () => {
+    const { engine, market } = venue(0, 0);
+    for (const u of [alice, bob, 3 as UserId]) fund(engine, u, BTC, 100_000_000);
+    fund(engine, 4 as UserId, EUR, 100_000_000);
+    const first = idOf(ok(engine.apply(order(market, alice, 'sell', 300_010, 10_000), T)));
+    const second = idOf(ok(engine.apply(order(market, bob, 'sell', 300_010, 10_000), T)));
+    const third = idOf(ok(engine.apply(order(market, 3 as UserId, 'sell', 300_010, 10_000), T)));
+    const fills = trades(ok(engine.apply(order(market, 4 as UserId, 'buy', 300_010, 15_000), T)));
+    assert.deepEqual(
+      fills.map((t) => [t.makerOrderId, t.volume]),
+      [
+        [first, 10_000],
+        [second, 5_000],
+      ],
+    );
+    assert.equal(engine.openOrder(first), undefined, 'the oldest is filled and gone');
+    assert.equal(engine.openOrder(second)?.executed, 5_000, 'the second is partly filled');
+    assert.equal(engine.openOrder(third)?.executed, 0, 'the newest is untouched');
+  });
+
   test('no crossed book at rest', () => {
     const { engine, market } = venue();
     fund(engine, alice, BTC, 100_000_000);
@@ -142,6 +162,69 @@ describe('matching', () => {
     const bid = engine.bestPrice(market, 'buy');
     const ask = engine.bestPrice(market, 'sell');
     assert.ok(ask === null || bid === null || bid < ask);
+  });
+});
+
+describe('fees: rounded up per order, never zero, never cheaper when split', () => {
+  test('a fill whose exact fee is a fraction of a unit pays one unit (0.78 -> 1, 0.48 -> 1)', () => {
+    const { engine, market } = venue(); // maker 0.16 %, taker 0.26 %
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 10_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T)); // 0.0001 BTC @ 30,000.0
+    const [trade] = trades(ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000), T)));
+    assert.equal(trade?.cost, 300, '3.00 EUR');
+    assert.equal(trade?.takerFee, 1, '0.26 % of 3.00 = 0.0078 EUR, charged 0.01');
+    assert.equal(trade?.makerFee, 1, '0.16 % of 3.00 = 0.0048 EUR, charged 0.01');
+    assert.deepEqual(engine.balance(bob, EUR), { available: 10_000 - 301, reserved: 0 });
+    assert.deepEqual(engine.balance(alice, EUR), { available: 299, reserved: 0 });
+    auditOk(engine);
+  });
+
+  test("an order's fees over several fills are the ceiling of its exact total, not a ceiling per fill", () => {
+    const { engine, market } = venue(100_000, 250_000); // maker 0.1 %, taker 0.25 %
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100_000);
+    const makers = [];
+    for (let i = 0; i < 4; i++)
+      makers.push(idOf(ok(engine.apply(order(market, alice, 'sell', 200_000, 10_000), T))));
+    const events = ok(engine.apply(order(market, bob, 'buy', 200_000, 40_000), T));
+    const fills = trades(events);
+    assert.deepEqual(
+      fills.map((t) => t.cost),
+      [200, 200, 200, 200],
+    );
+    // Exact taker fee per fill 0.5 units: 0.5 -> 1, 1.0 -> 1, 1.5 -> 2, 2.0 -> 2.
+    assert.deepEqual(
+      fills.map((t) => t.takerFee),
+      [1, 0, 1, 0],
+    );
+    // Each maker is its own order: 0.2 units each, rounded up to 1.
+    assert.deepEqual(
+      fills.map((t) => t.makerFee),
+      [1, 1, 1, 1],
+    );
+    const done = events.find((e) => e.type === 'orderDone' && e.order.id === idOf(events));
+    assert.ok(done?.type === 'orderDone');
+    assert.equal(done.order.fee, 2, '0.25 % of 8.00 EUR is exactly 0.02');
+    assert.deepEqual(engine.balance(bob, EUR), { available: 100_000 - 802, reserved: 0 });
+    auditOk(engine);
+  });
+
+  test('a resting limit buy reserves its fee rounded up, and its fills never spend more', () => {
+    const { engine, market } = venue(); // the larger rate is the taker's, 0.26 %
+    fund(engine, bob, EUR, 10_000);
+    fund(engine, alice, BTC, 100_000_000);
+    const id = idOf(ok(engine.apply(order(market, bob, 'buy', 300_000, 30_000), T))); // 9.00 EUR
+    assert.deepEqual(
+      engine.balance(bob, EUR),
+      { available: 10_000 - 903, reserved: 903 },
+      '900 + ceil(2.34)',
+    );
+    for (let i = 0; i < 3; i++) ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T));
+    // As maker (0.16 %): 0.48 -> 1, 0.96 -> 1, 1.44 -> 2: fees 1, 0, 1.
+    assert.equal(engine.openOrder(id), undefined);
+    assert.deepEqual(engine.balance(bob, EUR), { available: 10_000 - 902, reserved: 0 });
+    auditOk(engine);
   });
 });
 
@@ -183,11 +266,58 @@ describe('market orders', () => {
     assert.ok(trade.cost + trade.takerFee <= 100_000);
     const bought = engine.balance(bob, BTC).available;
     assert.equal(bought, trade.volume);
-    // One more lot would not have been affordable.
+    // cost(v) = floor(3v / 100) units; spend = cost + ceil(cost x 0.26 %). 3,324,699 lots cost
+    // 997.40 EUR + 2.60 fee = exactly 1,000.00; one more lot costs 997.41 + 2.60 = 1,000.01.
+    assert.equal(trade.volume, 3_324_699, 'the largest affordable volume');
+    assert.equal(trade.cost, 99_740);
+    assert.equal(trade.takerFee, 260);
+    const oneMore = Math.floor((3 * (trade.volume + 1)) / 100);
+    assert.ok(oneMore + Math.ceil((oneMore * 26) / 10_000) > 100_000, 'one more lot was unaffordable');
     const eur = engine.balance(bob, EUR);
     assert.equal(eur.reserved, 0);
     assert.equal(eur.available, 100_000 - trade.cost - trade.takerFee);
     auditOk(engine);
+  });
+
+  test('a market buy whose funds buy less than ordermin is refused, naming ordermin, and changes nothing', () => {
+    const { engine, market } = venue(); // ordermin 0.0001 BTC
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 100); // 1.00 EUR buys 0.00003333 BTC at 30,000 (0.99 + 0.01 fee)
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 100_000_000), T));
+    engine.drainChanges();
+    const before = engine.snapshot();
+    const result = engine.apply(order(market, bob, 'buy', 0, 10_000_000, 'market'), T);
+    assert.ok(!result.ok, 'refused');
+    assert.equal(result.error.code, 'below_ordermin');
+    assert.equal(result.error.field, 'volume');
+    assert.match(result.error.message, /0\.00003333/, 'says what the funds buy');
+    assert.match(result.error.message, /ordermin/);
+    assert.match(result.error.message, /0\.00010000/, 'says the minimum');
+    assert.deepEqual(engine.snapshot(), before);
+    const changes = engine.drainChanges();
+    assert.deepEqual([changes.orders, changes.balances, changes.levels], [[], [], []]);
+  });
+
+  test('a market buy whose funds reach ordermin executes what they buy', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 302); // 3.02 EUR: 0.0001 BTC at 30,000 costs 3.00 + 0.01 fee
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 100_000_000), T));
+    const events = ok(engine.apply(order(market, bob, 'buy', 0, 10_000_000, 'market'), T));
+    const [trade] = trades(events);
+    assert.ok(trade !== undefined && trade.volume >= 10_000);
+    auditOk(engine);
+  });
+
+  test('a thin book is not a refusal: liquidity below ordermin is still taken', () => {
+    const { engine, market } = venue();
+    fund(engine, alice, BTC, 100_000_000);
+    fund(engine, bob, EUR, 1_000_000);
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 10_000), T));
+    ok(engine.apply({ kind: 'cancelOrder', userId: alice, orderId: 1 as OrderId }, T));
+    ok(engine.apply(order(market, alice, 'sell', 300_000, 20_000), T));
+    const events = ok(engine.apply(order(market, bob, 'buy', 0, 100_000_000, 'market'), T));
+    assert.equal(trades(events)[0]?.volume, 20_000);
   });
 });
 

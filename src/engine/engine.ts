@@ -4,10 +4,10 @@
  * events and state out: no clock, no randomness, no I/O.
  *
  * Stages per order, as in exchange-core: risk (reserve funds or reject) -> match (price-time,
- * maker's price) -> settle each fill (cost rounded down, fees rounded down, see docs/money.md)
- * -> rest or finish (release what is left).
+ * maker's price) -> settle each fill (cost rounded down, each order's fees rounded up over its
+ * fills so far, see docs/money.md) -> rest or finish (release what is left).
  */
-import { MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
+import { formatUnits, MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
 import {
   type Amount,
   type AssetCode,
@@ -48,6 +48,33 @@ const FEE_SCALE = 10 ** FEE_RATE_DECIMALS;
 const MAX_FEE_RATE = FEE_SCALE / 10;
 const ASSET_CODE = /^[A-Z0-9]{2,12}$/;
 
+/*
+ * Fees round up, per order and in the venue's favour: after any fill an order has paid
+ * ceil(Σ costᵢ × rateᵢ / 10^8) over its fills so far (the rate may differ per fill: an order can
+ * take first and rest later), so a fee that is due is never zero and splitting an order never
+ * pays. Each fill charges that ceiling minus what was already charged. To know it exactly without
+ * keeping Σ costᵢ × rateᵢ (which can pass 2^53), an order keeps its `feeExcess`: what it has been
+ * charged beyond the exact fee, in 10^-8 quote units, 0 <= feeExcess < 10^8. With x = cost × rate
+ * = q × 10^8 + r (0 <= r < 10^8), a fill owes ceil((x - feeExcess) / 10^8), which is q + 1 and
+ * leaves 10^8 - (r - feeExcess) when r > feeExcess, else q and leaves feeExcess - r.
+ */
+
+/** What a fill of `cost` at `rate` charges an order whose charges exceed its exact fees by `excess`. */
+function feeDue(cost: number, rate: number, excess: number): number {
+  if (rate === 0) return 0;
+  const q = mulDiv(cost, rate, FEE_SCALE, 'floor');
+  // (cost mod 10^8) × rate < 10^15: exact in a double, and congruent to cost × rate mod 10^8.
+  const r = ((cost % FEE_SCALE) * rate) % FEE_SCALE;
+  return r > excess ? q + 1 : q;
+}
+
+/** The excess after that fill: charged minus exact stays in [0, 10^8). */
+function excessAfter(cost: number, rate: number, excess: number): number {
+  if (rate === 0) return excess;
+  const r = ((cost % FEE_SCALE) * rate) % FEE_SCALE;
+  return r > excess ? FEE_SCALE - (r - excess) : excess - r;
+}
+
 interface Market {
   readonly spec: MarketSpec;
   readonly base: number;
@@ -74,6 +101,8 @@ class LiveOrder implements RestingOrder {
   closeTime: number | null = null;
   cost = 0;
   fee = 0;
+  /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
+  feeExcess = 0;
   reserved = 0;
   /** True while the order is listed in the engine's `dirtyOrders` (changed since the last drain). */
   dirty = false;
@@ -110,6 +139,7 @@ class LiveOrder implements RestingOrder {
       closeTime: this.closeTime as Micros | null,
       cost: this.cost as Amount,
       fee: this.fee as Amount,
+      feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
   }
@@ -166,6 +196,7 @@ export class Engine {
       order.remaining = o.volume - o.executed;
       order.cost = o.cost;
       order.fee = o.fee;
+      order.feeExcess = o.feeExcess;
       order.reserved = o.reserved;
       engine.openOrders.set(order.id, order);
       (o.side === 'buy' ? market.bids : market.asks).append(order);
@@ -369,13 +400,27 @@ export class Engine {
       asset = market.quote;
       const cost = this.costOf(market, c.price, c.volume);
       if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
-      hold = cost + this.feeOf(cost, market.maxFee);
+      // Covers every way the order can execute: Σ costᵢ <= cost (each cost is floored, at prices
+      // no worse than the limit), and the fees charged, ceil(Σ costᵢ × rateᵢ / 10^8), are at most
+      // ceil(Σ costᵢ × maxRate / 10^8) <= ceil(cost × maxRate / 10^8), the fee held here.
+      hold = cost + feeDue(cost, market.maxFee, 0);
       if (hold > MAX_UNITS) return reject('too_large', 'The order value is too large.', 'volume');
     } else {
       // A market buy may spend at most what the buyer has available.
       asset = market.quote;
       hold = this.ledger.available(account, asset);
       if (hold <= 0) return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+      // Decided before anything changes: funds that buy less than ordermin make an order that
+      // would have been refused had it asked for that volume (its fills could even cost nothing).
+      const buys = this.fundsBuy(market, c.userId, c.volume, hold);
+      if (buys < market.spec.ordermin) {
+        const lots = (v: number) => `${formatUnits(v, market.spec.lotDecimals)} ${market.spec.base}`;
+        return reject(
+          'below_ordermin',
+          `Your available funds buy only ${lots(buys)} at the current prices, below the minimum order volume (ordermin) of ${lots(market.spec.ordermin)}.`,
+          'volume',
+        );
+      }
     }
     if (this.ledger.available(account, asset) < hold)
       return reject('insufficient_funds', 'Insufficient funds.', 'volume');
@@ -442,7 +487,9 @@ export class Engine {
           this.finish(maker, 'canceled', CancelReason.selfTrade, time);
         } else {
           const wanted = Math.min(taker.remaining, maker.remaining);
-          const volume = budgeted ? this.affordable(market, level.price, wanted, taker.reserved) : wanted;
+          const volume = budgeted
+            ? this.affordable(market, level.price, wanted, taker.reserved, taker.feeExcess)
+            : wanted;
           if (volume > 0) this.fill(taker, takerAccount, maker, book, volume, time);
           // The budget ran out. Stop here: further fills would be so small that their cost rounds
           // to nothing, which would let a market buy take volume for free.
@@ -466,8 +513,11 @@ export class Engine {
     const market = taker.market;
     const price = maker.price;
     const cost = this.costOf(market, price, volume);
-    const takerFee = this.feeOf(cost, market.spec.takerFee);
-    const makerFee = this.feeOf(cost, market.spec.makerFee);
+    const { takerFee: takerRate, makerFee: makerRate } = market.spec;
+    const takerFee = feeDue(cost, takerRate, taker.feeExcess);
+    const makerFee = feeDue(cost, makerRate, maker.feeExcess);
+    taker.feeExcess = excessAfter(cost, takerRate, taker.feeExcess);
+    maker.feeExcess = excessAfter(cost, makerRate, maker.feeExcess);
     const baseUnits = volume * market.baseUnitsPerLot;
     const makerAccount = this.ledger.account(maker.userId);
     // Plain branches rather than destructuring a temporary array: this runs once per fill.
@@ -520,23 +570,54 @@ export class Engine {
     }
   }
 
-  /** The largest volume (<= wanted) whose cost plus taker fee fits in `budget`. */
-  private affordable(market: Market, price: number, wanted: number, budget: number): number {
-    if (this.spend(market, price, wanted) <= budget) return wanted;
+  /**
+   * The largest volume (<= wanted) whose cost plus taker fee fits in `budget`, the fee charged as
+   * `fill` will charge it (rounded up, given the order's fee excess), so a market buy never spends
+   * more than it reserved. Spending grows with the volume, so a binary search finds it.
+   */
+  private affordable(market: Market, price: number, wanted: number, budget: number, excess: number): number {
+    if (this.spend(market, price, wanted, excess) <= budget) return wanted;
     let lo = 0;
     let hi = wanted;
     while (lo < hi) {
       const mid = lo + Math.ceil((hi - lo) / 2);
-      if (this.spend(market, price, mid) <= budget) lo = mid;
+      if (this.spend(market, price, mid, excess) <= budget) lo = mid;
       else hi = mid - 1;
     }
     return lo;
   }
 
   /** What a taker buy of `volume` at `price` costs, fee included (a method, not a per-call closure). */
-  private spend(market: Market, price: number, volume: number): number {
+  private spend(market: Market, price: number, volume: number, excess: number): number {
     const cost = this.costOf(market, price, volume);
-    return cost + this.feeOf(cost, market.spec.takerFee);
+    return cost + feeDue(cost, market.spec.takerFee, excess);
+  }
+
+  /**
+   * The volume a market buy of `wanted` lots with `budget` would execute when its budget runs out
+   * first, or `wanted` when it does not (the book running dry is not the funds' fault). Walks the
+   * book exactly as `match` will, without changing it: the user's own resting orders are skipped
+   * (self-trade prevention cancels them) and each fill is priced as `fill` prices it. Stops as
+   * soon as ordermin is reached: the caller needs no more.
+   */
+  private fundsBuy(market: Market, userId: number, wanted: number, budget: number): number {
+    const rate = market.spec.takerFee;
+    let bought = 0;
+    let excess = 0;
+    for (const level of market.asks.iterate()) {
+      for (let maker = level.head; maker !== null; maker = maker.next) {
+        if (maker.userId === userId) continue;
+        const want = Math.min(wanted - bought, maker.remaining);
+        const volume = this.affordable(market, level.price, want, budget, excess);
+        bought += volume;
+        if (volume < want) return bought;
+        if (bought >= market.spec.ordermin || bought === wanted) return wanted;
+        const cost = this.costOf(market, level.price, volume);
+        budget -= cost + feeDue(cost, rate, excess);
+        excess = excessAfter(cost, rate, excess);
+      }
+    }
+    return wanted;
   }
 
   private cancelOrder(userId: UserId, orderId: OrderId, time: Micros): CommandResult | undefined {
@@ -579,10 +660,6 @@ export class Engine {
     return market.costMultiplier === 1
       ? mulDiv(price, volume, market.costDivisor, 'floor')
       : mulDiv(price, volume * market.costMultiplier, 1, 'floor');
-  }
-
-  private feeOf(cost: number, rate: number): number {
-    return rate === 0 ? 0 : mulDiv(cost, rate, FEE_SCALE, 'floor');
   }
 
   // ---- reads -------------------------------------------------------------------------------

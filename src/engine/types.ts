@@ -92,8 +92,13 @@ export interface OrderState {
   readonly closeTime: Micros | null;
   /** Sum of the trade costs of this order, in quote units. */
   readonly cost: Amount;
-  /** Sum of the fees this order paid, in quote units. */
+  /** Sum of the fees this order paid, in quote units: ceil(Σ costᵢ × rateᵢ / 10^8). */
   readonly fee: Amount;
+  /**
+   * How much `fee` exceeds the exact Σ costᵢ × rateᵢ / 10^8, in 10^-8 quote units
+   * (0 <= feeExcess < 10^8); what the next fill's rounding needs (docs/money.md).
+   */
+  readonly feeExcess: number;
   /** What the order still holds: quote units for a buy, base units for a sell. */
   readonly reserved: Amount;
 }
@@ -103,7 +108,7 @@ export interface Trade {
   readonly marketId: MarketId;
   readonly price: Price;
   readonly volume: Volume;
-  /** price x volume in quote units, rounded down (docs/money.md). */
+  /** price x volume in quote units, rounded down; fees rounded up per order (docs/money.md). */
   readonly cost: Amount;
   readonly takerOrderId: OrderId;
   readonly makerOrderId: OrderId;

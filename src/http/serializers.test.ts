@@ -41,6 +41,7 @@ const order = (over: Partial<OrderState> = {}): OrderState => ({
   closeTime: null,
   cost: 0 as Amount,
   fee: 0 as Amount,
+  feeExcess: 0,
   reserved: 3_750_000 as Amount,
   ...over,
 });

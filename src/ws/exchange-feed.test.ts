@@ -337,3 +337,53 @@ test('exchange feed: nothing is published to channels without subscribers', asyn
     await x.stop();
   }
 });
+
+test('private channel: the exact cost and fee of fills that need rounding, in the messages as sent', async () => {
+  const x = await setup(); // maker 0.1 %, taker 0.16 %
+  try {
+    const { client, socketId } = await RawClient.established(x.url);
+    const maker = 'private-order-executed.1';
+    const taker = 'private-order-executed.2';
+    await subscribe(client, socketId, maker);
+    await subscribe(client, socketId, taker);
+    // The maker rests 0.00024694 BTC at 30001.3; the taker buys half of it, twice.
+    await x.place(MAKER, 'sell', 'limit', 300_013, 24_694);
+    await client.next(on(maker));
+    const money = (amount: string) => `{"amount":"${amount}","currency":"EUR"}`;
+    const eur = (amount: string) => ({ amount, currency: 'EUR' });
+    for (const [makerFee, makerOrderFee, makerOrderCost] of [
+      // cost floor(30001.3 x 0.00012347) = floor(3.7042605...) = 3.70 EUR. Taker: 0.16 % = 0.00592
+      // -> 0.01. Maker: 0.1 % = 0.0037 -> 0.01, then its order's exact fee 0.0074 -> 0.01 again:
+      // nothing more on the second fill.
+      ['0.01', '0.01', '3.70'],
+      ['0.00', '0.01', '7.40'],
+    ] as const) {
+      await x.place(TAKER, 'buy', 'market', 0, 12_347);
+      await client.next(on(taker)); // accepted
+      for (const [channel, fee, orderFee, orderCost] of [
+        [taker, '0.01', '0.01', '3.70'],
+        [maker, makerFee, makerOrderFee, makerOrderCost],
+      ] as const) {
+        const sent = String((await client.next(on(channel))).data);
+        const { data } = JSON.parse(sent) as {
+          data: {
+            event: string;
+            order: { cost: unknown; fee: unknown };
+            trades: { cost: unknown; fee: unknown }[];
+          };
+        };
+        assert.equal(data.event, 'trade');
+        // The order as it stands, and the execution from this user's side: exact strings as sent.
+        assert.ok(sent.includes(`"fee":${money(orderFee)},`), sent);
+        assert.ok(sent.includes(`"cost":${money(orderCost)},`), sent);
+        assert.deepEqual([data.order.cost, data.order.fee], [eur(orderCost), eur(orderFee)]);
+        assert.deepEqual([data.trades[0]?.cost, data.trades[0]?.fee], [eur('3.70'), eur(fee)]);
+        assert.ok(sent.includes(`"cost":${money('3.70')},"fee":${money(fee)}`), sent);
+      }
+      await client.next(on(taker)); // the taker's closed step
+    }
+    client.close();
+  } finally {
+    await x.stop();
+  }
+});

@@ -16,6 +16,7 @@ const order = (o: Partial<OrderState> & Pick<OrderState, 'id' | 'userId' | 'side
   closeTime: null,
   cost: 0 as Amount,
   fee: 0 as Amount,
+  feeExcess: 0,
   reserved: 0 as Amount,
   ...o,
 });

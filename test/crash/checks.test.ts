@@ -53,17 +53,19 @@ before(async () => {
       price: price as Price,
       volume: volume as Volume,
     });
-  // Several in one batch (group commit), then crossing orders, a market order, a cancel.
+  // Several in one batch (group commit), then crossing orders, a market order, a cancel. Prices
+  // and volumes are not round, so every cost and fee needs rounding: a rounding rule the checks
+  // got wrong (or the engine did) shows here.
   await Promise.all([
-    place(1, 'buy', 299_000, 5_000_000),
-    place(1, 'buy', 298_000, 7_000_000),
-    place(2, 'sell', 301_000, 4_000_000),
+    place(1, 'buy', 299_037, 5_012_347),
+    place(1, 'buy', 298_013, 7_003_561),
+    place(2, 'sell', 301_009, 4_000_173),
   ]);
-  await place(3, 'sell', 298_500, 6_000_000); // fills order 1 fully, rests the rest
-  await place(2, 'buy', 0, 2_000_000, 'market'); // takes the rest of 4, then meets its own ask 3 (self-trade prevention)
-  await place(3, 'buy', 302_000, 1_000_000);
+  await place(3, 'sell', 298_521, 6_011_009); // fills order 1 fully, rests the rest
+  await place(2, 'buy', 0, 2_003_917, 'market'); // takes the rest of 4, then meets its own ask 3 (self-trade prevention)
+  await place(3, 'buy', 302_011, 1_000_429);
   await exchange.submit({ kind: 'cancelOrder', userId: 1 as UserId, orderId: 2 as OrderId });
-  await place(1, 'sell', 297_000, 1_500_000); // takes user 3's bid, rests the rest
+  await place(1, 'sell', 297_003, 1_500_083); // takes user 3's bid, rests the rest
   await exchange.close();
   store.close();
 });
@@ -93,6 +95,16 @@ test('a store written by the exchange passes every check', () => {
   );
   assert.deepEqual(checkLedger(c), []);
   assert.deepEqual(replayCheck(c), []);
+  // The fixture exercises the rounding: some fee is not a whole multiple of its exact value.
+  const market = c.markets.find((m) => m.base === 'BTC' && m.quote === 'EUR')!;
+  assert.ok(
+    c.trades.some((t) => (BigInt(t.cost) * BigInt(market.taker_fee)) % 100_000_000n !== 0n),
+    'a fee that needs rounding',
+  );
+  assert.ok(
+    c.orders.some((o) => o.fee_excess > 0),
+    'an order charged beyond its exact fee',
+  );
 });
 
 test('damage a half-applied batch could leave is caught', () => {
@@ -121,6 +133,11 @@ test('damage a half-applied batch could leave is caught', () => {
       'an order whose batch was lost',
       'DELETE FROM orders WHERE id = (SELECT max(id) FROM orders)',
       /missing|gap|refers|nextOrderId/,
+    ],
+    [
+      'a fee rounded down instead of up',
+      `UPDATE trades SET taker_fee = taker_fee - 1 WHERE id = 1`,
+      /taker fee/,
     ],
     [
       'fees not collected',

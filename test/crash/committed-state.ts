@@ -67,6 +67,7 @@ export interface OrderRow {
   cost: number;
   fee: number;
   reserved: number;
+  fee_excess: number;
 }
 export interface TradeRow {
   id: number;
@@ -225,13 +226,14 @@ function marketMath(c: Committed): Map<number, MarketMath> {
 
 const costOf = (m: MarketMath, price: number, volume: number): bigint =>
   (BigInt(price) * BigInt(volume) * m.multiplier) / m.divisor;
-const feeOf = (cost: bigint, rate: number): bigint => (cost * BigInt(rate)) / FEE_SCALE;
+/** Fees round up per order: after each fill an order has paid ceil(Σ costᵢ × rateᵢ / 10^8). */
+const ceilFee = (exact: bigint): bigint => (exact + FEE_SCALE - 1n) / FEE_SCALE;
 
 /** What a limit order held when it was accepted (docs/money.md: cost + fee at the larger rate for a buy). */
 export function initialHold(m: MarketMath, o: Pick<OrderRow, 'side' | 'price' | 'volume'>): bigint {
   if (o.side === 'sell') return BigInt(o.volume) * m.baseUnitsPerLot;
   const cost = costOf(m, o.price, o.volume);
-  return cost + feeOf(cost, Math.max(m.row.maker_fee, m.row.taker_fee));
+  return cost + ceilFee(cost * BigInt(Math.max(m.row.maker_fee, m.row.taker_fee)));
 }
 
 /**
@@ -258,11 +260,14 @@ export function checkLedger(c: Committed): string[] {
   }
 
   const orders = new Map(c.orders.map((o) => [o.id, o]));
-  const executed = new Map<number, { volume: bigint; cost: bigint; fee: bigint; spent: bigint }>();
+  const executed = new Map<
+    number,
+    { volume: bigint; cost: bigint; fee: bigint; exact: bigint; spent: bigint }
+  >();
   const account = (id: number) => {
     let a = executed.get(id);
     if (a === undefined) {
-      a = { volume: 0n, cost: 0n, fee: 0n, spent: 0n };
+      a = { volume: 0n, cost: 0n, fee: 0n, exact: 0n, spent: 0n };
       executed.set(id, a);
     }
     return a;
@@ -278,8 +283,17 @@ export function checkLedger(c: Committed): string[] {
     }
     const cost = costOf(m, t.price, t.volume);
     if (BigInt(t.cost) !== cost) fail(`trade ${t.id}: cost ${t.cost}, the market's rule gives ${cost}`);
-    if (BigInt(t.taker_fee) !== feeOf(cost, m.row.taker_fee)) fail(`trade ${t.id}: taker fee ${t.taker_fee}`);
-    if (BigInt(t.maker_fee) !== feeOf(cost, m.row.maker_fee)) fail(`trade ${t.id}: maker fee ${t.maker_fee}`);
+    // Trades are in id order, so each order's earlier fills are already counted.
+    for (const [order, rate, fee, role] of [
+      [taker, m.row.taker_fee, t.taker_fee, 'taker'],
+      [maker, m.row.maker_fee, t.maker_fee, 'maker'],
+    ] as const) {
+      const a = executed.get(order.id);
+      const exact = (a?.exact ?? 0n) + cost * BigInt(rate);
+      const due = ceilFee(exact) - (a?.fee ?? 0n);
+      if (BigInt(fee) !== due)
+        fail(`trade ${t.id}: ${role} fee ${fee}, the order's rounded-up fee gives ${due}`);
+    }
     if (taker.market_id !== t.market_id || maker.market_id !== t.market_id)
       fail(`trade ${t.id}: market mismatch`);
     if (taker.user_id !== t.taker_user_id || maker.user_id !== t.maker_user_id)
@@ -305,14 +319,15 @@ export function checkLedger(c: Committed): string[] {
     add(seller.user_id, m.row.base, -baseUnits);
     add(seller.user_id, m.row.quote, cost - sellerFee);
     fees.set(m.row.quote, (fees.get(m.row.quote) ?? 0n) + BigInt(t.taker_fee) + BigInt(t.maker_fee));
-    for (const [order, fee] of [
-      [taker, BigInt(t.taker_fee)],
-      [maker, BigInt(t.maker_fee)],
+    for (const [order, fee, rate] of [
+      [taker, BigInt(t.taker_fee), m.row.taker_fee],
+      [maker, BigInt(t.maker_fee), m.row.maker_fee],
     ] as const) {
       const a = account(order.id);
       a.volume += BigInt(t.volume);
       a.cost += cost;
       a.fee += fee;
+      a.exact += cost * BigInt(rate);
       a.spent += order.side === 'buy' ? cost + fee : baseUnits;
     }
   });
@@ -326,11 +341,13 @@ export function checkLedger(c: Committed): string[] {
       fail(`order ${o.id} in unknown market ${o.market_id}`);
       return;
     }
-    const a = executed.get(o.id) ?? { volume: 0n, cost: 0n, fee: 0n, spent: 0n };
+    const a = executed.get(o.id) ?? { volume: 0n, cost: 0n, fee: 0n, exact: 0n, spent: 0n };
     if (BigInt(o.executed) !== a.volume)
       fail(`order ${o.id}: executed ${o.executed}, its trades sum to ${a.volume}`);
     if (BigInt(o.cost) !== a.cost) fail(`order ${o.id}: cost ${o.cost}, its trades sum to ${a.cost}`);
     if (BigInt(o.fee) !== a.fee) fail(`order ${o.id}: fee ${o.fee}, its trades sum to ${a.fee}`);
+    if (BigInt(o.fee_excess) !== a.fee * FEE_SCALE - a.exact)
+      fail(`order ${o.id}: fee excess ${o.fee_excess}, its trades give ${a.fee * FEE_SCALE - a.exact}`);
     if (o.executed > o.volume) fail(`order ${o.id}: executed more than its volume`);
     if (o.status === 'open') {
       if (o.type !== 'limit' || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
@@ -527,6 +544,7 @@ export function replayCheck(c: Committed): string[] {
       executed: state.executed,
       cost: state.cost,
       fee: state.fee,
+      fee_excess: state.feeExcess,
       reserved: state.reserved,
       reason: state.reason,
       close_time: state.closeTime,
@@ -537,6 +555,7 @@ export function replayCheck(c: Committed): string[] {
       executed: o.executed,
       cost: o.cost,
       fee: o.fee,
+      fee_excess: o.fee_excess,
       reserved: o.reserved,
       reason: o.reason,
       close_time: o.close_time,

@@ -80,7 +80,10 @@ interface RunStats {
   rejected: number;
   trades: number;
   stp: number;
-  budgetStops: number;
+  /** Market buys that ended with part of their volume unexecuted (budget or book exhausted). */
+  partialMarketBuys: number;
+  /** Market buys refused because the funds bought less than ordermin. */
+  fundsBelowOrdermin: number;
   marketNoLiquidity: number;
 }
 
@@ -93,7 +96,8 @@ function run(seed: number, commands: number): RunStats {
     rejected: 0,
     trades: 0,
     stp: 0,
-    budgetStops: 0,
+    partialMarketBuys: 0,
+    fundsBelowOrdermin: 0,
     marketNoLiquidity: 0,
   };
   const stream = gen.funding();
@@ -110,6 +114,8 @@ function run(seed: number, commands: number): RunStats {
       if (!e.ok && !r.ok) {
         assert.equal(e.error.code, r.code, 'rejection code');
         stats.rejected++;
+        if (command.kind === 'placeOrder' && command.type === 'market' && r.code === 'below_ordermin')
+          stats.fundsBelowOrdermin++;
       } else if (e.ok && r.ok) {
         assert.deepEqual(e.events, r.events, 'events');
         stats.accepted++;
@@ -117,7 +123,13 @@ function run(seed: number, commands: number): RunStats {
           if (ev.type === 'trade') stats.trades++;
           else if (ev.type === 'orderDone') {
             if (ev.order.reason === 'self-trade prevention') stats.stp++;
-            else if (ev.order.reason === 'insufficient funds') stats.budgetStops++;
+            else if (
+              ev.order.type === 'market' &&
+              ev.order.side === 'buy' &&
+              ev.order.status === 'closed' &&
+              ev.order.executed < ev.order.volume
+            )
+              stats.partialMarketBuys++;
             else if (ev.order.reason === 'no liquidity') stats.marketNoLiquidity++;
           }
         }
@@ -159,7 +171,8 @@ for (const seed of SEEDS) {
     // Each stream must actually exercise the interesting paths.
     assert.ok(stats.trades > 5_000, `few trades: ${JSON.stringify(stats)}`);
     assert.ok(stats.stp > 100, `few self-trade cancels: ${JSON.stringify(stats)}`);
-    assert.ok(stats.budgetStops > 10, `few budget stops: ${JSON.stringify(stats)}`);
+    assert.ok(stats.partialMarketBuys > 10, `few partial market buys: ${JSON.stringify(stats)}`);
+    assert.ok(stats.fundsBelowOrdermin > 10, `few market buys refused for funds: ${JSON.stringify(stats)}`);
     assert.ok(stats.rejected > 500, `few rejections: ${JSON.stringify(stats)}`);
     console.log(`seed ${seed}: ${JSON.stringify(stats)} in ${ms.toFixed(0)} ms`);
   });

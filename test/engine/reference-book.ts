@@ -6,13 +6,16 @@
  * money is a BigInt computed straight from the written rules:
  *
  * - cost of a fill   = floor(price x volume x 10^quoteDecimals / 10^(pairDecimals + lotDecimals))
- * - a fee            = floor(cost x rate / 10^8)
- * - buy limit hold   = cost(limit price, volume) + fee(that cost, max(maker, taker))
+ * - fees, per order  = after each fill the order has paid ceil(Σ costᵢ x rateᵢ / 10^8) over all its
+ *   fills so far (the sum kept exactly in a BigInt); each fill charges that minus what was paid
+ * - buy limit hold   = cost(limit price, volume) + ceil(that cost x max(maker, taker) / 10^8)
  * - sell hold        = volume x 10^(baseDecimals - lotDecimals)
  * - market buy hold  = everything the buyer has available; it may spend at most that
  * - fills at the maker's price, price-time priority; the buyer pays cost + its fee out of the
  *   order's hold, the seller receives cost - its fee, both fees go to the exchange
  * - self-trade prevention: a resting order of the taker's own user is canceled, matching goes on
+ * - a market buy whose funds would buy less than ordermin (walking the book as below, its own
+ *   orders left out) is refused with below_ordermin, changing nothing
  * - when a market buy cannot pay for the whole next fill it takes the largest affordable part
  *   (if any) and stops: its budget is exhausted
  * - a limit order rests with what it still holds; a market order never rests: it is `closed` when
@@ -71,6 +74,8 @@ export interface RefOrder {
   closeTime: number | null;
   cost: bigint;
   fee: bigint;
+  /** Σ costᵢ x rateᵢ over the order's fills: its exact fee times 10^8. */
+  exactFee: bigint;
   reserved: bigint;
 }
 
@@ -234,24 +239,39 @@ export class ReferenceBook {
     return BigInt(volume) * ten(this.assets.get(m.base)!.decimals - m.lotDecimals);
   }
 
-  private static fee(cost: bigint, rate: number): bigint {
-    return (cost * BigInt(rate)) / FEE_SCALE;
+  private static ceilDiv(a: bigint, b: bigint): bigint {
+    return a <= 0n ? 0n : (a + b - 1n) / b;
+  }
+
+  /** What a fill of `cost` at `rate` charges an order that has paid `fee` for `exactFee` so far. */
+  private static feeDue(o: Pick<RefOrder, 'fee' | 'exactFee'>, cost: bigint, rate: number): bigint {
+    return ReferenceBook.ceilDiv(o.exactFee + cost * BigInt(rate), FEE_SCALE) - o.fee;
   }
 
   /**
-   * The largest volume v <= wanted whose cost plus taker fee fits in `budget`, by closed form:
-   * cost + floor(cost*r/S) = floor(cost*(S+r)/S) <= B  <=>  cost <= floor(((B+1)*S - 1)/(S+r));
+   * The largest volume v <= wanted whose cost plus taker fee fits in `budget`, by closed form.
+   * The order has paid F for the exact fee N/S; a fill of cost c costs c + ceil((N + c*r)/S) - F,
+   * and for an integer k, ceil(y) <= k <=> y <= k, so it fits in B
+   * <=> N + c*r <= S*(B + F - c)  <=>  c <= floor((S*(B + F) - N)/(S + r));
    * floor(p*v*Q/D) <= c  <=>  v <= floor(((c+1)*D - 1)/(p*Q)). Both results are then verified
    * directly, so a mistake in the algebra fails loudly instead of agreeing with a wrong engine.
    */
-  private affordable(m: RefMarket, price: number, wanted: number, budget: bigint): number {
+  private affordable(
+    m: RefMarket,
+    price: number,
+    wanted: number,
+    budget: bigint,
+    taker: Pick<RefOrder, 'fee' | 'exactFee'>,
+  ): number {
     const spend = (v: number): bigint => {
       const cost = this.costOf(m, price, v);
-      return cost + ReferenceBook.fee(cost, m.takerFee);
+      return cost + ReferenceBook.feeDue(taker, cost, m.takerFee);
     };
     if (budget < 0n) return 0;
     const r = BigInt(m.takerFee);
-    const maxCost = ((budget + 1n) * FEE_SCALE - 1n) / (FEE_SCALE + r);
+    const top = FEE_SCALE * (budget + taker.fee) - taker.exactFee;
+    if (top < 0n) return 0;
+    const maxCost = top / (FEE_SCALE + r);
     const q = ten(this.assets.get(m.quote)!.decimals);
     const d = ten(m.pairDecimals + m.lotDecimals);
     const maxVolume = ((maxCost + 1n) * d - 1n) / (BigInt(price) * q);
@@ -280,11 +300,12 @@ export class ReferenceBook {
     } else if (isLimit) {
       const cost = this.costOf(m, c.price, c.volume);
       if (cost > MAX) return 'too_large';
-      hold = cost + ReferenceBook.fee(cost, Math.max(m.makerFee, m.takerFee));
+      hold = cost + ReferenceBook.ceilDiv(cost * BigInt(Math.max(m.makerFee, m.takerFee)), FEE_SCALE);
       if (hold > MAX) return 'too_large';
     } else {
       hold = available;
       if (hold <= 0n) return 'insufficient_funds';
+      if (this.fundsBuy(m, c.userId, c.volume, hold) < m.ordermin) return 'below_ordermin';
     }
     if (available < hold) return 'insufficient_funds';
     if (isLimit) {
@@ -312,6 +333,7 @@ export class ReferenceBook {
       closeTime: null,
       cost: 0n,
       fee: 0n,
+      exactFee: 0n,
       reserved: hold,
     };
     this.orders.set(taker.id, taker);
@@ -343,7 +365,7 @@ export class ReferenceBook {
       }
       let volume = Math.min(taker.volume - taker.executed, maker.volume - maker.executed);
       if (!isLimit && c.side === 'buy') {
-        const afford = this.affordable(m, maker.price, volume, taker.reserved);
+        const afford = this.affordable(m, maker.price, volume, taker.reserved, taker);
         if (afford < volume) {
           if (afford > 0) this.fill(m, taker, maker, afford, time);
           budgetExhausted = true;
@@ -371,10 +393,36 @@ export class ReferenceBook {
     return null;
   }
 
+  /**
+   * What a market buy with `budget` gets before its budget runs out, walking the asks in
+   * price-time order without its own orders and without changing anything; `wanted` when the
+   * budget does not run out first.
+   */
+  private fundsBuy(m: RefMarket, userId: number, wanted: number, budget: bigint): number {
+    const asks = this.open
+      .filter((o) => o.marketId === m.id && o.side === 'sell' && o.userId !== userId)
+      .sort((a, b) => a.price - b.price || a.id - b.id);
+    const paid = { fee: 0n, exactFee: 0n };
+    let bought = 0;
+    for (const maker of asks) {
+      if (bought === wanted) break;
+      const want = Math.min(wanted - bought, maker.volume - maker.executed);
+      const v = this.affordable(m, maker.price, want, budget, paid);
+      bought += v;
+      if (v < want) return bought;
+      const cost = this.costOf(m, maker.price, v);
+      const fee = ReferenceBook.feeDue(paid, cost, m.takerFee);
+      budget -= cost + fee;
+      paid.fee += fee;
+      paid.exactFee += cost * BigInt(m.takerFee);
+    }
+    return wanted;
+  }
+
   private fill(m: RefMarket, taker: RefOrder, maker: RefOrder, volume: number, time: number): void {
     const cost = this.costOf(m, maker.price, volume);
-    const takerFee = ReferenceBook.fee(cost, m.takerFee);
-    const makerFee = ReferenceBook.fee(cost, m.makerFee);
+    const takerFee = ReferenceBook.feeDue(taker, cost, m.takerFee);
+    const makerFee = ReferenceBook.feeDue(maker, cost, m.makerFee);
     const base = this.baseUnits(m, volume);
     const buyer = taker.side === 'buy' ? taker : maker;
     const seller = taker.side === 'buy' ? maker : taker;
@@ -392,9 +440,11 @@ export class ReferenceBook {
     taker.executed += volume;
     taker.cost += cost;
     taker.fee += takerFee;
+    taker.exactFee += cost * BigInt(m.takerFee);
     maker.executed += volume;
     maker.cost += cost;
     maker.fee += makerFee;
+    maker.exactFee += cost * BigInt(m.makerFee);
 
     const trade: Trade = {
       id: this.nextTradeId++ as TradeId,
@@ -453,6 +503,7 @@ export class ReferenceBook {
       closeTime: o.closeTime as Micros | null,
       cost: toNumber(o.cost) as Amount,
       fee: toNumber(o.fee) as Amount,
+      feeExcess: toNumber(o.fee * FEE_SCALE - o.exactFee),
       reserved: toNumber(o.reserved) as Amount,
     };
   }

@@ -130,12 +130,36 @@ describe('orders', () => {
     // (0.1 × 30000.0 + 0.05 × 30010.0) / 0.15 = 30003.33.. -> 30003.3
     assert.deepEqual(data.price, { amount: '30003.3', currency: 'EUR' });
     assert.deepEqual(data.cost, { amount: '4500.50', currency: 'EUR' });
-    assert.deepEqual(data.fee, { amount: '9.00', currency: 'EUR' });
+    // 0.2 % of 3000.00 is 6.00, of 1500.50 is 3.001: the order's exact fee 9.001, rounded up.
+    assert.deepEqual(data.fee, { amount: '9.01', currency: 'EUR' });
     assert.deepEqual(
       data.trades.map((t) => t.price.currency),
       ['BTC/EUR', 'BTC/EUR'],
     );
     assert.notEqual(data.close_time, null);
+  });
+
+  test('create: a market buy whose funds buy less than ordermin is a 422 on volume naming ordermin', async () => {
+    await h.submit(limit(bob.userId, h.btceur, 'sell', 290_000, 1_000_000)); // 0.01 @ 29000.0
+    const poor = await h.trader({ EUR: '1' }); // 1.00 EUR buys 0.00003448 BTC (0.99 + 0.01 fee)
+    const r = await h.request('POST', '/v1/orders', {
+      as: poor,
+      body: order({ order_type: 'market', volume: '0.01', price: undefined }),
+    });
+    assert.equal(r.status, 422, r.text);
+    const message =
+      'Your available funds buy only 0.00003448 BTC at the current prices, below the minimum order volume (ordermin) of 0.00010000 BTC.';
+    assert.deepEqual(r.json, { message, errors: { volume: [message] } });
+    for (const list of ['/v1/open-orders', '/v1/closed-orders']) {
+      const orders = await h.request('GET', list, { as: poor });
+      assert.deepEqual((orders.json as ListJson).data, [], `no order was created (${list})`);
+    }
+    // Funds that reach ordermin buy what they can: the rest of the book is untouched by the refusal.
+    const rich = await h.trader({ EUR: '3.10' }); // 3.09 + 0.01 fee buy 0.00010689 BTC
+    await create(rich, order({ order_type: 'market', volume: '0.01', price: undefined }));
+    const [bought] = ((await h.request('GET', '/v1/closed-orders', { as: rich })).json as ListJson).data;
+    assert.equal(bought?.status, 'closed');
+    assert.deepEqual(bought?.volume_executed, { amount: '0.00010689', currency: 'BTC' });
   });
 
   test("another user's order, an unknown id, a non-numeric id: 404 shape C", async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import type { OrderId } from '../../domain/types.js';
 import { MIGRATIONS, type Migration, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 import { ALICE, BTCEUR, balance, batch, CATALOGUE, ETHEUR, EUR, order } from './test-fixtures.js';
@@ -229,6 +230,42 @@ describe('migrations', () => {
     assert.throws(() => db.prepare("UPDATE candles SET volume = '012'").run(), /CHECK/);
     assert.throws(() => db.prepare("UPDATE candles SET notional = '-1'").run(), /CHECK/);
     assert.throws(() => db.prepare("UPDATE candles SET quote_volume = '1e3'").run(), /CHECK/);
+  });
+
+  test('v5 gives orders a fee excess: open buys of a v4 database keep their fees within their floored hold', (t) => {
+    const path = tempPath(t);
+    const v4 = new Database(path);
+    migrate(v4, MIGRATIONS.slice(0, 4));
+    v4.exec(`INSERT INTO assets VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 2);
+      INSERT INTO markets VALUES (1, 'BTC', 'EUR', 1, 8, 1, 160000, 260000);`);
+    const insert = v4.prepare(
+      `INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, reason,
+         open_time, close_time, cost, fee, reserved)
+       VALUES (?, 1, 1, ?, 'limit', 300000, 10000, 0, ?, NULL, 1, NULL, 0, 0, 300)`,
+    );
+    // [id, side, status]
+    for (const [id, side, status] of [
+      [1, 'buy', 'open'],
+      [2, 'sell', 'open'],
+      [3, 'buy', 'closed'],
+    ] as const)
+      insert.run(id, side, status);
+    v4.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    assert.deepEqual(
+      store.loadSnapshot().openOrders.map((o) => [o.id, o.feeExcess]),
+      [
+        [1, 99_999_999],
+        [2, 0],
+      ],
+    );
+    assert.equal(store.getOrder(3 as OrderId)?.feeExcess, 0);
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.throws(() => db.prepare('UPDATE orders SET fee_excess = 100000000 WHERE id = 1').run(), /CHECK/);
+    assert.throws(() => db.prepare('UPDATE orders SET fee_excess = -1 WHERE id = 1').run(), /CHECK/);
   });
 
   test('refuse a database from a newer release and misnumbered migrations', (t) => {

@@ -233,6 +233,21 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
     upgrade: computeCandleNotionals,
   },
+  {
+    version: 5,
+    description: 'orders keep fee_excess: how far their fees, rounded up, exceed the exact fee',
+    // Fees round up per order over its fills (docs/money.md); the next fill's rounding needs what
+    // was charged beyond the exact fee, in 10^-8 quote units. Orders written before kept fees
+    // rounded down, so a buy resting from then reserved only floor(cost × rate) for its fee. Such
+    // a buy gets the largest excess, 10^8 - 1: its further fills then pay, together,
+    // floor(their exact fee) (ceil((x - 10^8 + 1) / 10^8) = floor(x / 10^8)), which its
+    // reservation covers. Other orders start at 0 and pay rounded-up fees from now on.
+    sql: `
+      ALTER TABLE orders ADD COLUMN fee_excess INTEGER NOT NULL DEFAULT 0
+        CHECK (fee_excess >= 0 AND fee_excess < 100000000);
+      UPDATE orders SET fee_excess = 99999999 WHERE status = 'open' AND side = 'buy';
+    `,
+  },
 ];
 
 /**

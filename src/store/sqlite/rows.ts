@@ -71,6 +71,7 @@ export interface OrderRow {
   readonly cost: number;
   readonly fee: number;
   readonly reserved: number;
+  readonly fee_excess: number;
 }
 
 export interface TradeRow {
@@ -135,7 +136,7 @@ export const API_KEY_COLUMNS =
   'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required';
 
 export const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess';
 export const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 export const CANDLE_COLUMNS =
@@ -187,6 +188,7 @@ export const orderFromRow = (r: OrderRow): OrderState => ({
   closeTime: r.close_time as Micros | null,
   cost: r.cost as Amount,
   fee: r.fee as Amount,
+  feeExcess: r.fee_excess,
   reserved: r.reserved as Amount,
 });
 

@@ -4,7 +4,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import type { Amount, MarketId, Micros, OrderId, Price, Side, TradeId, UserId } from '../../domain/types.js';
+import type {
+  Amount,
+  MarketId,
+  Micros,
+  OrderId,
+  Price,
+  Side,
+  TradeId,
+  UserId,
+  Volume,
+} from '../../domain/types.js';
 import type { Trade } from '../../engine/types.js';
 import { type ApiKeyRecord, StoreUnavailableError, type UserTrade } from '../store.js';
 import { isUnavailable, toStoreError } from './errors.js';
@@ -55,6 +65,25 @@ describe('SqliteStore: commit and loadSnapshot', () => {
       openOrders: [],
       sequences: { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 },
     });
+  });
+
+  test("an order's fee excess (what its next fill's fee rounding needs) survives a restart", (t) => {
+    const { store, path } = tempStore(t);
+    store.commit(batch({ ...CATALOGUE, orders: [order(1, { feeExcess: 12_345_678 }), order(2)] }));
+    // A later state of order 2 goes through the UPDATE path, not the INSERT.
+    store.commit(
+      batch({ orders: [order(2, { executed: 10 as Volume, fee: 1 as Amount, feeExcess: 99_999_999 })] }),
+    );
+    store.close();
+    const reopened = SqliteStore.open({ path });
+    t.after(() => reopened.close());
+    assert.deepEqual(
+      reopened.loadSnapshot().openOrders.map((o) => [o.id, o.feeExcess]),
+      [
+        [1, 12_345_678],
+        [2, 99_999_999],
+      ],
+    );
   });
 
   test('round-trips the catalogue, balances, totals, open orders (by id) and sequences', (t) => {

@@ -428,23 +428,24 @@ function prepareWrites(db: Database.Database) {
         number,
         number,
         number,
+        number,
       ]
     >(
-      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          user_id = excluded.user_id, market_id = excluded.market_id, side = excluded.side,
          type = excluded.type, price = excluded.price, volume = excluded.volume,
          executed = excluded.executed, status = excluded.status, reason = excluded.reason,
          open_time = excluded.open_time, close_time = excluded.close_time, cost = excluded.cost,
-         fee = excluded.fee, reserved = excluded.reserved`,
+         fee = excluded.fee, reserved = excluded.reserved, fee_excess = excluded.fee_excess`,
     ),
     // An order's later states change only these columns (the others are fixed when it is placed):
     // no conflict detection, and no foreign-key check of a market_id that cannot have changed.
     updateOrderState: db.prepare<
-      [number, number, string, string | null, number | null, number, number, number, number]
+      [number, number, string, string | null, number | null, number, number, number, number, number]
     >(
       `UPDATE orders SET price = ?, executed = ?, status = ?, reason = ?, close_time = ?, cost = ?,
-         fee = ?, reserved = ? WHERE id = ?`,
+         fee = ?, reserved = ?, fee_excess = ? WHERE id = ?`,
     ),
     upsertBalance: db.prepare<[number, string, number, number]>(
       `INSERT INTO balances (user_id, asset, available, reserved) VALUES (?, ?, ?, ?)
@@ -569,6 +570,7 @@ function upsertOrder(s: WriteStatements, o: OrderState): void {
     o.cost,
     o.fee,
     o.reserved,
+    o.feeExcess,
   );
 }
 
@@ -583,6 +585,7 @@ function updateOrderState(s: WriteStatements, o: OrderState): number {
     o.cost,
     o.fee,
     o.reserved,
+    o.feeExcess,
     o.id,
   ).changes;
 }

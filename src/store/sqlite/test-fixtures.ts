@@ -91,6 +91,7 @@ export function order(id: number, fields: Partial<OrderState> = {}): OrderState 
     closeTime: null,
     cost: 0 as Amount,
     fee: 0 as Amount,
+    feeExcess: 0,
     reserved: 5_000_000 as Amount,
     ...fields,
   };

@@ -62,8 +62,14 @@ const DEFAULT_PROBE_INTERVAL_MS = 1000;
 const MAX_FLUSH_DEFERRALS = 3;
 
 export type SubmitResult = CommandResult & {
-  /** True when a deposit or withdrawal with the same reference was already applied (nothing new happened). */
+  /**
+   * True when a deposit or withdrawal with the same reference (same user and kind) was already
+   * recorded: nothing new happened. `recorded` is then that earlier entry (it may differ from the
+   * request in asset or amount, which the caller reports as a conflict).
+   */
   readonly duplicate?: boolean;
+  /** A deposit's or withdrawal's ledger entry: the one just committed, or the earlier one for a duplicate. */
+  readonly recorded?: LedgerEntry;
 };
 
 interface Pending {
@@ -245,7 +251,7 @@ class SequencedExchange implements OpenExchange {
     const results: SubmitResult[] = [];
     const events: EngineEvent[] = [];
     const ledger: LedgerEntry[] = [];
-    const seenReferences = new Set<string>();
+    const seenReferences = new Map<string, LedgerEntry>();
     for (const pending of batch) {
       const duplicate = this.duplicateLedger(pending, seenReferences);
       if (duplicate !== undefined) {
@@ -253,11 +259,19 @@ class SequencedExchange implements OpenExchange {
         continue;
       }
       const result = this.engine.apply(pending.command, time);
-      results.push(result);
-      if (!result.ok) continue;
+      if (!result.ok) {
+        results.push(result);
+        continue;
+      }
       for (const event of result.events) events.push(event);
       const entry = ledgerEntry(pending, time);
-      if (entry !== undefined) ledger.push(entry);
+      if (entry === undefined) {
+        results.push(result);
+        continue;
+      }
+      results.push({ ...result, recorded: entry });
+      ledger.push(entry);
+      if (entry.reference !== null) seenReferences.set(referenceKey(entry), entry);
     }
     const changes = this.engine.drainChanges();
     const trades = tradesByMarket(events);
@@ -270,20 +284,19 @@ class SequencedExchange implements OpenExchange {
     return { results, events, changes, trades, touched };
   }
 
-  private duplicateLedger(pending: Pending, seen: Set<string>): SubmitResult | undefined {
+  /** The entry already recorded under this request's reference (earlier in the batch or committed). */
+  private duplicateLedger(
+    pending: Pending,
+    seen: ReadonlyMap<string, LedgerEntry>,
+  ): SubmitResult | undefined {
     const { command, ledger } = pending;
     if (ledger?.reference === undefined || (command.kind !== 'deposit' && command.kind !== 'withdraw'))
       return undefined;
     const kind = command.kind === 'deposit' ? 'deposit' : 'withdrawal';
-    const key = `${command.userId}\u0000${command.asset}\u0000${kind}\u0000${ledger.reference}`;
-    if (
-      seen.has(key) ||
-      this.store.findLedgerEntry(command.userId, command.asset, kind, ledger.reference) !== undefined
-    ) {
-      return { ok: true, events: [], duplicate: true };
-    }
-    seen.add(key);
-    return undefined;
+    const recorded =
+      seen.get(referenceKey({ userId: command.userId, kind, reference: ledger.reference })) ??
+      this.store.findLedgerEntry(command.userId, kind, ledger.reference);
+    return recorded === undefined ? undefined : { ok: true, events: [], duplicate: true, recorded };
   }
 
   private recoverFromFailedCommit(error: unknown): void {
@@ -522,6 +535,10 @@ function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
     time,
   };
 }
+
+/** A reference identifies one operator action per user and kind, whatever the asset. */
+const referenceKey = (e: Pick<LedgerEntry, 'userId' | 'kind' | 'reference'>): string =>
+  `${e.userId}\u0000${e.kind}\u0000${e.reference}`;
 
 function tradesByMarket(events: readonly EngineEvent[]): Map<MarketId, Trade[]> {
   const out = new Map<MarketId, Trade[]>();

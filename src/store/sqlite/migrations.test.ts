@@ -49,6 +49,7 @@ describe('migrations', () => {
       'assets',
       'balances',
       'candles',
+      'idempotency_keys',
       'ledger_entries',
       'markets',
       'meta',
@@ -71,6 +72,8 @@ describe('migrations', () => {
       'trades_by_taker_order',
       'trades_by_maker_order',
       'ledger_entries_by_reference',
+      'ledger_entries_by_user_reference',
+      'idempotency_keys_by_time',
     ])
       assert.ok(indexes.includes(name), name);
   });
@@ -180,6 +183,29 @@ describe('migrations', () => {
     assert.equal(store.countOrders({ userId: ALICE, status: 'open' }), 2);
     assert.equal(store.countOrders({ userId: ALICE, status: 'done', marketId: BTCEUR }), 1);
     assert.deepEqual(ids(store.loadSnapshot().openOrders), [1, 3, 4]);
+  });
+
+  test('v4 upgrades a v3 database: references are found whatever their asset; idempotency keys start empty', (t) => {
+    const path = tempPath(t);
+    const v3 = new Database(path);
+    migrate(v3, MIGRATIONS.slice(0, 3));
+    v3.exec(`INSERT INTO assets VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 2);
+      INSERT INTO ledger_entries (user_id, asset, kind, amount, reference, time) VALUES
+        (1, 'EUR', 'deposit', 500, 'wire-1', 10), (1, 'BTC', 'deposit', 7, 'wire-1', 20);`);
+    v3.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const found = store.findLedgerEntry(ALICE, 'deposit', 'wire-1');
+    assert.deepEqual([found?.asset, found?.amount, found?.time], ['EUR', 500, 10]);
+    assert.equal(store.findIdempotencyRecord(ALICE, 'k'), undefined);
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.throws(
+      () => db.prepare("INSERT INTO idempotency_keys VALUES (1, '', 'x', 1, 1)").run(),
+      /CHECK/,
+      'an empty key or a fingerprint that is not a SHA-256 is refused',
+    );
   });
 
   test('refuse a database from a newer release and misnumbered migrations', (t) => {

@@ -30,15 +30,24 @@ import type {
 } from '../engine/types.js';
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
-import { type CommitBatch, type LedgerEntry, type Store, StoreUnavailableError } from '../store/store.js';
+import {
+  type CommitBatch,
+  type IdempotencyRecord,
+  type LedgerEntry,
+  type Store,
+  StoreUnavailableError,
+} from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
 import type {
   BookView,
   Catalogue,
   CommittedBatch,
   Exchange,
+  IdempotencyRequest,
   LedgerRequest,
   LevelChange,
+  OnceResult,
+  PlaceOrder,
   TradeStats,
 } from './ports.js';
 import { TradeStatsBook } from './trade-stats.js';
@@ -72,9 +81,14 @@ export type SubmitResult = CommandResult & {
   readonly recorded?: LedgerEntry;
 };
 
+/** How long an Idempotency-Key's record answers retries. */
+export const IDEMPOTENCY_TTL_MICROS = MICROS_PER_DAY;
+
 interface Pending {
   readonly command: Command;
   readonly ledger: LedgerRequest | undefined;
+  /** Set for an order placed under an Idempotency-Key: its record is committed with the order. */
+  readonly idempotency?: IdempotencyRequest;
   readonly resolve: (result: SubmitResult) => void;
   readonly reject: (error: Error) => void;
 }
@@ -108,6 +122,11 @@ class SequencedExchange implements OpenExchange {
   private unpublished: CommittedBatch[] = [];
   private publicationScheduled = false;
   private queue: Pending[] = [];
+  /** Idempotency-Keys (user, key) queued and not yet committed or refused, with their answer. */
+  private readonly keysInFlight = new Map<
+    string,
+    { readonly fingerprint: string; readonly answer: Promise<OnceResult> }
+  >();
   private flushScheduled = false;
   /** Times the pending flush was put off, and the queue length when it last was. */
   private deferrals = 0;
@@ -159,9 +178,57 @@ class SequencedExchange implements OpenExchange {
   }
 
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
+    return this.enqueue(command, ledger, undefined);
+  }
+
+  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult> {
+    // Committed keys are read here, before the command is queued (never in the middle of a
+    // batch); keys queued but not yet committed are in `keysInFlight`, so a duplicate of either
+    // kind is caught before it reaches the engine.
+    const id = `${command.userId}\u0000${request.key}`;
+    const inFlight = this.keysInFlight.get(id);
+    if (inFlight !== undefined)
+      return inFlight.fingerprint === request.fingerprint ? inFlight.answer : Promise.resolve(KEY_MISMATCH);
+    let recorded: IdempotencyRecord | undefined;
+    try {
+      recorded = this.store.findIdempotencyRecord(command.userId, request.key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (recorded !== undefined && recorded.time > this.clock() - IDEMPOTENCY_TTL_MICROS) {
+      return Promise.resolve(
+        recorded.fingerprint === request.fingerprint
+          ? { kind: 'replayed', orderId: recorded.orderId }
+          : KEY_MISMATCH,
+      );
+    }
+    const answer = this.enqueue(command, undefined, request).then(
+      (result): OnceResult => ({ kind: 'executed', result }),
+    );
+    const entry = { fingerprint: request.fingerprint, answer };
+    this.keysInFlight.set(id, entry);
+    // Settled means committed (the record is in the store) or refused (nothing to remember).
+    const settle = () => {
+      if (this.keysInFlight.get(id) === entry) this.keysInFlight.delete(id);
+    };
+    answer.then(settle, settle);
+    return answer;
+  }
+
+  private enqueue(
+    command: Command,
+    ledger: LedgerRequest | undefined,
+    idempotency: IdempotencyRequest | undefined,
+  ): Promise<SubmitResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ command, ledger, resolve, reject });
+      this.queue.push({
+        command,
+        ledger,
+        resolve,
+        reject,
+        ...(idempotency === undefined ? {} : { idempotency }),
+      });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());
@@ -251,6 +318,7 @@ class SequencedExchange implements OpenExchange {
     const results: SubmitResult[] = [];
     const events: EngineEvent[] = [];
     const ledger: LedgerEntry[] = [];
+    const idempotencyKeys: IdempotencyRecord[] = [];
     const seenReferences = new Map<string, LedgerEntry>();
     for (const pending of batch) {
       const duplicate = this.duplicateLedger(pending, seenReferences);
@@ -264,6 +332,8 @@ class SequencedExchange implements OpenExchange {
         continue;
       }
       for (const event of result.events) events.push(event);
+      const keyRecord = idempotencyRecord(pending, result.events, time);
+      if (keyRecord !== undefined) idempotencyKeys.push(keyRecord);
       const entry = ledgerEntry(pending, time);
       if (entry === undefined) {
         results.push(result);
@@ -277,7 +347,14 @@ class SequencedExchange implements OpenExchange {
     const trades = tradesByMarket(events);
     const touched: Candle[] = [];
     for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
-    const commit: CommitBatch = { changes, events, ledger, candles: touched };
+    const commit: CommitBatch = {
+      changes,
+      events,
+      ledger,
+      candles: touched,
+      idempotencyKeys,
+      idempotencyExpiredBefore: (time - IDEMPOTENCY_TTL_MICROS) as Micros,
+    };
     // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
     // about the store either, so `writable` is left as it is.
     if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
@@ -520,6 +597,26 @@ function emptyBatch(sequences: Sequences): CommitBatch {
     events: [],
     ledger: [],
     candles: [],
+  };
+}
+
+const KEY_MISMATCH: OnceResult = { kind: 'mismatch' };
+
+/** The record of an order created under an Idempotency-Key, written in the order's own commit. */
+function idempotencyRecord(
+  pending: Pending,
+  events: readonly EngineEvent[],
+  time: Micros,
+): IdempotencyRecord | undefined {
+  if (pending.idempotency === undefined) return undefined;
+  const accepted = events.find((e) => e.type === 'orderAccepted');
+  if (accepted?.type !== 'orderAccepted') return undefined;
+  return {
+    userId: accepted.order.userId,
+    key: pending.idempotency.key,
+    fingerprint: pending.idempotency.fingerprint,
+    orderId: accepted.order.id,
+    time,
   };
 }
 

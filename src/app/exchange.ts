@@ -88,7 +88,7 @@ interface Pending {
   readonly command: Command;
   readonly ledger: LedgerRequest | undefined;
   /** Set for an order placed under an Idempotency-Key: its record is committed with the order. */
-  readonly idempotency?: IdempotencyRequest;
+  readonly idempotency: IdempotencyRequest | undefined;
   readonly resolve: (result: SubmitResult) => void;
   readonly reject: (error: Error) => void;
 }
@@ -222,13 +222,7 @@ class SequencedExchange implements OpenExchange {
   ): Promise<SubmitResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({
-        command,
-        ledger,
-        resolve,
-        reject,
-        ...(idempotency === undefined ? {} : { idempotency }),
-      });
+      this.queue.push({ command, ledger, idempotency, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());

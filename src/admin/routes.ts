@@ -7,12 +7,22 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenExchange } from '../app/exchange.js';
 import { parseAllowlist } from '../auth/key-policy.js';
 import { type CredentialVault, generateApiCredentials } from '../auth/vault.js';
+import { formatUnits } from '../domain/money.js';
 import type { Amount, AssetCode, UserId } from '../domain/types.js';
 import type { Rejection } from '../engine/types.js';
 import { type ApiKeyScope, StoreUnavailableError } from '../store/store.js';
 import { bearerMatches } from './admin-token.js';
 import { asObject, assetCommand, decimalField, InputError, marketCommand, stringField } from './inputs.js';
-import { apiKeyView, assetView, auditView, balanceView, marketView, userView } from './views.js';
+import {
+  apiKeyView,
+  assetView,
+  auditView,
+  balanceView,
+  isoMicros,
+  ledgerEntryView,
+  marketView,
+  userView,
+} from './views.js';
 
 export interface AdminOptions {
   readonly exchange: OpenExchange;
@@ -28,6 +38,8 @@ class AdminError extends Error {
     readonly code: string,
     message: string,
     readonly field?: string,
+    /** Further members of the error object (a conflict's recorded entry). */
+    readonly details?: Readonly<Record<string, unknown>>,
   ) {
     super(message);
   }
@@ -73,7 +85,12 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof AdminError) {
       return reply.code(error.status).send({
-        error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) },
+        error: {
+          code: error.code,
+          message: error.message,
+          ...(error.field ? { field: error.field } : {}),
+          ...error.details,
+        },
       });
     }
     if (error instanceof InputError) {
@@ -219,13 +236,28 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
         throw new InputError('reference', 'The reference must be 1 to 128 characters.');
       }
       const result = await submit({ kind, userId, asset: asset.code as AssetCode, amount }, reference);
+      const { recorded } = result;
+      if (recorded !== undefined && (recorded.asset !== asset.code || recorded.amount !== amount)) {
+        // The reference names one operator action: a reuse with another asset or amount is a
+        // mistake to surface, never a silent "duplicate" echoing an amount that was not applied.
+        const view = ledgerEntryView(recorded, exchange.catalogue.asset(recorded.asset)?.decimals ?? 0);
+        throw new AdminError(
+          409,
+          'reference_conflict',
+          `The reference was already used for another ${recorded.kind} (${view.amount} ${view.asset}); nothing was changed.`,
+          'reference',
+          { recorded: view },
+        );
+      }
       const balance = exchange.balances(userId).find((b) => b.asset === asset.code)!;
       return reply.code(result.duplicate ? 200 : 201).send({
         user_id: userId,
         asset: asset.code,
-        amount: body.amount,
+        amount: formatUnits(amount, asset.decimals),
         reference: reference ?? null,
         duplicate: result.duplicate === true,
+        // When the entry was applied (the earlier one for a duplicate).
+        time: isoMicros(recorded?.time ?? exchange.clock()),
         balance: balanceView(balance, asset.decimals),
       });
     };

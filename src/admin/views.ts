@@ -3,7 +3,7 @@ import { formatBigUnits, formatUnits } from '../domain/money.js';
 import { type AssetSpec, FEE_RATE_DECIMALS, type MarketSpec } from '../domain/types.js';
 import type { Engine } from '../engine/engine.js';
 import type { BalanceState } from '../engine/types.js';
-import type { ApiKeyRecord, UserRecord } from '../store/store.js';
+import type { ApiKeyRecord, LedgerEntry, UserRecord } from '../store/store.js';
 
 export const assetView = (a: AssetSpec) => ({
   code: a.code,
@@ -25,7 +25,7 @@ export const marketView = (m: MarketSpec) => ({
   taker_fee: formatUnits(m.takerFee, FEE_RATE_DECIMALS),
 });
 
-const isoMicros = (micros: number): string => new Date(Math.floor(micros / 1000)).toISOString();
+export const isoMicros = (micros: number): string => new Date(Math.floor(micros / 1000)).toISOString();
 
 export const userView = (u: UserRecord) => ({ id: u.id, email: u.email, created_at: isoMicros(u.createdAt) });
 
@@ -37,6 +37,15 @@ export const apiKeyView = (k: ApiKeyRecord) => ({
   nonce_required: k.nonceRequired,
   created_at: isoMicros(k.createdAt),
   revoked_at: k.revokedAt === null ? null : isoMicros(k.revokedAt),
+});
+
+/** A deposit or withdrawal as recorded (a reference conflict shows it). */
+export const ledgerEntryView = (e: LedgerEntry, decimals: number) => ({
+  kind: e.kind,
+  asset: e.asset,
+  amount: formatUnits(e.amount, decimals),
+  reference: e.reference,
+  time: isoMicros(e.time),
 });
 
 export const balanceView = (b: BalanceState, decimals: number) => ({

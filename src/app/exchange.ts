@@ -32,15 +32,24 @@ import type {
 } from '../engine/types.js';
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
-import { type CommitBatch, type LedgerEntry, type Store, StoreUnavailableError } from '../store/store.js';
+import {
+  type CommitBatch,
+  type IdempotencyRecord,
+  type LedgerEntry,
+  type Store,
+  StoreUnavailableError,
+} from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
 import type {
   BookView,
   Catalogue,
   CommittedBatch,
   Exchange,
+  IdempotencyRequest,
   LedgerRequest,
   LevelChange,
+  OnceResult,
+  PlaceOrder,
   TradeStats,
 } from './ports.js';
 import { TradeStatsBook } from './trade-stats.js';
@@ -64,13 +73,24 @@ const DEFAULT_PROBE_INTERVAL_MS = 1000;
 const MAX_FLUSH_DEFERRALS = 3;
 
 export type SubmitResult = CommandResult & {
-  /** True when a deposit or withdrawal with the same reference was already applied (nothing new happened). */
+  /**
+   * True when a deposit or withdrawal with the same reference (same user and kind) was already
+   * recorded: nothing new happened. `recorded` is then that earlier entry (it may differ from the
+   * request in asset or amount, which the caller reports as a conflict).
+   */
   readonly duplicate?: boolean;
+  /** A deposit's or withdrawal's ledger entry: the one just committed, or the earlier one for a duplicate. */
+  readonly recorded?: LedgerEntry;
 };
+
+/** How long an Idempotency-Key's record answers retries. */
+export const IDEMPOTENCY_TTL_MICROS = MICROS_PER_DAY;
 
 interface Pending {
   readonly command: Command;
   readonly ledger: LedgerRequest | undefined;
+  /** Set for an order placed under an Idempotency-Key: its record is committed with the order. */
+  readonly idempotency: IdempotencyRequest | undefined;
   readonly resolve: (result: SubmitResult) => void;
   readonly reject: (error: Error) => void;
 }
@@ -104,6 +124,11 @@ class SequencedExchange implements OpenExchange {
   private unpublished: CommittedBatch[] = [];
   private publicationScheduled = false;
   private queue: Pending[] = [];
+  /** Idempotency-Keys (user, key) queued and not yet committed or refused, with their answer. */
+  private readonly keysInFlight = new Map<
+    string,
+    { readonly fingerprint: string; readonly answer: Promise<OnceResult> }
+  >();
   private flushScheduled = false;
   /** Times the pending flush was put off, and the queue length when it last was. */
   private deferrals = 0;
@@ -155,9 +180,51 @@ class SequencedExchange implements OpenExchange {
   }
 
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
+    return this.enqueue(command, ledger, undefined);
+  }
+
+  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult> {
+    // Committed keys are read here, before the command is queued (never in the middle of a
+    // batch); keys queued but not yet committed are in `keysInFlight`, so a duplicate of either
+    // kind is caught before it reaches the engine.
+    const id = `${command.userId}\u0000${request.key}`;
+    const inFlight = this.keysInFlight.get(id);
+    if (inFlight !== undefined)
+      return inFlight.fingerprint === request.fingerprint ? inFlight.answer : Promise.resolve(KEY_MISMATCH);
+    let recorded: IdempotencyRecord | undefined;
+    try {
+      recorded = this.store.findIdempotencyRecord(command.userId, request.key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (recorded !== undefined && recorded.time > this.clock() - IDEMPOTENCY_TTL_MICROS) {
+      return Promise.resolve(
+        recorded.fingerprint === request.fingerprint
+          ? { kind: 'replayed', orderId: recorded.orderId }
+          : KEY_MISMATCH,
+      );
+    }
+    const answer = this.enqueue(command, undefined, request).then(
+      (result): OnceResult => ({ kind: 'executed', result }),
+    );
+    const entry = { fingerprint: request.fingerprint, answer };
+    this.keysInFlight.set(id, entry);
+    // Settled means committed (the record is in the store) or refused (nothing to remember).
+    const settle = () => {
+      if (this.keysInFlight.get(id) === entry) this.keysInFlight.delete(id);
+    };
+    answer.then(settle, settle);
+    return answer;
+  }
+
+  private enqueue(
+    command: Command,
+    ledger: LedgerRequest | undefined,
+    idempotency: IdempotencyRequest | undefined,
+  ): Promise<SubmitResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ command, ledger, resolve, reject });
+      this.queue.push({ command, ledger, idempotency, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flush());
@@ -266,12 +333,19 @@ class SequencedExchange implements OpenExchange {
         this.engine = Engine.restore(this.store.loadSnapshot());
         continue;
       }
-      const { results, events, ledger } = applied;
+      const { results, events, ledger, idempotencyKeys } = applied;
       const changes = this.engine.drainChanges();
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
       for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
-      const commit: CommitBatch = { changes, events, ledger, candles: touched };
+      const commit: CommitBatch = {
+        changes,
+        events,
+        ledger,
+        candles: touched,
+        idempotencyKeys,
+        idempotencyExpiredBefore: (time - IDEMPOTENCY_TTL_MICROS) as Micros,
+      };
       // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
@@ -284,11 +358,19 @@ class SequencedExchange implements OpenExchange {
     batch: readonly Pending[],
     time: Micros,
     failed: ReadonlyMap<number, SubmitResult | Error>,
-  ): { results: Array<SubmitResult | Error>; events: EngineEvent[]; ledger: LedgerEntry[] } | CommandFailure {
+  ):
+    | {
+        results: Array<SubmitResult | Error>;
+        events: EngineEvent[];
+        ledger: LedgerEntry[];
+        idempotencyKeys: IdempotencyRecord[];
+      }
+    | CommandFailure {
     const results: Array<SubmitResult | Error> = [];
     const events: EngineEvent[] = [];
     const ledger: LedgerEntry[] = [];
-    const seenReferences = new Set<string>();
+    const idempotencyKeys: IdempotencyRecord[] = [];
+    const seenReferences = new Map<string, LedgerEntry>();
     for (let index = 0; index < batch.length; index++) {
       const pending = batch[index]!;
       const refused = failed.get(index);
@@ -307,13 +389,23 @@ class SequencedExchange implements OpenExchange {
       } catch (error) {
         return new CommandFailure(index, error);
       }
-      results.push(result);
-      if (!result.ok) continue;
+      if (!result.ok) {
+        results.push(result);
+        continue;
+      }
       for (const event of result.events) events.push(event);
+      const keyRecord = idempotencyRecord(pending, result.events, time);
+      if (keyRecord !== undefined) idempotencyKeys.push(keyRecord);
       const entry = ledgerEntry(pending, time);
-      if (entry !== undefined) ledger.push(entry);
+      if (entry === undefined) {
+        results.push(result);
+        continue;
+      }
+      results.push({ ...result, recorded: entry });
+      ledger.push(entry);
+      if (entry.reference !== null) seenReferences.set(referenceKey(entry), entry);
     }
-    return { results, events, ledger };
+    return { results, events, ledger, idempotencyKeys };
   }
 
   /**
@@ -339,20 +431,19 @@ class SequencedExchange implements OpenExchange {
     return new CommandFailedError(command.kind, { cause });
   }
 
-  private duplicateLedger(pending: Pending, seen: Set<string>): SubmitResult | undefined {
+  /** The entry already recorded under this request's reference (earlier in the batch or committed). */
+  private duplicateLedger(
+    pending: Pending,
+    seen: ReadonlyMap<string, LedgerEntry>,
+  ): SubmitResult | undefined {
     const { command, ledger } = pending;
     if (ledger?.reference === undefined || (command.kind !== 'deposit' && command.kind !== 'withdraw'))
       return undefined;
     const kind = command.kind === 'deposit' ? 'deposit' : 'withdrawal';
-    const key = `${command.userId}\u0000${command.asset}\u0000${kind}\u0000${ledger.reference}`;
-    if (
-      seen.has(key) ||
-      this.store.findLedgerEntry(command.userId, command.asset, kind, ledger.reference) !== undefined
-    ) {
-      return { ok: true, events: [], duplicate: true };
-    }
-    seen.add(key);
-    return undefined;
+    const recorded =
+      seen.get(referenceKey({ userId: command.userId, kind, reference: ledger.reference })) ??
+      this.store.findLedgerEntry(command.userId, kind, ledger.reference);
+    return recorded === undefined ? undefined : { ok: true, events: [], duplicate: true, recorded };
   }
 
   private recoverFromFailedCommit(error: unknown): void {
@@ -600,6 +691,26 @@ function emptyBatch(sequences: Sequences): CommitBatch {
   };
 }
 
+const KEY_MISMATCH: OnceResult = { kind: 'mismatch' };
+
+/** The record of an order created under an Idempotency-Key, written in the order's own commit. */
+function idempotencyRecord(
+  pending: Pending,
+  events: readonly EngineEvent[],
+  time: Micros,
+): IdempotencyRecord | undefined {
+  if (pending.idempotency === undefined) return undefined;
+  const accepted = events.find((e) => e.type === 'orderAccepted');
+  if (accepted?.type !== 'orderAccepted') return undefined;
+  return {
+    userId: accepted.order.userId,
+    key: pending.idempotency.key,
+    fingerprint: pending.idempotency.fingerprint,
+    orderId: accepted.order.id,
+    time,
+  };
+}
+
 function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
   const c = pending.command;
   if (c.kind !== 'deposit' && c.kind !== 'withdraw') return undefined;
@@ -612,6 +723,10 @@ function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
     time,
   };
 }
+
+/** A reference identifies one operator action per user and kind, whatever the asset. */
+const referenceKey = (e: Pick<LedgerEntry, 'userId' | 'kind' | 'reference'>): string =>
+  `${e.userId}\u0000${e.kind}\u0000${e.reference}`;
 
 function tradesByMarket(events: readonly EngineEvent[]): Map<MarketId, Trade[]> {
   const out = new Map<MarketId, Trade[]>();

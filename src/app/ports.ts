@@ -8,6 +8,7 @@ import type {
   MarketId,
   MarketSpec,
   Micros,
+  OrderId,
   Price,
   Side,
   UserId,
@@ -37,6 +38,23 @@ export interface Catalogue {
 export interface LedgerRequest {
   readonly reference?: string;
 }
+
+/** A client's Idempotency-Key for one order request (see Exchange.submitOnce). */
+export interface IdempotencyRequest {
+  /** The key as the client sent it (validated at the edge). */
+  readonly key: string;
+  /** SHA-256 (64 hex digits) of the canonical order request: what makes a retry "the same". */
+  readonly fingerprint: string;
+}
+
+/** How an order request under an Idempotency-Key was answered. */
+export type OnceResult =
+  /** This request was executed (or it joined the identical one in flight): its result. */
+  | { readonly kind: 'executed'; readonly result: CommandResult }
+  /** The key already created this order (committed within the last 24 hours): nothing was placed. */
+  | { readonly kind: 'replayed'; readonly orderId: OrderId }
+  /** The key belongs to a different order request (committed or in flight): nothing was placed. */
+  | { readonly kind: 'mismatch' };
 
 /** One changed level of a committed batch: one `order-book` update message. */
 export interface LevelChange {
@@ -96,6 +114,13 @@ export interface Exchange {
 
   /** Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it could not be. */
   submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult>;
+  /**
+   * Places an order at most once per (user, Idempotency-Key) within 24 hours. The key's record
+   * (fingerprint, order id) is committed with the order itself, so a retry after a lost answer
+   * finds it even across a crash. A request identical to one still in flight waits for that one
+   * and gets its result. Only a created order is recorded: a refusal leaves the key unused.
+   */
+  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult>;
 
   /** Aggregated levels, best first; `maxLevels` per side (0 = all). */
   book(marketId: MarketId, maxLevels: number): BookView;
@@ -126,5 +151,7 @@ export interface Exchange {
   /** True while the store accepts writes (false after an I/O failure until it recovers). */
   isWritable(): boolean;
 }
+
+export type PlaceOrder = Extract<Command, { kind: 'placeOrder' }>;
 
 export type { LedgerKind };

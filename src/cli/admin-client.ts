@@ -2,14 +2,26 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
+interface ErrorDetail {
+  readonly message?: string;
+  readonly field?: string;
+  /** A reference conflict's entry as recorded (see the admin API's ledger routes). */
+  readonly recorded?: { kind?: string; asset?: string; amount?: string; reference?: string; time?: string };
+}
+
 export class AdminApiError extends Error {
   constructor(
     readonly status: number,
     readonly body: unknown,
   ) {
-    const detail = (body as { error?: { message?: string; field?: string } })?.error;
+    const detail = (body as { error?: ErrorDetail } | null)?.error;
+    const r = detail?.recorded;
     super(
-      detail?.message ? `${detail.message}${detail.field ? ` (${detail.field})` : ''}` : `HTTP ${status}`,
+      detail?.message
+        ? `${detail.message}${detail.field ? ` (${detail.field})` : ''}${
+            r ? `\nrecorded: ${r.kind} of ${r.amount} ${r.asset}, reference ${r.reference}, at ${r.time}` : ''
+          }`
+        : `HTTP ${status}`,
     );
   }
 }

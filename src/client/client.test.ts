@@ -234,3 +234,53 @@ test('an injected fetch replaces the global one', { timeout: 10_000 }, async () 
   assert.deepEqual(await c.tickers('BTC/EUR'), []);
   assert.deepEqual(calls, ['http://example.invalid/v1/tickers?ticker_id=BTC%2FEUR']);
 });
+
+test('createOrder sends an Idempotency-Key and retries lost answers with the same key and body', {
+  timeout: 10_000,
+}, async () => {
+  const params = { pair: 'BTC/EUR', direction: 'buy', type: 'limit', volume: '0.01', price: '100' } as const;
+  const quick = new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, retryDelayMs: 1 });
+  // A fresh key per logical order.
+  reply = (_r, res) => json(res, 201, { success: true }, { location: '/v1/orders/7' });
+  await quick.createOrder(params);
+  const firstKey = last().headers['idempotency-key'];
+  await quick.createOrder(params);
+  assert.match(String(firstKey), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.notEqual(last().headers['idempotency-key'], firstKey);
+
+  // The answer is lost twice (a dropped connection, then a 503): the retries carry the same key
+  // and the same signed body, and the third answer is the order's.
+  const start = received.length;
+  let calls = 0;
+  reply = (_r, res) => {
+    calls++;
+    if (calls === 1) res.socket?.destroy();
+    else if (calls === 2) json(res, 503, { error: 'Service Unavailable' });
+    else json(res, 201, { success: true }, { location: '/v1/orders/42' });
+  };
+  const created = await quick.createOrder({ ...params, idempotencyKey: 'mine-1' });
+  assert.equal(created.id, 42);
+  const attempts = received.slice(start);
+  assert.equal(attempts.length, 3);
+  for (const r of attempts) {
+    assert.equal(r.headers['idempotency-key'], 'mine-1');
+    assert.equal(r.body, attempts[0]!.body);
+    assert.ok(verify(r));
+  }
+
+  // A refusal is an answer: not retried.
+  const before = received.length;
+  reply = (_r, res) => json(res, 422, { message: 'x', errors: { volume: ['x'] } });
+  await assert.rejects(quick.createOrder(params), OpenSpotApiError);
+  assert.equal(received.length, before + 1);
+
+  // Retries can be turned off; the last failure is what the caller sees.
+  const once = new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, orderRetries: 0 });
+  reply = (_r, res) => json(res, 503, { error: 'Service Unavailable' });
+  const n = received.length;
+  await assert.rejects(
+    once.createOrder(params),
+    (e: unknown) => e instanceof OpenSpotApiError && e.status === 503,
+  );
+  assert.equal(received.length, n + 1);
+});

@@ -3,6 +3,7 @@
  * errors. Self-contained (Node built-ins and the global fetch), so it can be used without the
  * server code.
  */
+import { randomUUID } from 'node:crypto';
 import { type ErrorBody, errorShape, OpenSpotApiError, OpenSpotTransportError } from './errors.js';
 import { signRequest } from './sign.js';
 import type {
@@ -34,6 +35,14 @@ export interface ClientOptions {
   readonly fetch?: typeof fetch;
   /** Per-request timeout. Default 30 s. */
   readonly timeoutMs?: number;
+  /**
+   * How many times createOrder resends an order whose answer was lost (no answer, a timeout,
+   * 429, 500, 502, 503, 504), with the same Idempotency-Key and body, so the server places it at
+   * most once. Default 2; 0 turns retries off.
+   */
+  readonly orderRetries?: number;
+  /** First wait before a retry, doubled each time; a Retry-After header takes precedence. Default 250 ms. */
+  readonly retryDelayMs?: number;
 }
 
 export interface CreateOrderParams {
@@ -44,6 +53,12 @@ export interface CreateOrderParams {
   readonly volume: string;
   /** Required for limit orders. */
   readonly price?: string;
+  /**
+   * The order's Idempotency-Key (1 to 255 printable ASCII characters). Default: a new random
+   * UUID per call. Pass your own to retry across calls or processes (keep it with the order
+   * until you know its fate); the server keeps it for 24 hours.
+   */
+  readonly idempotencyKey?: string;
 }
 
 export interface PageParams {
@@ -74,7 +89,13 @@ interface RequestSpec {
   /** The serialized body: signed and sent as this exact string. */
   readonly body?: string;
   readonly signed: boolean;
+  readonly headers?: Readonly<Record<string, string>>;
 }
+
+/** Statuses after which the order's fate is unknown or it was not processed: safe to resend under its key. */
+const RETRY_STATUSES = new Set([429, 500, 502, 503, 504]);
+/** A Retry-After longer than this is not waited for: the error goes to the caller. */
+const MAX_RETRY_WAIT_MS = 30_000;
 
 interface RawResponse {
   readonly status: number;
@@ -88,6 +109,8 @@ export class OpenSpotClient {
   readonly #apiSecret: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #orderRetries: number;
+  readonly #retryDelayMs: number;
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -95,6 +118,8 @@ export class OpenSpotClient {
     this.#apiSecret = options.apiSecret;
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? 30_000;
+    this.#orderRetries = options.orderRetries ?? 2;
+    this.#retryDelayMs = options.retryDelayMs ?? 250;
   }
 
   /** True when private endpoints can be called. */
@@ -148,7 +173,11 @@ export class OpenSpotClient {
     return this.#json({ method: 'GET', path: '/trade-wallet', signed: true });
   }
 
-  /** Places an order. The answer carries no order record; the id comes from the Location header. */
+  /**
+   * Places an order. The answer carries no order record; the id comes from the Location header.
+   * Sent with an Idempotency-Key and resent under it when the answer is lost (see orderRetries):
+   * a retry of an order the server already placed gets the original answer, not a second order.
+   */
   async createOrder(params: CreateOrderParams): Promise<CreatedOrder> {
     // Key order as the interface lists the fields; the server hashes the bytes, so any order
     // would do as long as the sent string is the signed one.
@@ -159,7 +188,9 @@ export class OpenSpotClient {
       volume: params.volume,
       ...(params.price === undefined ? {} : { price: params.price }),
     });
-    const response = await this.#send({ method: 'POST', path: '/orders', body, signed: true });
+    const headers = { 'idempotency-key': params.idempotencyKey ?? randomUUID() };
+    const spec: RequestSpec = { method: 'POST', path: '/orders', body, signed: true, headers };
+    const response = await this.#withRetries(spec);
     const match = ORDER_LOCATION.exec(response.headers.get('location') ?? '');
     return { id: match === null ? undefined : Number(match[1]), envelope: response.data as BareEnvelope };
   }
@@ -208,8 +239,27 @@ export class OpenSpotClient {
     return (await this.#send(spec)).data as T;
   }
 
+  /** #send, resent after a lost answer (safe only for a request the server deduplicates). */
+  async #withRetries(spec: RequestSpec): Promise<RawResponse> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.#send(spec);
+      } catch (error) {
+        const lost =
+          error instanceof OpenSpotTransportError ||
+          (error instanceof OpenSpotApiError && RETRY_STATUSES.has(error.status));
+        const waitMs =
+          error instanceof OpenSpotApiError && error.retryAfter !== undefined
+            ? error.retryAfter * 1000
+            : this.#retryDelayMs * 2 ** attempt;
+        if (!lost || attempt >= this.#orderRetries || waitMs > MAX_RETRY_WAIT_MS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+      }
+    }
+  }
+
   async #send(spec: RequestSpec): Promise<RawResponse> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+    const headers: Record<string, string> = { accept: 'application/json', ...spec.headers };
     if (spec.body !== undefined) headers['content-type'] = 'application/json';
     if (spec.signed) {
       if (this.#apiKey === undefined || this.#apiSecret === undefined || this.#apiKey === '')

@@ -142,6 +142,8 @@ describe('app: routing, limits, documents', () => {
     assert.deepEqual((r.json as { servers?: unknown }).servers, [
       { url: '/', description: 'The origin serving this document' },
     ]);
+    const create = doc.paths['/v1/orders']?.post as { parameters?: { name: string; in: string }[] };
+    assert.ok(create.parameters?.some((p) => p.in === 'header' && p.name === 'idempotency-key'));
     const page = await h.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(page.headers['content-type'] as string, /text\/html/);

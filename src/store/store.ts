@@ -19,6 +19,19 @@ export interface LedgerEntry {
   readonly time: Micros;
 }
 
+/**
+ * An order created under an Idempotency-Key: a retry with the same key (same user) finds the
+ * order it already created. Written in the order's own commit, so it exists exactly when the order does.
+ */
+export interface IdempotencyRecord {
+  readonly userId: UserId;
+  readonly key: string;
+  /** SHA-256 (64 hex digits) of the request, to tell a retry from another request reusing the key. */
+  readonly fingerprint: string;
+  readonly orderId: OrderId;
+  readonly time: Micros;
+}
+
 /** Everything one group commit writes, atomically. */
 export interface CommitBatch {
   readonly changes: ChangeSet;
@@ -27,6 +40,10 @@ export interface CommitBatch {
   readonly ledger: readonly LedgerEntry[];
   /** Candles touched by this batch's trades, in their new state. */
   readonly candles: readonly Candle[];
+  /** Idempotency keys of the orders this batch creates (a record under the same user and key is replaced). */
+  readonly idempotencyKeys?: readonly IdempotencyRecord[];
+  /** Idempotency records older than this are deleted, a bounded number per commit. */
+  readonly idempotencyExpiredBefore?: Micros;
 }
 
 export type ApiKeyScope = 'read' | 'trade';
@@ -127,12 +144,14 @@ export interface Store {
    */
   acceptNonce(key: string, nonce: string): boolean;
 
-  findLedgerEntry(
-    userId: UserId,
-    asset: AssetCode,
-    kind: LedgerKind,
-    reference: string,
-  ): LedgerEntry | undefined;
+  /**
+   * The entry a reference names, whatever its asset: a reference identifies one operator action
+   * per user and kind (the oldest entry, should older data hold several assets under one reference).
+   */
+  findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): LedgerEntry | undefined;
+
+  /** The record of a user's Idempotency-Key, however old (the caller judges expiry). */
+  findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined;
 
   getOrder(id: OrderId): OrderState | undefined;
   /** Newest first. */

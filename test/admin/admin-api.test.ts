@@ -131,6 +131,66 @@ describe('admin API', () => {
     assert.equal(fine.status, 201);
   });
 
+  test('a reference reused with another amount or asset is a 409 with the recorded entry, and changes nothing', async () => {
+    const user = (await t.admin('POST', '/users', {})).body as { id: number };
+    const path = `/users/${user.id}/deposits`;
+    const first = await t.admin('POST', path, { asset: 'EUR', amount: '100.5', reference: 'wire-9' });
+    assert.equal(first.status, 201);
+    const recorded = {
+      kind: 'deposit',
+      asset: 'EUR',
+      amount: '100.5000',
+      reference: 'wire-9',
+      time: (first.body as { time: string }).time,
+    };
+    assert.match(recorded.time, /^\d{4}-\d\d-\d\dT/);
+    for (const body of [
+      { asset: 'EUR', amount: '250', reference: 'wire-9' },
+      { asset: 'BTC', amount: '100.5', reference: 'wire-9' },
+    ]) {
+      const conflict = await t.admin('POST', path, body);
+      assert.equal(conflict.status, 409, JSON.stringify(body));
+      assert.deepEqual(conflict.body, {
+        error: {
+          code: 'reference_conflict',
+          message: 'The reference was already used for another deposit (100.5000 EUR); nothing was changed.',
+          field: 'reference',
+          recorded,
+        },
+      });
+    }
+    // The same asset and amount (in any spelling) is still the harmless repeat, echoing what was applied.
+    const replay = await t.admin('POST', path, { asset: 'EUR', amount: '100.50', reference: 'wire-9' });
+    assert.equal(replay.status, 200);
+    assert.equal((replay.body as { duplicate: boolean }).duplicate, true);
+    assert.equal((replay.body as { amount: string }).amount, '100.5000');
+    assert.equal((replay.body as { time: string }).time, recorded.time);
+    const balances = (await t.admin('GET', `/users/${user.id}/balances`)).body as {
+      data: { asset: string; total: string }[];
+    };
+    assert.equal(balances.data.find((b) => b.asset === 'EUR')?.total, '100.5000');
+    assert.equal(balances.data.find((b) => b.asset === 'BTC')?.total, '0.0000000000');
+
+    // Withdrawals: the same rule, on their own references.
+    const out = `/users/${user.id}/withdrawals`;
+    assert.equal((await t.admin('POST', out, { asset: 'EUR', amount: '1', reference: 'out-9' })).status, 201);
+    const outConflict = await t.admin('POST', out, { asset: 'EUR', amount: '2', reference: 'out-9' });
+    assert.equal(outConflict.status, 409);
+    assert.equal(
+      (outConflict.body as { error: { recorded: { kind: string; amount: string } } }).error.recorded.amount,
+      '1.0000',
+    );
+    assert.equal(
+      (outConflict.body as { error: { recorded: { kind: string } } }).error.recorded.kind,
+      'withdrawal',
+    );
+    const after = (await t.admin('GET', `/users/${user.id}/balances`)).body as {
+      data: { asset: string; total: string }[];
+    };
+    assert.equal(after.data.find((b) => b.asset === 'EUR')?.total, '99.5000');
+    assert.equal(((await t.admin('GET', '/ledger/check')).body as { ok: boolean }).ok, true);
+  });
+
   test('API keys: the secret is shown once, never listed, and revocation is immediate', async () => {
     const user = (await t.admin('POST', '/users', {})).body as { id: number };
     const created = await t.admin('POST', `/users/${user.id}/api-keys`, {});
@@ -181,6 +241,20 @@ describe('openspot CLI', () => {
     assert.equal(balances.data.find((b) => b.asset === 'BTC')?.total, '1.2500000000');
     const check = JSON.parse((await cli('--json', 'ledger-check')).stdout) as { ok: boolean };
     assert.equal(check.ok, true);
+  });
+
+  test('a reference reused with another amount prints the conflict and the recorded entry', async () => {
+    const user = JSON.parse((await cli('--json', 'users', 'create')).stdout) as { id: number };
+    await cli('deposit', String(user.id), 'EUR', '10', '--reference', 'cli-conflict');
+    await assert.rejects(
+      cli('deposit', String(user.id), 'EUR', '11', '--reference', 'cli-conflict'),
+      (error: { code: number; stderr: string }) => {
+        assert.equal(error.code, 1);
+        assert.match(error.stderr, /already used for another deposit/);
+        assert.match(error.stderr, /recorded: deposit of 10\.0000 EUR, reference cli-conflict, at \d{4}-/);
+        return true;
+      },
+    );
   });
 
   test('reports API errors on stderr with a non-zero exit', async () => {

@@ -316,3 +316,36 @@ test('over HTTP: 503 with Retry-After while the store refuses writes, 201 once i
     await app.close();
   }
 });
+
+test('an order under an Idempotency-Key whose commit failed left no record: a retry places it, once', async () => {
+  const command = {
+    kind: 'placeOrder',
+    userId: 3 as UserId,
+    marketId: market,
+    side: 'sell',
+    type: 'limit',
+    price: 310_000 as Price,
+    volume: 1_000_000 as Volume,
+  } as const;
+  const key = { key: 'k-fault', fingerprint: 'f'.repeat(64) };
+  faults.commit = diskFull;
+  await assert.rejects(exchange.submitOnce(command, key), StoreUnavailableError);
+  assert.equal(store.findIdempotencyRecord(3 as UserId, 'k-fault'), undefined);
+  faults.commit = undefined;
+  await until(() => exchange.isWritable());
+  const [first, retry] = await Promise.all([
+    exchange.submitOnce(command, key),
+    exchange.submitOnce(command, key),
+  ]);
+  assert.equal(first?.kind, 'executed');
+  assert.equal(retry, first, 'the retry in flight gets the first answer');
+  const later = await exchange.submitOnce(command, key);
+  const accepted = first?.kind === 'executed' && first.result.ok ? first.result.events[0] : undefined;
+  assert.equal(accepted?.type, 'orderAccepted');
+  assert.deepEqual(later, {
+    kind: 'replayed',
+    orderId: accepted?.type === 'orderAccepted' ? accepted.order.id : 0,
+  });
+  assert.equal(exchange.book(market, 0).asks.length, 3);
+  assert.deepEqual(checkLedger(readCommitted(file)), []);
+});

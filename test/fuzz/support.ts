@@ -257,7 +257,14 @@ export function isShapeE(body: unknown, text?: string | RegExp): boolean {
 export function isAdminError(body: unknown): boolean {
   if (!isRecord(body) || !keysAre(body, ['error']) || !isRecord(body.error)) return false;
   const e = body.error;
-  const keysOk = keysAre(e, ['code', 'message']) || keysAre(e, ['code', 'message', 'field']);
+  const keysOk =
+    keysAre(e, ['code', 'message']) ||
+    keysAre(e, ['code', 'message', 'field']) ||
+    // A reused deposit/withdrawal reference also shows the entry as recorded.
+    (e.code === 'reference_conflict' &&
+      keysAre(e, ['code', 'message', 'field', 'recorded']) &&
+      isRecord(e.recorded) &&
+      keysAre(e.recorded, ['kind', 'asset', 'amount', 'reference', 'time']));
   return (
     keysOk &&
     typeof e.code === 'string' &&

@@ -6,11 +6,18 @@
 import { type Static, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { MarketSpec, OrderId, UserId } from '../../domain/types.js';
-import type { OrderState } from '../../engine/types.js';
+import type { CommandResult, OrderState } from '../../engine/types.js';
 import type { OrderFilter } from '../../store/store.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorC, errorE, INVALID_REQUEST, validationError } from '../errors.js';
+import {
+  IDEMPOTENCY_KEY_FIELD,
+  INVALID_KEY,
+  idempotencyRequest,
+  KEY_REUSED,
+  parseIdempotencyKey,
+} from '../idempotency-key.js';
 import { validateCreateOrder } from '../order-input.js';
 import { parseId, resolvePair, single } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
@@ -49,6 +56,16 @@ export const CreateOrderBody = Type.Object({
   ),
 });
 
+const CreateOrderHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 255,
+      description: 'makes retries safe: the order is placed at most once per key (24 hours)',
+    }),
+  ),
+});
+
 const config = (c: V1RouteConfig) => c;
 
 /**
@@ -73,6 +90,14 @@ const CREATED_BODY = Buffer.from(
 const CANCELED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCanceled, code: 200 }),
 );
+
+/** The id of the order a placeOrder created, or the refusal as an HTTP error. */
+function createdOrderId(result: CommandResult): OrderId {
+  if (!result.ok) throw rejectionToHttp(result.error);
+  const accepted = result.events.find((e) => e.type === 'orderAccepted');
+  if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
+  return accepted.order.id;
+}
 
 export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
@@ -109,29 +134,41 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       schema: {
         tags: ['trading'],
         summary: 'Create an order',
+        description:
+          'With an `Idempotency-Key` header (1 to 255 printable ASCII characters, bare or as a quoted ' +
+          'structured-field string), the order is placed at most once per user and key within 24 hours: ' +
+          'a retry of the same order gets the original 201 with the same `Location` and places nothing; ' +
+          'the same key with a different order gets 422 (shape D, field `Idempotency-Key`), as does a ' +
+          'malformed key. A retry sent while the first request is still being processed waits for it ' +
+          'and gets its answer. Only a created order is remembered: a refused request may be retried.',
         security,
+        headers: CreateOrderHeaders,
         body: CreateOrderBody,
         response: { 201: OrderCreated, 403: ErrorESchema, 422: Type.Union([ErrorDSchema, ErrorESchema]) },
       },
     },
     async (request, reply) => {
       const input = validateCreateOrder(request.body, catalogue);
-      if (!input.ok) throw validationError(input.errors.toRecord());
+      const keyHeader = request.headers['idempotency-key'];
+      const key = keyHeader === undefined ? undefined : parseIdempotencyKey(keyHeader);
+      if (!input.ok || key === null) {
+        const errors = input.ok ? {} : input.errors.toRecord();
+        throw validationError(key === null ? { ...errors, [IDEMPOTENCY_KEY_FIELD]: [INVALID_KEY] } : errors);
+      }
       const { userId } = caller(request);
       const { side, type, market, volume, price } = input.value;
-      const result = await exchange.submit({
-        kind: 'placeOrder',
-        userId,
-        marketId: market.id,
-        side,
-        type,
-        price,
-        volume,
-      });
-      if (!result.ok) throw rejectionToHttp(result.error);
-      const accepted = result.events.find((e) => e.type === 'orderAccepted');
-      if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
-      reply.header('location', `${base.prefix}/orders/${accepted.order.id}`);
+      const command = { kind: 'placeOrder', userId, marketId: market.id, side, type, price, volume } as const;
+      let orderId: OrderId;
+      if (key === undefined) {
+        const result = await exchange.submit(command);
+        orderId = createdOrderId(result);
+      } else {
+        const once = await exchange.submitOnce(command, idempotencyRequest(key, input.value));
+        if (once.kind === 'mismatch') throw validationError({ [IDEMPOTENCY_KEY_FIELD]: [KEY_REUSED] });
+        // A replay answers exactly as the original did: 201, the same Location, the same body.
+        orderId = once.kind === 'replayed' ? once.orderId : createdOrderId(once.result);
+      }
+      reply.header('location', `${base.prefix}/orders/${orderId}`);
       return sendJson(reply, CREATED_BODY, 201);
     },
   );

@@ -50,6 +50,7 @@ describe('migrations', () => {
       'assets',
       'balances',
       'candles',
+      'idempotency_keys',
       'ledger_entries',
       'markets',
       'meta',
@@ -72,6 +73,8 @@ describe('migrations', () => {
       'trades_by_taker_order',
       'trades_by_maker_order',
       'ledger_entries_by_reference',
+      'ledger_entries_by_user_reference',
+      'idempotency_keys_by_time',
     ])
       assert.ok(indexes.includes(name), name);
   });
@@ -266,6 +269,29 @@ describe('migrations', () => {
     t.after(() => db.close());
     assert.throws(() => db.prepare('UPDATE orders SET fee_excess = 100000000 WHERE id = 1').run(), /CHECK/);
     assert.throws(() => db.prepare('UPDATE orders SET fee_excess = -1 WHERE id = 1').run(), /CHECK/);
+  });
+
+  test('v6 upgrades a v5 database: references are found whatever their asset; idempotency keys start empty', (t) => {
+    const path = tempPath(t);
+    const v5 = new Database(path);
+    migrate(v5, MIGRATIONS.slice(0, 5));
+    v5.exec(`INSERT INTO assets VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 2);
+      INSERT INTO ledger_entries (user_id, asset, kind, amount, reference, time) VALUES
+        (1, 'EUR', 'deposit', 500, 'wire-1', 10), (1, 'BTC', 'deposit', 7, 'wire-1', 20);`);
+    v5.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const found = store.findLedgerEntry(ALICE, 'deposit', 'wire-1');
+    assert.deepEqual([found?.asset, found?.amount, found?.time], ['EUR', 500, 10]);
+    assert.equal(store.findIdempotencyRecord(ALICE, 'k'), undefined);
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.throws(
+      () => db.prepare("INSERT INTO idempotency_keys VALUES (1, '', 'x', 1, 1)").run(),
+      /CHECK/,
+      'an empty key or a fingerprint that is not a SHA-256 is refused',
+    );
   });
 
   test('refuse a database from a newer release and misnumbered migrations', (t) => {

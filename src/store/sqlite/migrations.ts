@@ -248,6 +248,29 @@ export const MIGRATIONS: readonly Migration[] = [
       UPDATE orders SET fee_excess = 99999999 WHERE status = 'open' AND side = 'buy';
     `,
   },
+  {
+    version: 6,
+    description: 'idempotency keys of created orders; ledger references looked up whatever their asset',
+    // A reference names one operator action per user and kind, so a reuse with another asset is
+    // found too (the v1 unique index begins with the asset; it stays, older data may hold the
+    // same reference under two assets). idempotency_keys holds, per user and Idempotency-Key,
+    // the fingerprint of the order request and the order it created; it is written in the
+    // order's own commit and pruned by time (the index on time keeps each pruning step small).
+    sql: `
+      CREATE INDEX ledger_entries_by_user_reference
+        ON ledger_entries (user_id, kind, reference, id) WHERE reference IS NOT NULL;
+
+      CREATE TABLE idempotency_keys (
+        user_id INTEGER NOT NULL,
+        key TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+        fingerprint TEXT NOT NULL CHECK (length(fingerprint) = 64),
+        order_id INTEGER NOT NULL,
+        time INTEGER NOT NULL,
+        PRIMARY KEY (user_id, key)
+      ) STRICT;
+      CREATE INDEX idempotency_keys_by_time ON idempotency_keys (time);
+    `,
+  },
 ];
 
 /**

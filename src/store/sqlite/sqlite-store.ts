@@ -11,7 +11,6 @@
 import { accessSync, constants } from 'node:fs';
 import Database from 'better-sqlite3';
 import type {
-  AssetCode,
   AssetSpec,
   MarketId,
   MarketSpec,
@@ -27,6 +26,7 @@ import {
   type ApiKeyRecord,
   CANONICAL_NONCE,
   type CommitBatch,
+  type IdempotencyRecord,
   type LedgerEntry,
   type LedgerKind,
   type NewApiKeyRecord,
@@ -249,14 +249,22 @@ export class SqliteStore implements Store {
     return guarded(() => this.#write.acceptNonce.run({ key, nonce })).changes > 0;
   }
 
-  findLedgerEntry(
-    userId: UserId,
-    asset: AssetCode,
-    kind: LedgerKind,
-    reference: string,
-  ): LedgerEntry | undefined {
-    const row = guarded(() => this.#read.ledgerEntry.get(userId, asset, kind, reference));
+  findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): LedgerEntry | undefined {
+    const row = guarded(() => this.#read.ledgerEntry.get(userId, kind, reference));
     return row && ledgerFromRow(row);
+  }
+
+  findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined {
+    const row = guarded(() => this.#read.idempotencyRecord.get(userId, key));
+    return (
+      row && {
+        userId: row.user_id as UserId,
+        key: row.key,
+        fingerprint: row.fingerprint,
+        orderId: row.order_id as OrderId,
+        time: row.time as Micros,
+      }
+    );
   }
 
   getOrder(id: OrderId): OrderState | undefined {
@@ -458,6 +466,18 @@ function prepareWrites(db: Database.Database) {
     insertLedger: db.prepare<[number, string, string, number, string | null, number]>(
       'INSERT INTO ledger_entries (user_id, asset, kind, amount, reference, time) VALUES (?, ?, ?, ?, ?, ?)',
     ),
+    upsertIdempotency: db.prepare<[number, string, string, number, number]>(
+      `INSERT INTO idempotency_keys (user_id, key, fingerprint, order_id, time) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (user_id, key) DO UPDATE SET
+         fingerprint = excluded.fingerprint, order_id = excluded.order_id, time = excluded.time`,
+    ),
+    // Oldest first through the time index, at most PRUNE_LIMIT rows: a commit's cost stays bounded
+    // however many records expired at once (the rest go with the next commits).
+    pruneIdempotency: db.prepare<[number, number]>(
+      `DELETE FROM idempotency_keys WHERE rowid IN (
+         SELECT rowid FROM idempotency_keys INDEXED BY idempotency_keys_by_time
+         WHERE time < ? ORDER BY time LIMIT ?)`,
+    ),
     upsertCandle: db.prepare<
       [number, number, number, number, number, number, number, string, string, string, number]
     >(
@@ -494,6 +514,9 @@ function prepareWrites(db: Database.Database) {
 
 type WriteStatements = ReturnType<typeof prepareWrites>;
 
+/** Expired idempotency records deleted per commit at most (more than a batch usually creates). */
+const IDEMPOTENCY_PRUNE_LIMIT = 1000;
+
 /** Runs inside the commit transaction; the order of the writes does not matter (foreign keys are deferred). */
 function writeBatch(s: WriteStatements, batch: CommitBatch): void {
   /** Orders placed in this batch: every other changed order already has its row. */
@@ -514,6 +537,10 @@ function writeBatch(s: WriteStatements, batch: CommitBatch): void {
   for (const t of changes.totals) s.upsertTotals.run(t.asset, t.netDeposits, t.fees);
   for (const e of batch.ledger) s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
   for (const c of batch.candles) upsertCandle(s, c);
+  for (const r of batch.idempotencyKeys ?? [])
+    s.upsertIdempotency.run(r.userId, r.key, r.fingerprint, r.orderId, r.time);
+  if (batch.idempotencyExpiredBefore !== undefined)
+    s.pruneIdempotency.run(batch.idempotencyExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
   for (const key of SEQUENCE_KEYS) s.upsertMeta.run(key, changes.sequences[key]);
 }
 
@@ -696,9 +723,15 @@ function prepareReads(db: Database.Database) {
        ORDER BY start DESC LIMIT 1`,
     ),
 
-    ledgerEntry: db.prepare<[number, string, string, string], LedgerRow>(
+    idempotencyRecord: db.prepare<
+      [number, string],
+      { user_id: number; key: string; fingerprint: string; order_id: number; time: number }
+    >('SELECT user_id, key, fingerprint, order_id, time FROM idempotency_keys WHERE user_id = ? AND key = ?'),
+
+    ledgerEntry: db.prepare<[number, string, string], LedgerRow>(
       `SELECT user_id, asset, kind, amount, reference, time FROM ledger_entries
-       WHERE user_id = ? AND asset = ? AND kind = ? AND reference = ?`,
+       INDEXED BY ledger_entries_by_user_reference
+       WHERE user_id = ? AND kind = ? AND reference = ? ORDER BY id LIMIT 1`,
     ),
 
     user: db.prepare<[number], UserRow>('SELECT id, email, created_at FROM users WHERE id = ?'),

@@ -1,7 +1,7 @@
 /** The test venue a bot's own test suite starts: `startTestVenue` from `openspot/testing`. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -266,6 +266,17 @@ describe('startTestVenue: options', () => {
     t.diagnostic(`median start ${median.toFixed(0)} ms (${times.map((ms) => ms.toFixed(0)).join(', ')})`);
     assert.ok(median < 1000, `median start took ${median} ms`);
   });
+});
+
+test('the package exports it as openspot/testing, built from src/testing/index.ts', () => {
+  const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+    exports: Record<string, { types: string; default: string }>;
+  };
+  assert.deepEqual(pkg.exports['./testing'], {
+    types: './dist/src/testing/index.d.ts',
+    default: './dist/src/testing/index.js',
+  });
+  assert.ok(existsSync(INDEX));
 });
 
 describe('startTestVenue: close() leaves nothing behind', () => {

@@ -207,6 +207,10 @@ describe('startTestVenue: options', () => {
     await assert.rejects(startTestVenue({ accounts: [{ balances: { NOPE: '1' } }] }), /asset/);
   });
 
+  test('an account name that cannot be an e-mail local part is refused with a message naming it', async () => {
+    await assert.rejects(startTestVenue({ accounts: [{ name: 'my bot' }] }), /account name "my bot"/);
+  });
+
   test('dataDir: true uses a temporary directory that close() removes', async () => {
     const venue = await startTestVenue({ dataDir: true });
     const dir = venue.dataDir;

@@ -24,7 +24,10 @@ import { demoBalances } from '../simulator/demo.js';
 export type { CatalogueFile } from '../config/default-catalogue.js';
 
 export interface TestAccountSpec {
-  /** A label (also the user's e-mail, `<name>@test-venue.local`). Default `trader-<n>`. */
+  /**
+   * A label: letters, digits, '.', '_', '-'; also the user's e-mail (`<name>@test-venue.local`), so
+   * unique. Default `trader-<n>`.
+   */
   readonly name?: string;
   /** Asset code → decimal amount deposited at start. Default: the demo account's funds in every asset. */
   readonly balances?: Readonly<Record<string, string>>;
@@ -335,6 +338,13 @@ class Admin implements VenueAdmin {
 
   async createAccount(spec: TestAccountSpec = {}): Promise<TestAccount> {
     const name = spec.name ?? `account-${randomUUID().slice(0, 8)}`;
+    // The name becomes the user's e-mail: say so here rather than let the admin API refuse an e-mail.
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(name))
+      throw new TestVenueError(
+        `account name "${name}" may hold only letters, digits, '.', '_' and '-' (1 to 64).`,
+        422,
+        null,
+      );
     const user = (await this.#call('POST', '/users', { email: `${name}@test-venue.local` })) as {
       id: number;
     };

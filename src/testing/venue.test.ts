@@ -151,6 +151,25 @@ describe('startTestVenue: defaults', () => {
     assert.equal((await venue.admin.ledgerCheck()).ok, true);
   });
 
+  test('admin: setBalance below what open orders reserve is refused and changes nothing', async () => {
+    const trader = await venue.admin.createAccount({ balances: { EUR: '1000' } });
+    await venue.client(trader).createOrder({
+      pair: 'BTC/EUR',
+      direction: 'buy',
+      type: 'limit',
+      price: '10000.0',
+      volume: '0.05',
+    });
+    const [eur] = (await venue.admin.balances(trader)).filter((b) => b.asset === 'EUR');
+    assert.ok(eur !== undefined && eur.reserved !== '0.0000');
+    await assert.rejects(venue.admin.setBalance(trader, 'EUR', '1'), /reserved by open orders/);
+    assert.deepEqual(
+      (await venue.admin.balances(trader)).find((b) => b.asset === 'EUR'),
+      eur,
+    );
+    assert.equal((await venue.admin.setBalance(trader, 'EUR', eur.reserved)).available, '0.0000');
+  });
+
   test('a resting buy order is funded for the maker as well', async () => {
     const resting = await venue.admin.placeRestingOrder({
       pair: 'ETHEUR',

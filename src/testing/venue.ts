@@ -402,6 +402,13 @@ class Admin implements VenueAdmin {
     }
     const current = (await this.balances(user)).find((b) => b.asset === asset);
     const total = current === undefined ? 0n : parseUnits(current.total, spec.decimals);
+    const reserved = current === undefined ? 0n : parseUnits(current.reserved, spec.decimals);
+    if (target < reserved)
+      throw new TestVenueError(
+        `setBalance: ${amount} ${asset} is below the ${current?.reserved} reserved by open orders; cancel them first.`,
+        422,
+        null,
+      );
     const reference = `venue-set-balance-${randomUUID()}`;
     if (target > total)
       return this.deposit(user, asset, formatUnits(target - total, spec.decimals), reference);

@@ -1,6 +1,8 @@
 /** `openspot test-venue --json`: the test venue for bots in other languages. */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { test } from 'node:test';
@@ -82,6 +84,39 @@ test('prints the venue as one JSON line, serves signed requests, and stops clean
     assert.equal(await stopping, 0);
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
+  }
+});
+
+test('--catalogue and --dir: the given markets, the state kept in the directory', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-test-venue-cli-'));
+  try {
+    const catalogue = join(dir, 'catalogue.json');
+    writeFileSync(
+      catalogue,
+      JSON.stringify({
+        assets: [
+          { code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },
+          { code: 'SOL', name: 'Solana', type: 'crypto', decimals: 9 },
+        ],
+        markets: [{ base: 'SOL', quote: 'EUR', pair_decimals: 2, lot_decimals: 4, ordermin: '0.1' }],
+      }),
+    );
+    const state = join(dir, 'state');
+    const { child, info } = start(['--json', 'test-venue', '--catalogue', catalogue, '--dir', state]);
+    try {
+      const venue = await info;
+      assert.equal(venue.data_dir, state);
+      const markets = await new OpenSpotClient({ baseUrl: venue.base_url }).markets();
+      assert.deepEqual(Object.keys(markets.data), ['SOLEUR']);
+      const stopping = exited(child, 5000);
+      child.kill('SIGINT');
+      assert.equal(await stopping, 0);
+      assert.ok(existsSync(join(state, 'openspot.db')));
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

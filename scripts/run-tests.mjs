@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// Runs every *.test.ts under src/ and test/ with Node's own test runner (tsx compiles on the fly).
+// Runs every *.test.ts under src/, test/ and examples/ with Node's own test runner (tsx compiles on the fly).
 // Node 20's runner does not expand globs itself, so the files are collected here.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const roots = ['src', 'test'];
+const roots = ['src', 'test', 'examples'];
 const filter = process.argv.slice(2);
 const files = [];
 const walk = (dir) => {

@@ -7,6 +7,6 @@ export * from './domain/types.js';
 export { Engine } from './engine/engine.js';
 export type * from './engine/types.js';
 export { createLogger } from './logger.js';
-export { type RunningServer, startServer } from './server.js';
+export { type RunningServer, type ServerOptions, startServer } from './server.js';
 export { SqliteStore } from './store/sqlite/sqlite-store.js';
 export type { Store } from './store/store.js';

@@ -12,6 +12,7 @@ import { type OpenExchange, openExchange } from './app/exchange.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
+import type { CatalogueFile } from './config/default-catalogue.js';
 import { buildHttpApp } from './http/app.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
@@ -34,11 +35,31 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** Embedding options (the test venue, src/testing); `npm start` passes none. */
+export interface ServerOptions {
+  /**
+   * Keep everything in memory: a ':memory:' database and nothing written to DATA_DIR (no
+   * directory, no token, key or credential files). Needs ADMIN_TOKEN and SECRETS_KEY, which
+   * would otherwise be generated into files.
+   */
+  readonly inMemory?: boolean;
+  /** Seeded instead of CATALOGUE_FILE or the default catalogue. */
+  readonly catalogue?: CatalogueFile;
+  /** Simulator reference prices by slash pair, added to the default catalogue's. */
+  readonly referencePrices?: Readonly<Record<string, string>>;
+}
+
 export async function startServer(
   config: Config,
   logger: Logger,
   env: NodeJS.ProcessEnv = process.env,
+  options: ServerOptions = {},
 ): Promise<RunningServer> {
+  const inMemory = options.inMemory === true;
+  if (inMemory && (config.adminToken === undefined || !env.SECRETS_KEY))
+    throw new Error(
+      'an in-memory server needs ADMIN_TOKEN and SECRETS_KEY (nothing is written to DATA_DIR).',
+    );
   if (!isLoopback(config.host) && config.adminToken === undefined) {
     throw new Error(
       'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
@@ -49,14 +70,17 @@ export async function startServer(
       'WS_APP_KEY / WS_APP_SECRET are not set: using the development defaults. Set them in production.',
     );
   }
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
   const store = metrics.instrumentStore(
-    SqliteStore.open({ path: join(config.dataDir, 'openspot.db'), synchronous: config.sqliteSynchronous }),
+    SqliteStore.open({
+      path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
+      synchronous: config.sqliteSynchronous,
+    }),
   );
   const exchange = openExchange({ store, logger });
   metrics.watchExchange(exchange);
-  const seeded = await seedCatalogue(exchange, config.catalogueFile);
+  const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
@@ -106,7 +130,7 @@ export async function startServer(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
-  const simulator = await startDemo(config, logger, app, admin.token, exchange, port);
+  const simulator = await startDemo(config, logger, app, admin.token, exchange, port, options);
   return {
     app,
     exchange,
@@ -136,6 +160,7 @@ async function startDemo(
   adminToken: string,
   exchange: OpenExchange,
   port: number,
+  options: ServerOptions,
 ): Promise<Simulator | undefined> {
   if (!config.demo && !config.simulator.enabled) return undefined;
   const adminApi: AdminApi = async (method, path, body) => {
@@ -158,7 +183,10 @@ async function startDemo(
   const base =
     config.publicUrl ??
     `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
-  const provision = await provisionDemo(adminApi, config.dataDir, logger, { url: `${base}/v1` });
+  const provision = await provisionDemo(adminApi, config.dataDir, logger, {
+    url: `${base}/v1`,
+    files: options.inMemory !== true,
+  });
   if (config.demo && provision.created) {
     const credentials = {
       user_id: provision.demo.userId,
@@ -180,7 +208,7 @@ async function startDemo(
     takers: provision.takers,
     markets: exchange.catalogue.markets().map((m) => `${m.base}/${m.quote}`),
     ratePerSecond: config.simulator.ratePerSecond,
-    referencePrices: DEFAULT_REFERENCE_PRICES,
+    referencePrices: { ...DEFAULT_REFERENCE_PRICES, ...options.referencePrices },
     seed: config.simulator.seed,
     logger,
   });

@@ -9,10 +9,20 @@ import { assetCommand, marketCommand } from '../admin/inputs.js';
 import { type CatalogueFile, DEFAULT_CATALOGUE } from '../config/default-catalogue.js';
 import type { OpenExchange } from './exchange.js';
 
-/** Returns how many assets and markets were created. */
-export async function seedCatalogue(exchange: OpenExchange, file: string | undefined): Promise<number> {
+/**
+ * Returns how many assets and markets were created. `source`: a catalogue file's path, a
+ * catalogue itself (an embedding caller's, e.g. the test venue's), or the default one.
+ */
+export async function seedCatalogue(
+  exchange: OpenExchange,
+  source: string | CatalogueFile | undefined,
+): Promise<number> {
   const catalogue: CatalogueFile =
-    file === undefined ? DEFAULT_CATALOGUE : (JSON.parse(readFileSync(file, 'utf8')) as CatalogueFile);
+    source === undefined
+      ? DEFAULT_CATALOGUE
+      : typeof source === 'string'
+        ? (JSON.parse(readFileSync(source, 'utf8')) as CatalogueFile)
+        : source;
   let created = 0;
   for (const asset of catalogue.assets) {
     if (exchange.catalogue.asset(asset.code) !== undefined) continue;

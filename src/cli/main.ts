@@ -6,6 +6,7 @@
 import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
 import { table } from './table.js';
+import { registerTestVenueCommand } from './test-venue.js';
 import { registerTraderCommands } from './trader.js';
 
 const program = new Command();
@@ -166,6 +167,7 @@ program
   });
 
 registerTraderCommands(program);
+registerTestVenueCommand(program, () => globals().json === true);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`openspot: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -43,6 +43,11 @@ export interface DemoOptions {
   readonly makers?: number;
   /** Default 3. */
   readonly takers?: number;
+  /**
+   * Read and write the credential files in DATA_DIR. Default true; false (an in-memory venue)
+   * creates every account anew and writes nothing.
+   */
+  readonly files?: boolean;
 }
 
 export const DEMO_FILE = 'demo-credentials.json';
@@ -63,6 +68,10 @@ const DEMO_FUNDS: Readonly<Record<string, string>> = {
 };
 const demoAmount = (asset: AssetInfo): bigint =>
   BigInt(DEMO_FUNDS[asset.code] ?? (asset.type === 'fiat' ? '100000' : '1000'));
+
+/** What a demo account is funded with, per asset code (whole units as decimal strings). */
+export const demoBalances = (assets: readonly AssetInfo[]): Record<string, string> =>
+  Object.fromEntries(assets.map((a) => [a.code, demoAmount(a).toString()]));
 const SIMULATOR_FACTOR = 10n;
 
 interface AccountRecord {
@@ -178,8 +187,9 @@ export async function provisionDemo(
   const demoFunds = assets.map((a) => [a.code, demoAmount(a)] as const);
   const simulatorFunds = assets.map((a) => [a.code, demoAmount(a) * SIMULATOR_FACTOR] as const);
 
+  const files = options.files ?? true;
   const demoFile = join(dataDir, DEMO_FILE);
-  const storedDemo = readJson(demoFile);
+  const storedDemo = files ? readJson(demoFile) : undefined;
   let demo = fromRecord(storedDemo);
   if (demo === undefined || !(await p.stillValid(demo))) {
     demo = await p.createAccount('demo@openspot.local', demoFunds);
@@ -187,10 +197,13 @@ export async function provisionDemo(
   const storedUrl = (storedDemo as { url?: unknown } | undefined)?.url;
   const url = options.url ?? (typeof storedUrl === 'string' ? storedUrl : undefined);
   const demoRecord = { url, ...toRecord(demo) };
-  if (JSON.stringify(storedDemo) !== JSON.stringify(demoRecord)) writeSecretFile(demoFile, demoRecord);
+  if (files && JSON.stringify(storedDemo) !== JSON.stringify(demoRecord))
+    writeSecretFile(demoFile, demoRecord);
 
   const simulatorFile = join(dataDir, SIMULATOR_FILE);
-  const stored = readJson(simulatorFile) as { makers?: unknown[]; takers?: unknown[] } | undefined;
+  const stored = (files ? readJson(simulatorFile) : undefined) as
+    | { makers?: unknown[]; takers?: unknown[] }
+    | undefined;
   const roles = { makers: options.makers ?? 2, takers: options.takers ?? 3 } as const;
   const accounts: Record<keyof typeof roles, DemoAccount[]> = { makers: [], takers: [] };
   let changed = false;
@@ -208,12 +221,12 @@ export async function provisionDemo(
       }
     }
   }
-  if (changed || stored === undefined)
+  if (files && (changed || stored === undefined))
     writeSecretFile(simulatorFile, {
       makers: accounts.makers.map(toRecord),
       takers: accounts.takers.map(toRecord),
     });
-  if (p.created) log.info({ file: demoFile }, 'demo: credentials written (mode 0600)');
+  if (files && p.created) log.info({ file: demoFile }, 'demo: credentials written (mode 0600)');
   return {
     demo,
     makers: accounts.makers,

@@ -1,0 +1,22 @@
+/**
+ * `openspot/testing`: a complete OpenSpot venue started inside a bot's own test suite
+ * (docs/bot-testing.md).
+ */
+export {
+  type CatalogueFile,
+  type LedgerCheck,
+  type PusherSettings,
+  type RestingOrder,
+  type RestingOrderParams,
+  startTestVenue,
+  type TestAccount,
+  type TestAccountSpec,
+  type TestVenue,
+  TestVenueError,
+  type TestVenueOptions,
+  type TestVenueSimulatorOptions,
+  testVenueInfo,
+  type UserRef,
+  type VenueAdmin,
+  type VenueBalance,
+} from './venue.js';

@@ -12,6 +12,7 @@ import { type OpenExchange, openExchange } from './app/exchange.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
+import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
@@ -44,11 +45,6 @@ export async function startServer(
       'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
     );
   }
-  if (config.production && config.ws.usingDefaults) {
-    logger.warn(
-      'WS_APP_KEY / WS_APP_SECRET are not set: using the development defaults. Set them in production.',
-    );
-  }
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
   const store = metrics.instrumentStore(
@@ -61,6 +57,9 @@ export async function startServer(
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
   if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
+  const wsSecret = keptSecret(config.dataDir, 'ws-app-secret', config.ws.appSecret);
+  if (wsSecret.generated) logger.info({ file: wsSecret.file }, 'generated the WebSocket app secret');
+  const ws = { ...config.ws, appSecret: wsSecret.value };
 
   let shuttingDown = false;
   const app = buildHttpApp({
@@ -68,7 +67,7 @@ export async function startServer(
     vault,
     logger: logger as FastifyBaseLogger,
     clock: exchange.clock,
-    config: { ...config, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
+    config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
   // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
   await app.register(httpRateLimit, config.rateLimit);
@@ -83,8 +82,8 @@ export async function startServer(
   const realtime = mountRealtime({
     server: app.server,
     exchange,
-    appKey: config.ws.appKey,
-    appSecret: config.ws.appSecret,
+    appKey: ws.appKey,
+    appSecret: ws.appSecret,
     activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
     limits: config.ws,
     clock: exchange.clock,

@@ -12,9 +12,12 @@ export interface Config {
   readonly ws: {
     readonly appId: string;
     readonly appKey: string;
-    readonly appSecret: string;
-    /** True when the development defaults are in use (a warning is logged in production). */
-    readonly usingDefaults: boolean;
+    /**
+     * Signs and checks private-channel tokens; only this server uses it. Undefined when
+     * WS_APP_SECRET is unset: the server then generates one and keeps it in DATA_DIR/ws-app-secret
+     * (src/config/kept-secret.ts). There is no built-in default.
+     */
+    readonly appSecret: string | undefined;
     readonly maxConnections: number;
     readonly maxSubscriptionsPerConnection: number;
     readonly maxFrameBytes: number;
@@ -52,7 +55,10 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const DEV_WS = { appId: 'openspot', appKey: 'openspot-key', appSecret: 'openspot-secret' };
+/** Public by nature (the key is part of every client's connection URL), so defaults are harmless. */
+const DEFAULT_WS_APP = { appId: 'openspot', appKey: 'openspot-key' };
+/** Shortest WS_APP_SECRET accepted: a short secret can be guessed offline from one captured token. */
+const MIN_WS_SECRET_LENGTH = 16;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -83,9 +89,13 @@ export function loadConfig(env: Env = process.env): Config {
   const balanceCurrency = env.BALANCE_CURRENCY?.trim() || 'EUR';
   if (!/^[A-Z0-9]{2,12}$/.test(balanceCurrency))
     throw new ConfigError(`BALANCE_CURRENCY must be an asset code, got "${balanceCurrency}".`);
-  const wsAppId = env.WS_APP_ID || DEV_WS.appId;
-  const wsAppKey = env.WS_APP_KEY || DEV_WS.appKey;
-  const wsAppSecret = env.WS_APP_SECRET || DEV_WS.appSecret;
+  const wsAppId = env.WS_APP_ID || DEFAULT_WS_APP.appId;
+  const wsAppKey = env.WS_APP_KEY || DEFAULT_WS_APP.appKey;
+  const wsAppSecret = env.WS_APP_SECRET || undefined;
+  if (wsAppSecret !== undefined && wsAppSecret.length < MIN_WS_SECRET_LENGTH)
+    throw new ConfigError(
+      `WS_APP_SECRET must be at least ${MIN_WS_SECRET_LENGTH} characters (or unset: a random one is then kept in DATA_DIR).`,
+    );
   for (const [name, value] of [
     ['WS_APP_KEY', wsAppKey],
     ['WS_APP_ID', wsAppId],
@@ -103,7 +113,6 @@ export function loadConfig(env: Env = process.env): Config {
       appId: wsAppId,
       appKey: wsAppKey,
       appSecret: wsAppSecret,
-      usingDefaults: !env.WS_APP_KEY || !env.WS_APP_SECRET,
       maxConnections: integer(env, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
       maxSubscriptionsPerConnection: integer(env, 'WS_MAX_SUBSCRIPTIONS', 100, 1, 10_000),
       maxFrameBytes: integer(env, 'WS_MAX_FRAME_BYTES', 16 * 1024, 256, 16 * 1024 * 1024),

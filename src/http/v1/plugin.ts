@@ -33,7 +33,7 @@ import { walletRoutes } from './wallet.js';
 /** Per-route settings read by the hooks and the error handler. */
 export type V1RouteConfig = FastifyContextConfig & {
   readonly errorShape: ErrorShape;
-  /** Private route: authenticate, and require this scope (`read` is held by every key). */
+  /** Private route: authenticate, and require this scope (separate permissions: docs/security.md, Scopes). */
   readonly auth?: ApiKeyScope;
 };
 

@@ -10,6 +10,8 @@ import type { ApiKeyScope } from '../store/store.js';
 export interface Caller {
   readonly userId: UserId;
   readonly scopes: readonly ApiKeyScope[];
+  /** The key requires a nonce in every signed body (and, on DELETE, the order id: orders.ts). */
+  readonly nonceRequired: boolean;
 }
 
 const rawBodies = new WeakMap<FastifyRequest, Buffer>();

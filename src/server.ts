@@ -24,6 +24,7 @@ import {
   startSimulator,
 } from './simulator/index.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
 export interface RunningServer {
@@ -61,8 +62,14 @@ export async function startServer(
   if (wsSecret.generated) logger.info({ file: wsSecret.file }, 'generated the WebSocket app secret');
   const ws = { ...config.ws, appSecret: wsSecret.value };
 
+  // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
+  const channelGrants = new ChannelGrants({
+    isKeyActive: (apiKey) => exchange.store.getApiKey(apiKey)?.revokedAt === null,
+    maxPerConnection: config.ws.maxSubscriptionsPerConnection,
+  });
   let shuttingDown = false;
   const app = buildHttpApp({
+    channelGrants,
     exchange,
     vault,
     logger: logger as FastifyBaseLogger,
@@ -84,6 +91,7 @@ export async function startServer(
     exchange,
     appKey: ws.appKey,
     appSecret: ws.appSecret,
+    channelGrants,
     activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
     limits: config.ws,
     clock: exchange.clock,

@@ -7,6 +7,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { UserId } from '../domain/types.js';
+import type { ChannelGrants } from './channel-grants.js';
 import { type ChannelProvider, isPrivateChannel } from './channels.js';
 import { ClientConnection, type Transport } from './connection.js';
 import { Batch, publishToChannel } from './fanout.js';
@@ -64,6 +65,11 @@ export interface RealtimeServerOptions {
   /** How long a closing client gets to answer the close frame before the socket is destroyed. Default 5000. */
   readonly closeGraceMs?: number;
   readonly logger?: WsLogger;
+  /**
+   * The tokens /broadcasting/auth issued, per connection (src/ws/channel-grants.ts). Given by the
+   * OpenSpot server; without it a valid HMAC alone opens a private channel (a plain Pusher server).
+   */
+  readonly channelGrants?: ChannelGrants;
 }
 
 export interface RealtimeStats {
@@ -136,6 +142,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     registry,
     maxSubscriptionsPerConnection: limits.maxSubscriptionsPerConnection,
     logger,
+    grants: options.channelGrants,
   };
 
   // `maxPayload` is ws's hard limit: past it ws itself closes with 1009 before we see the frame.
@@ -249,6 +256,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       transport,
     );
     connections.add(connection);
+    options.channelGrants?.opened(connection.socketId);
     logger.debug({ socketId: connection.socketId }, 'connection opened');
 
     socket.on('message', (data, isBinary) => onMessage(connection, data, isBinary));
@@ -261,6 +269,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     socket.on('close', (code) => {
       registry.removeAll(connection);
       connections.delete(connection);
+      options.channelGrants?.closed(connection.socketId);
       connection.dispose();
       logger.debug({ socketId: connection.socketId, code }, 'connection closed');
       if (connections.size === 0) drained?.();

@@ -7,9 +7,10 @@ import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, test } from 'node:test';
-import { startTestServer } from '../support/server-fixture.js';
-import { APP_KEY, channelAuth, FrameLog, wsUrl } from '../ws/helpers.js';
+import { after, before, describe, test } from 'node:test';
+import { startTestServer, type TestServer } from '../support/server-fixture.js';
+import { APP_KEY, channelAuth, FrameLog, waitFor, wsUrl } from '../ws/helpers.js';
+import { call, createKey, limitOrder, sleep } from './support.js';
 
 const authWith = (secret: string, socketId: string, channel: string) =>
   `${APP_KEY}:${createHmac('sha256', secret).update(`${socketId}:${channel}`).digest('hex')}`;
@@ -56,5 +57,88 @@ describe('the WebSocket app secret', () => {
     assert.equal((statSync(file).mode & 0o777).toString(8), '600');
     assert.notEqual(first, 'openspot-secret');
     assert.equal(await signedBy(), first);
+  });
+});
+
+describe('private channel tokens and revocation', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer();
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  test('after revocation, re-sending the subscribe frame with the old auth is refused and no event flows', async () => {
+    const trader = await t.trader();
+    const other = await createKey(t, trader.userId, {});
+    const channel = `private-order-executed.${trader.userId}`;
+    const { log, socketId } = await FrameLog.open(wsUrl(t));
+    const canary = await FrameLog.open(wsUrl(t));
+    try {
+      const r = await channelAuth(t, trader, socketId, channel);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const frame = { event: 'pusher:subscribe', data: { auth: (r.body as { auth: string }).auth, channel } };
+      log.send(frame);
+      await log.next((f) => f.event === 'pusher_internal:subscription_succeeded' && f.channel === channel);
+      assert.equal((await t.admin('DELETE', `/api-keys/${trader.apiKey}`)).status, 200);
+      await log.next((f) => f.event === 'pusher:subscription_error' && f.channel === channel);
+      const errorsBefore = log.frames.filter((f) => f.event === 'pusher:subscription_error').length;
+
+      log.send(frame);
+      await waitFor(
+        () => log.frames.filter((f) => f.event === 'pusher:subscription_error').length > errorsBefore,
+        'a second subscription_error',
+      );
+      const refusal = log.frames.filter((f) => f.event === 'pusher:subscription_error').at(-1)!;
+      assert.equal(refusal.channel, channel);
+      assert.equal((refusal.data as { status: number }).status, 403);
+      assert.equal(
+        log.frames.filter((f) => f.event === 'pusher_internal:subscription_succeeded').length,
+        1,
+        'no second subscription_succeeded',
+      );
+
+      // The user's other key still works: its events reach a connection it authorized, not this one.
+      const canaryAuth = await channelAuth(t, other, canary.socketId, channel);
+      canary.log.subscribe(channel, (canaryAuth.body as { auth: string }).auth);
+      await canary.log.next((f) => f.event === 'pusher_internal:subscription_succeeded');
+      const seen = log.frames.length;
+      assert.equal((await call(t, other, 'POST', '/v1/orders', limitOrder('20000'))).status, 201);
+      await canary.log.next((f) => f.channel === channel && f.event === 'update');
+      await sleep(100);
+      assert.deepEqual(
+        log.frames.slice(seen).filter((f) => f.channel === channel),
+        [],
+        'no event of the channel reached the revoked connection',
+      );
+    } finally {
+      log.close();
+      canary.log.close();
+    }
+  });
+
+  test('a token is refused for a socket id that is not connected to this server (403)', async () => {
+    const trader = await t.trader();
+    const channel = `private-order-executed.${trader.userId}`;
+    const r = await channelAuth(t, trader, '999999.123457', channel);
+    assert.equal(r.status, 403);
+    assert.deepEqual(r.body, { error: 'Access Denied' });
+  });
+
+  test('a token obtained for one connection does not open the channel on another', async () => {
+    const trader = await t.trader();
+    const channel = `private-order-executed.${trader.userId}`;
+    const first = await FrameLog.open(wsUrl(t));
+    const second = await FrameLog.open(wsUrl(t));
+    try {
+      const r = await channelAuth(t, trader, first.socketId, channel);
+      second.log.subscribe(channel, (r.body as { auth: string }).auth);
+      const answer = await second.log.next((f) => f.channel === channel);
+      assert.equal(answer.event, 'pusher:subscription_error');
+    } finally {
+      first.log.close();
+      second.log.close();
+    }
   });
 });

@@ -100,6 +100,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     vault: deps.vault,
     config: deps.config,
     clock: deps.clock,
+    channelGrants: deps.channelGrants,
   };
   for (const routes of [marketDataRoutes, walletRoutes, orderRoutes, tradeRoutes, broadcastingRoutes]) {
     await app.register(routes, routeDeps);

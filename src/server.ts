@@ -92,6 +92,8 @@ export async function startServer(
     appKey: ws.appKey,
     appSecret: ws.appSecret,
     channelGrants,
+    trustProxy: config.trustProxy,
+    onRefused: (reason) => metrics.wsConnectionRefused(reason),
     activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
     limits: config.ws,
     clock: exchange.clock,

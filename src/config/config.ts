@@ -25,6 +25,11 @@ export interface Config {
     readonly activityTimeoutSeconds: number;
     /** Client frames per second per connection (burst: see src/ws/rate-limit.ts); 0: no limit. */
     readonly maxFramesPerSecond: number;
+    /** Open WebSocket connections per client address (src/ws/ip-admission.ts); 0: no limit. */
+    readonly maxConnectionsPerIp: number;
+    /** New WebSocket connections per second per client address, and their burst; 0: no limit. */
+    readonly upgradesPerSecondPerIp: number;
+    readonly upgradeBurstPerIp: number;
   };
   /** HTTP rate limits (src/http/rate-limit.ts); a rate of 0 turns that limit off. */
   readonly rateLimit: {
@@ -119,6 +124,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxBufferedBytes: integer(env, 'WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
       activityTimeoutSeconds: integer(env, 'WS_ACTIVITY_TIMEOUT', 30, 1, 3600),
       maxFramesPerSecond: integer(env, 'WS_MAX_FRAMES_PER_SECOND', 50, 0, 100_000),
+      maxConnectionsPerIp: integer(env, 'WS_MAX_CONNECTIONS_PER_IP', 100, 0, 1_000_000),
+      ...wsUpgradeRate(env),
     },
     rateLimit: rateLimits(env),
     balanceCurrency,
@@ -154,6 +161,11 @@ function rateLimits(env: Env): Config['rateLimit'] {
   const ip = rateAndBurst(env, 'RATE_LIMIT_IP_PER_SECOND', 'RATE_LIMIT_IP_BURST', 200);
   const key = rateAndBurst(env, 'RATE_LIMIT_KEY_PER_SECOND', 'RATE_LIMIT_KEY_BURST', 100);
   return { ipPerSecond: ip.rate, ipBurst: ip.burst, keyPerSecond: key.rate, keyBurst: key.burst };
+}
+
+function wsUpgradeRate(env: Env) {
+  const { rate, burst } = rateAndBurst(env, 'WS_UPGRADES_PER_SECOND_PER_IP', 'WS_UPGRADE_BURST_PER_IP', 20);
+  return { upgradesPerSecondPerIp: rate, upgradeBurstPerIp: burst };
 }
 
 function publicUrl(raw: string | undefined): string | undefined {

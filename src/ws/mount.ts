@@ -19,6 +19,8 @@ export interface MountOptions
     | 'limits'
     | 'closeGraceMs'
     | 'channelGrants'
+    | 'trustProxy'
+    | 'onRefused'
   > {
   readonly server: Server;
   readonly exchange: Exchange;

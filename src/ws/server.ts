@@ -256,11 +256,12 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     ip: string,
     verdict: UpgradeVerdict,
   ): void {
+    const appRefusal = admission(appKey);
     const refusal =
-      admission(appKey) ??
+      appRefusal ??
       (verdict.kind === 'refuse' ? ([CloseCode.overCapacity, verdict.message] as const) : undefined);
     if (refusal !== undefined) {
-      if (verdict.kind === 'refuse') options.onRefused?.(verdict.reason);
+      if (appRefusal === undefined && verdict.kind === 'refuse') options.onRefused?.(verdict.reason);
       // Counted until the client completes the close: a client that never does runs out of these.
       perIp.opened(ip, true);
       socket.once('close', () => perIp.closed(ip, true));

@@ -19,7 +19,7 @@ import { call, createKey, limitOrder, sleep } from './support.js';
 const authWith = (secret: string, socketId: string, channel: string) =>
   `${APP_KEY}:${createHmac('sha256', secret).update(`${socketId}:${channel}`).digest('hex')}`;
 
-describe('the WebSocket app secret', () => {
+describe('the WebSocket app secret', { timeout: 60_000 }, () => {
   test('in production without WS_APP_SECRET, a token signed with the old public default opens nothing', async (t) => {
     const server = await startTestServer({ NODE_ENV: 'production' });
     t.after(() => server.close());
@@ -64,7 +64,7 @@ describe('the WebSocket app secret', () => {
   });
 });
 
-describe('private channel tokens and revocation', () => {
+describe('private channel tokens and revocation', { timeout: 60_000 }, () => {
   let t: TestServer;
   before(async () => {
     t = await startTestServer();
@@ -148,25 +148,34 @@ describe('private channel tokens and revocation', () => {
 });
 
 /** Outcome of one WebSocket connection attempt: established, refused after the handshake, or HTTP status. */
-async function attempt(
-  url: string,
-  headers: Record<string, string> = {},
-): Promise<{ outcome: 'open' | 'refused' | 'http'; code?: number; socket?: WebSocket }> {
+type Attempt = { outcome: 'open' | 'refused' | 'http' | 'failed'; code?: number; socket?: WebSocket };
+
+async function attempt(url: string, headers: Record<string, string> = {}): Promise<Attempt> {
   return new Promise((resolve) => {
-    const socket = new WebSocket(url, { headers });
-    socket.on('error', () => {});
+    const socket = new WebSocket(url, { headers, handshakeTimeout: 10_000 });
+    // Every path ends in a resolution (the first one counts), so no test can wait for ever.
+    const timer = setTimeout(() => {
+      socket.terminate();
+      resolve({ outcome: 'failed' });
+    }, 15_000);
+    const done = (result: Attempt) => {
+      clearTimeout(timer);
+      resolve(result);
+    };
+    socket.on('error', () => done({ outcome: 'failed' }));
+    socket.on('close', (code) => done({ outcome: 'failed', code }));
     socket.on('unexpected-response', (_request, response) => {
-      resolve({ outcome: 'http', code: response.statusCode });
+      done({ outcome: 'http', code: response.statusCode });
       socket.terminate();
     });
     socket.on('message', (raw) => {
       const frame = JSON.parse(String(raw)) as { event: string; data: unknown };
-      if (frame.event === 'pusher:connection_established') resolve({ outcome: 'open', socket });
+      if (frame.event === 'pusher:connection_established') done({ outcome: 'open', socket });
       if (frame.event === 'pusher:error') {
         const data = (typeof frame.data === 'string' ? JSON.parse(frame.data) : frame.data) as {
           code: number;
         };
-        resolve({ outcome: 'refused', code: data.code });
+        done({ outcome: 'refused', code: data.code });
       }
     });
   });
@@ -181,14 +190,16 @@ function silentUpgrade(port: number): Promise<{ status: string; socket: Socket }
           'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
       );
     });
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer to the upgrade request')));
     socket.on('error', reject);
+    socket.on('close', () => reject(new Error('closed without an answer')));
     socket.once('data', (chunk: Buffer) =>
       resolve({ status: chunk.toString('latin1').split('\r\n', 1)[0]!, socket }),
     );
   });
 }
 
-describe('WebSocket connections per address', () => {
+describe('WebSocket connections per address', { timeout: 60_000 }, () => {
   test('a per-IP cap: over it the handshake ends with pusher:error 4100, other addresses are not affected', async (t) => {
     const server = await startTestServer({
       WS_MAX_CONNECTIONS_PER_IP: '3',
@@ -234,7 +245,15 @@ describe('WebSocket connections per address', () => {
       enabledTransports: ['ws'],
       enableStats: false,
     });
-    t.after(() => pusher.disconnect());
+    try {
+      await pusherBacksOff(server, pusher, holder);
+    } finally {
+      // Before the server closes: a pusher-js client still connecting then keeps timers alive.
+      pusher.disconnect();
+    }
+  });
+
+  async function pusherBacksOff(server: TestServer, pusher: Pusher, holder: Attempt): Promise<void> {
     await sleep(1500);
     const refused = async () => {
       const text = await (
@@ -249,7 +268,7 @@ describe('WebSocket connections per address', () => {
     assert.notEqual(pusher.connection.state, 'connected');
     holder.socket!.terminate();
     await waitFor(() => pusher.connection.state === 'connected', 'pusher-js to connect', 5000);
-  });
+  }
 
   test('an upgrade rate per IP: beyond the burst 4100, then again after the refill', async (t) => {
     const server = await startTestServer({

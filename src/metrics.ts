@@ -89,6 +89,18 @@ export class Metrics {
     });
   }
 
+  private readonly wsRefused = new Counter({
+    name: 'openspot_ws_connections_refused_total',
+    help: 'WebSocket connections refused by a per-address limit (per_ip: too many open, upgrade_rate: too many new)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  /** One connection refused by a per-address limit (src/ws/ip-admission.ts). */
+  wsConnectionRefused(reason: 'per_ip' | 'upgrade_rate'): void {
+    this.wsRefused.inc({ reason });
+  }
+
   watchRealtime(stats: () => { connections: number; subscriptions: number }): void {
     new Gauge({
       name: 'openspot_ws_connections',

@@ -2,6 +2,7 @@
  * Composition root: builds the store, the exchange and every adapter around it, and owns their
  * lifecycle (start, readiness, graceful shutdown). Nothing else wires modules together.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -13,6 +14,7 @@ import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
+import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
@@ -24,6 +26,7 @@ import {
   startSimulator,
 } from './simulator/index.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
 export interface RunningServer {
@@ -65,11 +68,6 @@ export async function startServer(
       'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
     );
   }
-  if (config.production && config.ws.usingDefaults) {
-    logger.warn(
-      'WS_APP_KEY / WS_APP_SECRET are not set: using the development defaults. Set them in production.',
-    );
-  }
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
   const store = metrics.instrumentStore(
@@ -85,14 +83,27 @@ export async function startServer(
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
   if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
+  // In memory nothing is written: without WS_APP_SECRET the secret lives as long as the process.
+  const wsSecret =
+    inMemory && !config.ws.appSecret
+      ? { value: randomBytes(32).toString('base64url'), file: undefined, generated: false }
+      : keptSecret(config.dataDir, 'ws-app-secret', config.ws.appSecret);
+  if (wsSecret.generated) logger.info({ file: wsSecret.file }, 'generated the WebSocket app secret');
+  const ws = { ...config.ws, appSecret: wsSecret.value };
 
+  // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
+  const channelGrants = new ChannelGrants({
+    isKeyActive: (apiKey) => exchange.store.getApiKey(apiKey)?.revokedAt === null,
+    maxPerConnection: config.ws.maxSubscriptionsPerConnection,
+  });
   let shuttingDown = false;
   const app = buildHttpApp({
+    channelGrants,
     exchange,
     vault,
     logger: logger as FastifyBaseLogger,
     clock: exchange.clock,
-    config: { ...config, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
+    config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
   // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
   await app.register(httpRateLimit, config.rateLimit);
@@ -107,8 +118,11 @@ export async function startServer(
   const realtime = mountRealtime({
     server: app.server,
     exchange,
-    appKey: config.ws.appKey,
-    appSecret: config.ws.appSecret,
+    appKey: ws.appKey,
+    appSecret: ws.appSecret,
+    channelGrants,
+    trustProxy: config.trustProxy,
+    onRefused: (reason) => metrics.wsConnectionRefused(reason),
     activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
     limits: config.ws,
     clock: exchange.clock,

@@ -2,9 +2,8 @@
  * The operator's bearer token: ADMIN_TOKEN when set, otherwise a random token generated once and
  * kept in DATA_DIR/admin-token (mode 0600). Compared in constant time.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { keptSecret } from '../config/kept-secret.js';
 
 export interface AdminTokenSource {
   readonly token: string;
@@ -14,18 +13,8 @@ export interface AdminTokenSource {
 }
 
 export function resolveAdminToken(dataDir: string, fromEnv: string | undefined): AdminTokenSource {
-  if (fromEnv !== undefined) return { token: fromEnv, file: undefined, generated: false };
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const file = join(dataDir, 'admin-token');
-  let generated = false;
-  try {
-    writeFileSync(file, `${randomBytes(32).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' });
-    generated = true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
-  return { token: readFileSync(file, 'utf8').trim(), file, generated };
+  const { value, file, generated } = keptSecret(dataDir, 'admin-token', fromEnv);
+  return { token: value, file, generated };
 }
 
 /** Constant-time check of an `Authorization: Bearer …` header (hashing first equalizes lengths). */

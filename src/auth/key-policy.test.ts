@@ -301,10 +301,13 @@ describe('checkKeyPolicy', () => {
     assert.deepEqual(check(Buffer.from('{"pair":"BTC/EUR"}')), invalid, 'missing');
     assert.deepEqual(check(order('abc')), invalid);
     assert.deepEqual(check(Buffer.from('{"pair":')), { ok: false, status: 400, error: INVALID_REQUEST });
-    // Body-less requests need none (and spend none).
+    // GET and HEAD carry no body: they need no nonce (and spend none). Any other method
+    // must carry one: a body-less DELETE would be a signature valid for every order id.
     const before = store.calls.length;
     assert.deepEqual(check(Buffer.alloc(0), 'GET'), { ok: true });
-    assert.deepEqual(check(Buffer.alloc(0), 'DELETE'), { ok: true });
+    assert.deepEqual(check(Buffer.alloc(0), 'HEAD'), { ok: true });
+    assert.deepEqual(check(Buffer.alloc(0), 'DELETE'), invalid);
+    assert.deepEqual(check(Buffer.alloc(0), 'POST'), invalid);
     assert.equal(store.calls.length, before);
   });
 });

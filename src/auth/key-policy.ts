@@ -6,8 +6,10 @@
  * ever. A nonce-required key must put a `nonce` field in every body it signs — a JSON string of
  * 1 to 20 decimal digits, or a JSON integer up to 2^53 − 1 — strictly greater than the last nonce
  * the key used; the store accepts it atomically and durably (Store.acceptNonce), so the same
- * signed body is accepted at most once. A request without a body (every GET, and DELETE as the
- * interface defines it) carries no nonce and stays replayable: see docs/security.md.
+ * signed body is accepted at most once. GET requests carry no body, hence no nonce, and stay
+ * replayable (docs/security.md). Every other request of such a key must have a body with a nonce:
+ * a body-less DELETE signs only "DELETE{}", which would be valid for every order id, so it is
+ * refused (the route then also requires the body's `order_id` to match the path).
  *
  * IP allow-lists. Exact addresses and CIDR blocks, IPv4 and IPv6, matched with node:net's
  * BlockList (which also matches IPv4-mapped IPv6 addresses, `::ffff:10.1.2.3`, against IPv4 rules
@@ -192,6 +194,12 @@ export type BodyNonce =
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** Methods whose body is never read, hence never signed (authenticate signs them as `{}`). */
+const carriesNoBody = (method: string): boolean => {
+  const upper = method.toUpperCase();
+  return upper === 'GET' || upper === 'HEAD';
+};
+
 const isFormType = (contentType: string | undefined): boolean =>
   (contentType ?? '').split(';', 1)[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
 
@@ -201,9 +209,7 @@ const isFormType = (contentType: string | undefined): boolean =>
  * exactly one `nonce` parameter.
  */
 export function nonceOfBody(method: string, rawBody: Buffer, contentType?: string): BodyNonce {
-  const upper = method.toUpperCase();
-  // GET and HEAD bodies are never read, hence never signed (authenticate signs them as `{}`).
-  if (upper === 'GET' || upper === 'HEAD' || rawBody.length === 0) return { kind: 'no-body' };
+  if (carriesNoBody(method) || rawBody.length === 0) return { kind: 'no-body' };
   let text: string;
   try {
     text = utf8.decode(rawBody);
@@ -263,7 +269,7 @@ const OK: KeyPolicyResult = { ok: true };
  * 3. for a nonce-required key with a body: 400 Invalid request when the body cannot be read (the
  *    route would refuse it too), 422 Invalid Nonce when it has no valid nonce or one not greater
  *    than the last accepted; otherwise the nonce is accepted (durably) and the request goes on.
- * A request without a body (GET, body-less DELETE) passes step 3 without a nonce.
+ * A GET or HEAD passes step 3 without a nonce; any other body-less request is 422 Invalid Nonce.
  * May throw what `rateLimit` throws, or StoreUnavailableError when the nonce cannot be recorded.
  */
 export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult {
@@ -274,7 +280,7 @@ export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult {
   const nonce = nonceOfBody(input.method, input.rawBody, input.contentType);
   switch (nonce.kind) {
     case 'no-body':
-      return OK;
+      return carriesNoBody(input.method) ? OK : { ok: false, status: 422, error: INVALID_NONCE };
     case 'malformed':
       return { ok: false, status: 400, error: INVALID_REQUEST };
     case 'invalid':

@@ -27,6 +27,7 @@ test('defaults: local server, no credentials, development app key', () => {
     apiKey: undefined,
     apiSecret: undefined,
     wsAppKey: 'openspot-key',
+    nonce: false,
     profileFile: undefined,
   });
   assert.equal(resolveTrader({}, { PORT: '9000' }, none).baseUrl, 'http://127.0.0.1:9000/v1');
@@ -75,4 +76,17 @@ test('a bad profile is an error naming the file', () => {
     () => resolveTrader({ profile: file('num.json', { api_key: 5 }) }, {}, none),
     /"api_key" must be a string/,
   );
+});
+
+test('nonces: profile `nonce_required` (as the key view shows it) or OPENSPOT_NONCE', () => {
+  const withNonce = file('nonce.json', { api_key: 'k', api_secret: 's', nonce_required: true });
+  assert.equal(resolveTrader({ profile: withNonce }, {}, none).nonce, true);
+  assert.equal(resolveTrader({ profile: withNonce }, { OPENSPOT_NONCE: 'false' }, none).nonce, true);
+  assert.equal(resolveTrader({}, { OPENSPOT_NONCE: 'true' }, none).nonce, true);
+  assert.equal(resolveTrader({}, { OPENSPOT_NONCE: '1' }, none).nonce, true);
+  assert.equal(resolveTrader({}, { OPENSPOT_NONCE: '0' }, withNonce).nonce, false);
+  assert.equal(resolveTrader({}, {}, withNonce).nonce, true);
+  assert.throws(() => resolveTrader({}, { OPENSPOT_NONCE: 'maybe' }, none), /OPENSPOT_NONCE/);
+  const bad = file('bad-nonce.json', { nonce_required: 'yes' });
+  assert.throws(() => resolveTrader({ profile: bad }, {}, none), /nonce_required/);
 });

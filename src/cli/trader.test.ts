@@ -178,6 +178,38 @@ describe('trader commands', { timeout: 120_000 }, () => {
     assert.equal(r.data[0]?.type, 'buy');
   });
 
+  test('a key created with nonces: order and cancel work with nonce_required in the profile', async () => {
+    const created = await t.admin('POST', `/users/${alice.userId}/api-keys`, { nonce_required: true });
+    const key = created.body as { api_key: string; api_secret: string };
+    const profile = join(home, 'alice-nonce.json');
+    const entry = { url: `${t.url}/v1`, api_key: key.api_key, api_secret: key.api_secret };
+    writeFileSync(profile, JSON.stringify({ ...entry, nonce_required: true }));
+    const placed = (await json([
+      '--profile',
+      profile,
+      'order',
+      'sell',
+      'BTC/EUR',
+      '0.01',
+      '--price',
+      '40000',
+    ])) as {
+      id: number;
+    };
+    const canceled = await json(['--profile', profile, 'cancel', String(placed.id)]);
+    assert.deepEqual(canceled, { success: true, message: 'Order canceled successfully.', code: 200 });
+    writeFileSync(profile, JSON.stringify(entry));
+    const again = (await json(
+      ['--profile', profile, 'order', 'sell', 'BTC/EUR', '0.01', '--price', '40000'],
+      {
+        OPENSPOT_NONCE: 'true',
+      },
+    )) as { id: number };
+    const refused = await cli(['--profile', profile, 'cancel', String(again.id)], env);
+    assert.equal(refused.code, 1, 'without nonces the key refuses the body-less DELETE');
+    assert.match(refused.stderr, /Invalid Nonce/);
+  });
+
   test('book --watch --json streams the live book until SIGINT', async () => {
     const child = spawn(
       process.execPath,

@@ -53,7 +53,7 @@ export function registerTraderCommands(program: Command): void {
   const globals = (): Globals => program.opts<Globals>();
   const target = (appKey?: string): TraderTarget => resolveTrader({ ...globals(), appKey });
   const client = (t: TraderTarget = target()) =>
-    new OpenSpotClient({ baseUrl: t.baseUrl, apiKey: t.apiKey, apiSecret: t.apiSecret });
+    new OpenSpotClient({ baseUrl: t.baseUrl, apiKey: t.apiKey, apiSecret: t.apiSecret, nonce: t.nonce });
   /** A client for private endpoints: says how to configure credentials instead of a bare 422. */
   const signedClient = () => {
     const t = target();

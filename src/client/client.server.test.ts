@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestServer, type TestServer, type Trader } from '../../test/support/server-fixture.js';
+import { FrameLog, wsUrl } from '../../test/ws/helpers.js';
 import type { ExecutionMessage } from './channels.js';
 import { OpenSpotClient } from './client.js';
 import { OpenSpotApiError } from './errors.js';
@@ -182,13 +183,22 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
     assert.deepEqual(denied.body, { error: 'Access Denied' });
   });
 
-  test('broadcastingAuth: own channel granted, other channels denied', async () => {
+  test('broadcastingAuth: own channel granted, other channels and unknown sockets denied', async () => {
     const s = clientFor(t, seller);
-    const granted = await s.broadcastingAuth('123.456', `private-order-executed.${seller.userId}`);
-    assert.match(granted.auth, /^[^:]+:[0-9a-f]{64}$/);
-    const denied = await apiError(s.broadcastingAuth('123.456', `private-order-executed.${buyer.userId}`));
-    assert.equal(denied.status, 403);
-    assert.deepEqual(denied.body, { error: 'Access Denied' });
+    const { log, socketId } = await FrameLog.open(wsUrl(t));
+    try {
+      const granted = await s.broadcastingAuth(socketId, `private-order-executed.${seller.userId}`);
+      assert.match(granted.auth, /^[^:]+:[0-9a-f]{64}$/);
+      const denied = await apiError(s.broadcastingAuth(socketId, `private-order-executed.${buyer.userId}`));
+      assert.equal(denied.status, 403);
+      assert.deepEqual(denied.body, { error: 'Access Denied' });
+    } finally {
+      log.close();
+    }
+    const notConnected = await apiError(
+      s.broadcastingAuth('123.456', `private-order-executed.${seller.userId}`),
+    );
+    assert.equal(notConnected.status, 403);
   });
 
   test('realtime on the real feed: private executions and a checksum-verified local book', async () => {

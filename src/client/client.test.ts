@@ -113,6 +113,42 @@ test('private GET and DELETE are signed over {} and send no body', { timeout: 10
   ]);
 });
 
+test('with nonces on: DELETE signs a body naming the nonce and the order; POST bodies carry the nonce', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', code: 200, auth: 'k:s' });
+  let next = 41n;
+  const c = new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, nonce: () => String(++next) });
+  await c.cancelOrder(7);
+  assert.equal(last().method, 'DELETE');
+  assert.equal(last().url, '/v1/orders/7');
+  assert.equal(last().body, '{"nonce":"42","order_id":7}');
+  assert.equal(last().headers['content-type'], 'application/json');
+  assert.ok(verify(last()), 'the body is what was signed');
+  await c.createOrder({ pair: 'BTC/EUR', direction: 'buy', type: 'market', volume: '1' });
+  assert.equal(JSON.parse(last().body).nonce, '43');
+  assert.ok(verify(last()));
+  await c.broadcastingAuth('123.456', 'private-order-executed.1');
+  assert.equal(last().body, '{"socket_id":123.456,"channel_name":"private-order-executed.1","nonce":"44"}');
+  assert.ok(verify(last()));
+  await c.spotWallet();
+  assert.equal(last().body, '', 'GET requests carry no body, hence no nonce');
+});
+
+test('nonce: true uses increasing microsecond timestamps, even when called within one microsecond', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', code: 200 });
+  const c = new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, nonce: true });
+  const nonces: bigint[] = [];
+  for (const id of [1, 2, 3]) {
+    await c.cancelOrder(id);
+    nonces.push(BigInt(JSON.parse(last().body).nonce));
+  }
+  assert.ok(nonces[0]! >= BigInt(Date.now() - 60_000) * 1000n, 'a microsecond timestamp');
+  assert.ok(nonces[0]! < nonces[1]! && nonces[1]! < nonces[2]!);
+});
+
 test('createOrder sends the signed string byte for byte and reads the id from Location', {
   timeout: 10_000,
 }, async () => {

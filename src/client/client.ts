@@ -43,6 +43,23 @@ export interface ClientOptions {
   readonly orderRetries?: number;
   /** First wait before a retry, doubled each time; a Retry-After header takes precedence. Default 250 ms. */
   readonly retryDelayMs?: number;
+  /**
+   * For keys created with `nonce_required`: every signed request with a body carries a `nonce`,
+   * and DELETE /orders/:id sends the signed body `{"nonce": …, "order_id": id}` instead of none.
+   * `true`: microsecond timestamps, strictly increasing within this client; or your own source of
+   * strictly increasing decimal strings. Off by default (the interface's plain requests).
+   */
+  readonly nonce?: boolean | (() => string);
+}
+
+/** Strictly increasing microsecond timestamps as decimal text (larger than any earlier run's). */
+export function timestampNonces(): () => string {
+  let last = 0n;
+  return () => {
+    const now = BigInt(Date.now()) * 1000n;
+    last = now > last ? now : last + 1n;
+    return last.toString();
+  };
 }
 
 export interface CreateOrderParams {
@@ -111,6 +128,7 @@ export class OpenSpotClient {
   readonly #timeoutMs: number;
   readonly #orderRetries: number;
   readonly #retryDelayMs: number;
+  readonly #nonce: (() => string) | undefined;
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -120,6 +138,13 @@ export class OpenSpotClient {
     this.#timeoutMs = options.timeoutMs ?? 30_000;
     this.#orderRetries = options.orderRetries ?? 2;
     this.#retryDelayMs = options.retryDelayMs ?? 250;
+    const { nonce } = options;
+    this.#nonce = nonce === true ? timestampNonces() : typeof nonce === 'function' ? nonce : undefined;
+  }
+
+  /** The `nonce` member to add to a body: none unless nonces are on. */
+  #nonceField(): { nonce?: string } {
+    return this.#nonce === undefined ? {} : { nonce: this.#nonce() };
   }
 
   /** True when private endpoints can be called. */
@@ -187,6 +212,7 @@ export class OpenSpotClient {
       pair: params.pair,
       volume: params.volume,
       ...(params.price === undefined ? {} : { price: params.price }),
+      ...this.#nonceField(),
     });
     const headers = { 'idempotency-key': params.idempotencyKey ?? randomUUID() };
     const spec: RequestSpec = { method: 'POST', path: '/orders', body, signed: true, headers };
@@ -195,8 +221,16 @@ export class OpenSpotClient {
     return { id: match === null ? undefined : Number(match[1]), envelope: response.data as BareEnvelope };
   }
 
+  /**
+   * Cancels an order. Without nonces the request has no body, as the interface shows it — its
+   * signature is then valid for any order id (docs/security.md). With nonces the signed body
+   * names the nonce and the order, so a captured request cancels nothing else and only once.
+   */
   async cancelOrder(id: number): Promise<BareEnvelope> {
-    return this.#json({ method: 'DELETE', path: `/orders/${orderPath(id)}`, signed: true });
+    const path = `/orders/${orderPath(id)}`;
+    const body =
+      this.#nonce === undefined ? undefined : JSON.stringify({ ...this.#nonceField(), order_id: id });
+    return this.#json({ method: 'DELETE', path, body, signed: true });
   }
 
   async order(id: number): Promise<Envelope<Order>> {
@@ -227,7 +261,8 @@ export class OpenSpotClient {
    */
   async broadcastingAuth(socketId: string, channelName: string): Promise<ChannelAuth> {
     if (!/^\d+\.\d+$/.test(socketId)) throw new TypeError(`not a socket id: ${socketId}`);
-    const body = `{"socket_id":${socketId},"channel_name":${JSON.stringify(channelName)}}`;
+    const nonce = this.#nonceField().nonce;
+    const body = `{"socket_id":${socketId},"channel_name":${JSON.stringify(channelName)}${nonce === undefined ? '' : `,"nonce":${JSON.stringify(nonce)}`}}`;
     return this.#json({ method: 'POST', path: '/broadcasting/auth', body, signed: true });
   }
 

@@ -5,7 +5,13 @@
  */
 export * from './channels.js';
 export { bookChecksum, crc32 } from './checksum.js';
-export { type ClientOptions, type CreateOrderParams, OpenSpotClient, type PageParams } from './client.js';
+export {
+  type ClientOptions,
+  type CreateOrderParams,
+  OpenSpotClient,
+  type PageParams,
+  timestampNonces,
+} from './client.js';
 export { compareDecimal, formatUnits, isZeroDecimal, parseUnits } from './decimal.js';
 export * from './errors.js';
 export { type BookApplyResult, LocalBook, type LocalBookOptions } from './local-book.js';

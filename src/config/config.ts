@@ -12,9 +12,12 @@ export interface Config {
   readonly ws: {
     readonly appId: string;
     readonly appKey: string;
-    readonly appSecret: string;
-    /** True when the development defaults are in use (a warning is logged in production). */
-    readonly usingDefaults: boolean;
+    /**
+     * Signs and checks private-channel tokens; only this server uses it. Undefined when
+     * WS_APP_SECRET is unset: the server then generates one and keeps it in DATA_DIR/ws-app-secret
+     * (src/config/kept-secret.ts). There is no built-in default.
+     */
+    readonly appSecret: string | undefined;
     readonly maxConnections: number;
     readonly maxSubscriptionsPerConnection: number;
     readonly maxFrameBytes: number;
@@ -22,6 +25,11 @@ export interface Config {
     readonly activityTimeoutSeconds: number;
     /** Client frames per second per connection (burst: see src/ws/rate-limit.ts); 0: no limit. */
     readonly maxFramesPerSecond: number;
+    /** Open WebSocket connections per client address (src/ws/ip-admission.ts); 0: no limit. */
+    readonly maxConnectionsPerIp: number;
+    /** New WebSocket connections per second per client address, and their burst; 0: no limit. */
+    readonly upgradesPerSecondPerIp: number;
+    readonly upgradeBurstPerIp: number;
   };
   /** HTTP rate limits (src/http/rate-limit.ts); a rate of 0 turns that limit off. */
   readonly rateLimit: {
@@ -52,7 +60,10 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const DEV_WS = { appId: 'openspot', appKey: 'openspot-key', appSecret: 'openspot-secret' };
+/** Public by nature (the key is part of every client's connection URL), so defaults are harmless. */
+const DEFAULT_WS_APP = { appId: 'openspot', appKey: 'openspot-key' };
+/** Shortest WS_APP_SECRET accepted: a short secret can be guessed offline from one captured token. */
+const MIN_WS_SECRET_LENGTH = 16;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -83,9 +94,13 @@ export function loadConfig(env: Env = process.env): Config {
   const balanceCurrency = env.BALANCE_CURRENCY?.trim() || 'EUR';
   if (!/^[A-Z0-9]{2,12}$/.test(balanceCurrency))
     throw new ConfigError(`BALANCE_CURRENCY must be an asset code, got "${balanceCurrency}".`);
-  const wsAppId = env.WS_APP_ID || DEV_WS.appId;
-  const wsAppKey = env.WS_APP_KEY || DEV_WS.appKey;
-  const wsAppSecret = env.WS_APP_SECRET || DEV_WS.appSecret;
+  const wsAppId = env.WS_APP_ID || DEFAULT_WS_APP.appId;
+  const wsAppKey = env.WS_APP_KEY || DEFAULT_WS_APP.appKey;
+  const wsAppSecret = env.WS_APP_SECRET || undefined;
+  if (wsAppSecret !== undefined && wsAppSecret.length < MIN_WS_SECRET_LENGTH)
+    throw new ConfigError(
+      `WS_APP_SECRET must be at least ${MIN_WS_SECRET_LENGTH} characters (or unset: a random one is then kept in DATA_DIR).`,
+    );
   for (const [name, value] of [
     ['WS_APP_KEY', wsAppKey],
     ['WS_APP_ID', wsAppId],
@@ -103,13 +118,14 @@ export function loadConfig(env: Env = process.env): Config {
       appId: wsAppId,
       appKey: wsAppKey,
       appSecret: wsAppSecret,
-      usingDefaults: !env.WS_APP_KEY || !env.WS_APP_SECRET,
       maxConnections: integer(env, 'WS_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
       maxSubscriptionsPerConnection: integer(env, 'WS_MAX_SUBSCRIPTIONS', 100, 1, 10_000),
       maxFrameBytes: integer(env, 'WS_MAX_FRAME_BYTES', 16 * 1024, 256, 16 * 1024 * 1024),
       maxBufferedBytes: integer(env, 'WS_MAX_BUFFERED_BYTES', 4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
       activityTimeoutSeconds: integer(env, 'WS_ACTIVITY_TIMEOUT', 30, 1, 3600),
       maxFramesPerSecond: integer(env, 'WS_MAX_FRAMES_PER_SECOND', 50, 0, 100_000),
+      maxConnectionsPerIp: integer(env, 'WS_MAX_CONNECTIONS_PER_IP', 100, 0, 1_000_000),
+      ...wsUpgradeRate(env),
     },
     rateLimit: rateLimits(env),
     balanceCurrency,
@@ -145,6 +161,11 @@ function rateLimits(env: Env): Config['rateLimit'] {
   const ip = rateAndBurst(env, 'RATE_LIMIT_IP_PER_SECOND', 'RATE_LIMIT_IP_BURST', 200);
   const key = rateAndBurst(env, 'RATE_LIMIT_KEY_PER_SECOND', 'RATE_LIMIT_KEY_BURST', 100);
   return { ipPerSecond: ip.rate, ipBurst: ip.burst, keyPerSecond: key.rate, keyBurst: key.burst };
+}
+
+function wsUpgradeRate(env: Env) {
+  const { rate, burst } = rateAndBurst(env, 'WS_UPGRADES_PER_SECOND_PER_IP', 'WS_UPGRADE_BURST_PER_IP', 20);
+  return { upgradesPerSecondPerIp: rate, upgradeBurstPerIp: burst };
 }
 
 function publicUrl(raw: string | undefined): string | undefined {

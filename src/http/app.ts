@@ -17,6 +17,7 @@ import Fastify, {
 } from 'fastify';
 import type { Exchange } from '../app/ports.js';
 import type { Micros } from '../domain/types.js';
+import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
 import { lazyChildLogger } from './lazy-logger.js';
@@ -29,6 +30,8 @@ export interface HttpApiOptions {
   readonly config: HttpConfig;
   /** Wall clock in microseconds; defaults to Date.now() (pass the exchange's clock when at hand). */
   readonly clock?: () => Micros;
+  /** Where /broadcasting/auth records which key obtained each token (src/ws/channel-grants.ts). */
+  readonly channelGrants?: ChannelGrantIssuer;
 }
 
 export interface HttpAppOptions extends HttpApiOptions {
@@ -89,6 +92,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     vault: options.vault,
     config: options.config,
     clock: options.clock ?? (() => (Date.now() * 1000) as Micros),
+    channelGrants: options.channelGrants,
   });
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
   app.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });

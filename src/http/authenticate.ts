@@ -121,7 +121,7 @@ export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchan
     rateLimit: () => enforceKeyRateLimit(request, key),
   });
   if (!policy.ok) throw errorE(policy.status, policy.error);
-  return { userId: record.userId, scopes: record.scopes };
+  return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
 }
 
 export function requireScope(who: Caller, scope: ApiKeyScope): void {

@@ -1,6 +1,7 @@
 /** What the v1 routes are given: the exchange port, the vault and the few settings they read. */
 import type { Exchange } from '../app/ports.js';
 import type { Micros } from '../domain/types.js';
+import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 
 export interface HttpConfig {
   /** Pusher-protocol app credentials; POST /broadcasting/auth signs channel tokens with them. */
@@ -26,6 +27,12 @@ export interface V1Deps {
   readonly config: HttpConfig;
   /** Wall clock in microseconds (tickers' "today", order book timestamps). */
   readonly clock: () => Micros;
+  /**
+   * Records which key obtained each channel token, so that a revoked key's tokens open nothing
+   * and tokens are issued only for live connections. Without it (tests of the HTTP layer alone)
+   * tokens are signed and nothing is recorded.
+   */
+  readonly channelGrants?: ChannelGrantIssuer | undefined;
 }
 
 /** Laravel's default "no rows" message is not an interface contract; these texts are ours. */

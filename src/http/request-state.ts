@@ -9,7 +9,11 @@ import type { ApiKeyScope } from '../store/store.js';
 
 export interface Caller {
   readonly userId: UserId;
+  /** The API key that signed the request. */
+  readonly apiKey: string;
   readonly scopes: readonly ApiKeyScope[];
+  /** The key requires a nonce in every signed body (and, on DELETE, the order id: orders.ts). */
+  readonly nonceRequired: boolean;
 }
 
 const rawBodies = new WeakMap<FastifyRequest, Buffer>();

@@ -210,6 +210,8 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
     RATE_LIMIT_IP_PER_SECOND: '0',
     RATE_LIMIT_KEY_PER_SECOND: '0',
     WS_MAX_FRAMES_PER_SECOND: '0',
+    WS_MAX_CONNECTIONS_PER_IP: '0',
+    WS_UPGRADES_PER_SECOND_PER_IP: '0',
     // Nothing to lose on a power cut in a test: skip the fsync per commit.
     SQLITE_SYNCHRONOUS: 'normal',
     WS_APP_KEY: 'openspot-key',

@@ -12,7 +12,15 @@ import { createRealtimeServer, type RealtimeServer, type RealtimeServerOptions }
 export interface MountOptions
   extends Pick<
     RealtimeServerOptions,
-    'appKey' | 'appSecret' | 'activityTimeoutSeconds' | 'keepalive' | 'limits' | 'closeGraceMs'
+    | 'appKey'
+    | 'appSecret'
+    | 'activityTimeoutSeconds'
+    | 'keepalive'
+    | 'limits'
+    | 'closeGraceMs'
+    | 'channelGrants'
+    | 'trustProxy'
+    | 'onRefused'
   > {
   readonly server: Server;
   readonly exchange: Exchange;

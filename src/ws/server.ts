@@ -7,6 +7,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { UserId } from '../domain/types.js';
+import type { ChannelGrants } from './channel-grants.js';
 import { type ChannelProvider, isPrivateChannel } from './channels.js';
 import { ClientConnection, type Transport } from './connection.js';
 import { Batch, publishToChannel } from './fanout.js';
@@ -21,6 +22,13 @@ import {
   REJECTED_FRAME_CODE,
   subscriptionErrorFrame,
 } from './frames.js';
+import {
+  clientAddress,
+  IpAdmission,
+  type RefusalReason,
+  tooManyUpgrades,
+  type UpgradeVerdict,
+} from './ip-admission.js';
 import { startKeepalive } from './keepalive.js';
 import { silentLogger, type WsLogger } from './logger.js';
 import { createFrameGate, frameBurst } from './rate-limit.js';
@@ -37,6 +45,12 @@ export interface RealtimeLimits {
   readonly maxBufferedBytes: number;
   /** Client frames per second per connection, 0 for no limit (policy: rate-limit.ts). */
   readonly maxFramesPerSecond: number;
+  /** Open connections per client address, 0 for no limit (policy: ip-admission.ts). */
+  readonly maxConnectionsPerIp: number;
+  /** New connections per second per client address, 0 for no limit. */
+  readonly upgradesPerSecondPerIp: number;
+  /** Burst of new connections per client address (default twice the rate). */
+  readonly upgradeBurstPerIp?: number;
 }
 
 export const DEFAULT_LIMITS: RealtimeLimits = {
@@ -48,6 +62,9 @@ export const DEFAULT_LIMITS: RealtimeLimits = {
   maxBufferedBytes: 4 * 1024 * 1024,
   // Off unless configured (the server's config defaults WS_MAX_FRAMES_PER_SECOND to 50).
   maxFramesPerSecond: 0,
+  // Off unless configured (config: WS_MAX_CONNECTIONS_PER_IP 100, WS_UPGRADES_PER_SECOND_PER_IP 20).
+  maxConnectionsPerIp: 0,
+  upgradesPerSecondPerIp: 0,
 };
 
 export interface RealtimeServerOptions {
@@ -64,6 +81,15 @@ export interface RealtimeServerOptions {
   /** How long a closing client gets to answer the close frame before the socket is destroyed. Default 5000. */
   readonly closeGraceMs?: number;
   readonly logger?: WsLogger;
+  /**
+   * The tokens /broadcasting/auth issued, per connection (src/ws/channel-grants.ts). Given by the
+   * OpenSpot server; without it a valid HMAC alone opens a private channel (a plain Pusher server).
+   */
+  readonly channelGrants?: ChannelGrants;
+  /** Take the client address from X-Forwarded-For (TRUST_PROXY), as the HTTP limits do. */
+  readonly trustProxy?: boolean;
+  /** Told of every connection refused by a per-address limit (metrics). */
+  readonly onRefused?: (reason: RefusalReason) => void;
 }
 
 export interface RealtimeStats {
@@ -127,6 +153,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     burst: frameBurst(limits.maxFramesPerSecond, limits.maxSubscriptionsPerConnection),
   });
 
+  const perIp = new IpAdmission(limits);
   const registry = new ChannelRegistry();
   const connections = new Set<ClientConnection>();
   const context: SubscriptionContext = {
@@ -136,6 +163,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     registry,
     maxSubscriptionsPerConnection: limits.maxSubscriptionsPerConnection,
     logger,
+    grants: options.channelGrants,
   };
 
   // `maxPayload` is ws's hard limit: past it ws itself closes with 1009 before we see the frame.
@@ -221,12 +249,26 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     return undefined;
   }
 
-  function accept(socket: WebSocket, appKey: string, transport: Transport): void {
-    const refusal = admission(appKey);
+  function accept(
+    socket: WebSocket,
+    appKey: string,
+    transport: Transport,
+    ip: string,
+    verdict: UpgradeVerdict,
+  ): void {
+    const appRefusal = admission(appKey);
+    const refusal =
+      appRefusal ??
+      (verdict.kind === 'refuse' ? ([CloseCode.overCapacity, verdict.message] as const) : undefined);
     if (refusal !== undefined) {
+      if (appRefusal === undefined && verdict.kind === 'refuse') options.onRefused?.(verdict.reason);
+      // Counted until the client completes the close: a client that never does runs out of these.
+      perIp.opened(ip, true);
+      socket.once('close', () => perIp.closed(ip, true));
       refuse(socket, refusal[0], refusal[1]);
       return;
     }
+    perIp.opened(ip, false);
 
     const connection = new ClientConnection(
       nextSocketId(),
@@ -249,6 +291,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       transport,
     );
     connections.add(connection);
+    options.channelGrants?.opened(connection.socketId);
     logger.debug({ socketId: connection.socketId }, 'connection opened');
 
     socket.on('message', (data, isBinary) => onMessage(connection, data, isBinary));
@@ -259,8 +302,10 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       logger.debug({ err: error, socketId: connection.socketId }, 'socket error'),
     );
     socket.on('close', (code) => {
+      perIp.closed(ip, false);
       registry.removeAll(connection);
       connections.delete(connection);
+      options.channelGrants?.closed(connection.socketId);
       connection.dispose();
       logger.debug({ socketId: connection.socketId, code }, 'connection closed');
       if (connections.size === 0) drained?.();
@@ -277,8 +322,16 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
       return;
     }
+    const ip = clientAddress(request, options.trustProxy ?? false);
+    const verdict = perIp.check(ip);
+    if (verdict.kind === 'reject') {
+      options.onRefused?.(verdict.reason);
+      socket.on('error', () => {});
+      socket.end(tooManyUpgrades(verdict.retryAfterSeconds));
+      return;
+    }
     // The upgraded stream is the one ws writes to: the connection corks it during a batch.
-    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, appKey, socket));
+    wss.handleUpgrade(request, socket, head, (ws) => accept(ws, appKey, socket, ip, verdict));
   }
 
   options.server.on('upgrade', onUpgrade);

@@ -3,6 +3,7 @@
  * limit, and the snapshot that follows a successful subscription.
  */
 import { verifyChannelAuth } from './channel-auth.js';
+import type { ChannelGrants } from './channel-grants.js';
 import { type ChannelProvider, isPrivateChannel, type ResolvedChannel } from './channels.js';
 import type { ClientConnection } from './connection.js';
 import {
@@ -29,6 +30,8 @@ export interface SubscriptionContext {
   readonly registry: ChannelRegistry;
   readonly maxSubscriptionsPerConnection: number;
   readonly logger: WsLogger;
+  /** When given, a private token must also have been issued for this connection to a key still active. */
+  readonly grants?: ChannelGrants | undefined;
 }
 
 const refusal = (status: number, type: string, error: string): SubscriptionRefusal => ({
@@ -50,6 +53,10 @@ function admission(
     if (auth === undefined) return refusal(401, 'AuthError', 'Private channel: auth is required');
     if (!verifyChannelAuth(context.appKey, context.appSecret, connection.socketId, channel, auth))
       return refusal(403, 'AuthError', 'Invalid auth signature for this socket and channel');
+    const grant = context.grants?.check(connection.socketId, channel);
+    if (grant === 'not-issued')
+      return refusal(403, 'AuthError', 'Invalid auth signature for this socket and channel');
+    if (grant === 'revoked') return refusal(403, 'AuthError', 'Authorization revoked');
   }
   const max = context.maxSubscriptionsPerConnection;
   if (connection.channels.has(channel) || connection.channels.size < max) return undefined;

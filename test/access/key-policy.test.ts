@@ -170,27 +170,78 @@ describe('nonces', () => {
     assert.deepEqual(again.body, INVALID_NONCE);
   });
 
-  test('requests without a body need no nonce — and stay replayable (documented)', async () => {
+  test('GET requests need no nonce — and stay replayable (documented)', async () => {
     const read = signed(key, 'GET', '/v1/spot-wallet');
     assert.equal((await send(t, read)).status, 200);
     assert.equal((await send(t, read)).status, 200, 'a GET signature is replayable');
-
-    const [orderId] = await openOrderIds(t, trader);
-    const cancel = signed(key, 'DELETE', `/v1/orders/${orderId}`);
-    assert.equal((await send(t, cancel)).status, 200);
-    // Replaying a cancellation can only ever hit the same, already canceled order.
-    assert.equal((await send(t, cancel)).status, 409);
   });
 
-  test('a DELETE may carry a nonce in a body, and is then protected like a POST', async () => {
-    const [orderId] = await openOrderIds(t, trader);
-    const cancel = signed(key, 'DELETE', `/v1/orders/${orderId}`, { nonce: '18446744073709551800' });
-    assert.equal((await send(t, cancel)).status, 200);
-    const replayed = await send(t, cancel);
-    assert.equal(replayed.status, 422);
-    assert.deepEqual(replayed.body, INVALID_NONCE);
-    const stale = signed(key, 'DELETE', `/v1/orders/${orderId}`, { pair: 'BTC/EUR' });
-    assert.deepEqual((await send(t, stale)).body, INVALID_NONCE, 'a body without a nonce');
+  /** Two fresh open orders of the trader, placed with the plain key. */
+  const twoOrders = async (): Promise<[number, number]> => {
+    const a = await call(t, trader, 'POST', '/v1/orders', limitOrder('19000'));
+    const b = await call(t, trader, 'POST', '/v1/orders', limitOrder('19001'));
+    return [orderIdOf(a), orderIdOf(b)];
+  };
+
+  test('a body-less DELETE is refused (422 Invalid Nonce) and cancels nothing', async () => {
+    const [id] = await twoOrders();
+    const r = await send(t, signed(key, 'DELETE', `/v1/orders/${id}`));
+    assert.equal(r.status, 422);
+    assert.deepEqual(r.body, INVALID_NONCE);
+    assert.ok((await openOrderIds(t, trader)).includes(id));
+  });
+
+  test('one captured DELETE cannot cancel another order, nor be replayed on its own', async () => {
+    const [first, second] = await twoOrders();
+    const captured = signed(key, 'DELETE', `/v1/orders/${first}`, {
+      nonce: '18446744073709551800',
+      order_id: first,
+    });
+    assert.equal((await send(t, captured)).status, 200);
+    const elsewhere = await send(t, { ...captured, path: `/v1/orders/${second}` });
+    assert.equal(elsewhere.status, 422);
+    assert.deepEqual(elsewhere.body, INVALID_NONCE);
+    const again = await send(t, captured);
+    assert.equal(again.status, 422);
+    assert.deepEqual(again.body, INVALID_NONCE);
+    assert.ok((await openOrderIds(t, trader)).includes(second), 'the other order is still open');
+  });
+
+  test('a DELETE body intercepted before it arrived is still bound to its order id (400)', async () => {
+    const [first, second] = await twoOrders();
+    const intercepted = signed(key, 'DELETE', `/v1/orders/${first}`, {
+      nonce: '18446744073709551810',
+      order_id: first,
+    });
+    const redirected = await send(t, { ...intercepted, path: `/v1/orders/${second}` });
+    assert.equal(redirected.status, 400);
+    assert.deepEqual(redirected.body, { error: 'Invalid request' });
+    let nonce = 18446744073709551820n;
+    for (const body of [{}, { order_id: null }, { order_id: `${second}x` }, { order_id: second + 1 }]) {
+      nonce += 1n;
+      const r = await call(t, key, 'DELETE', `/v1/orders/${second}`, { nonce: String(nonce), ...body });
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.deepEqual(r.body, { error: 'Invalid request' });
+    }
+    assert.deepEqual(
+      (await openOrderIds(t, trader)).filter((id) => id === first || id === second),
+      [first, second],
+      'nothing was canceled',
+    );
+    const asText = await call(t, key, 'DELETE', `/v1/orders/${second}`, {
+      nonce: String(nonce + 1n),
+      order_id: String(second),
+    });
+    assert.equal(asText.status, 200, 'order_id may be a JSON integer or its decimal text');
+  });
+
+  test('stale or missing nonces on DELETE are refused', async () => {
+    const [id] = await twoOrders();
+    const stale = signed(key, 'DELETE', `/v1/orders/${id}`, { nonce: '5', order_id: id });
+    assert.deepEqual((await send(t, stale)).body, INVALID_NONCE);
+    const missing = signed(key, 'DELETE', `/v1/orders/${id}`, { order_id: id });
+    assert.deepEqual((await send(t, missing)).body, INVALID_NONCE);
+    assert.ok((await openOrderIds(t, trader)).includes(id));
   });
 
   test('POST /broadcasting/auth needs a nonce in its body too', async () => {
@@ -222,6 +273,28 @@ describe('nonces', () => {
     const plain = signed(trader, 'POST', '/v1/orders', limitOrder('20009'));
     assert.equal((await send(t, plain)).status, 201);
     assert.equal((await send(t, plain)).status, 201);
+  });
+});
+
+describe('keys without nonces: DELETE as the interface shows it', () => {
+  test('body-less, and one captured signature is valid for every order of the user (documented)', async () => {
+    const trader = await t.trader();
+    const ids = [];
+    for (const price of ['18000', '18001']) {
+      ids.push(orderIdOf(await call(t, trader, 'POST', '/v1/orders', limitOrder(price))));
+    }
+    const captured = signed(trader, 'DELETE', `/v1/orders/${ids[0]}`);
+    assert.equal((await send(t, captured)).status, 200);
+    assert.equal((await send(t, { ...captured, path: `/v1/orders/${ids[1]}` })).status, 200);
+    assert.deepEqual(await openOrderIds(t, trader), []);
+  });
+
+  test('a body it sends with an order_id must match the path', async () => {
+    const trader = await t.trader();
+    const id = orderIdOf(await call(t, trader, 'POST', '/v1/orders', limitOrder('18000')));
+    const wrong = await call(t, trader, 'DELETE', `/v1/orders/${id}`, { order_id: id + 1 });
+    assert.equal(wrong.status, 400);
+    assert.equal((await call(t, trader, 'DELETE', `/v1/orders/${id}`, { order_id: id })).status, 200);
   });
 });
 

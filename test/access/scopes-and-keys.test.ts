@@ -4,12 +4,23 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { ConfigError, loadConfig } from '../../src/config/config.js';
 import { startTestServer, type TestServer, type Trader } from '../support/server-fixture.js';
 import { broadcastingAuthBody, FrameLog, wsUrl } from '../ws/helpers.js';
-import { call, createKey, limitOrder, openOrderIds, orderIdOf, send, signed } from './support.js';
+import {
+  type Answer,
+  type Credentials,
+  call,
+  createKey,
+  limitOrder,
+  openOrderIds,
+  orderIdOf,
+  send,
+  signed,
+} from './support.js';
 
 const run = promisify(execFile);
 let t: TestServer;
@@ -63,13 +74,6 @@ describe('scopes', () => {
     }
   });
 
-  test('the trade scope alone is refused a read (every private endpoint needs read)', async () => {
-    const tradeOnly = await createKey(t, trader.userId, { scopes: ['trade'] });
-    const r = await call(t, tradeOnly, 'GET', '/v1/spot-wallet');
-    assert.equal(r.status, 403);
-    assert.deepEqual(r.body, { error: 'Access Denied' });
-  });
-
   test('a key holding both scopes cancels', async () => {
     const r = await call(t, trader, 'DELETE', `/v1/orders/${orderId}`);
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -80,6 +84,86 @@ describe('scopes', () => {
     const r = await call(t, trader, 'POST', '/v1/orders', limitOrder('20002', { nonce: '42' }));
     assert.equal(r.status, 201, JSON.stringify(r.body));
   });
+});
+
+/** The scope table of docs/security.md: endpoint → expected status per scope set (column). */
+function scopeTable(): { columns: string[][]; rows: { endpoint: string; expected: number[] }[] } {
+  const page = readFileSync(new URL('../../docs/security.md', import.meta.url), 'utf8');
+  const block = /<!-- scope-table -->\n([\s\S]*?)<!-- \/scope-table -->/.exec(page);
+  if (block === null) throw new Error('docs/security.md has no scope table');
+  const cells = block[1]!
+    .trim()
+    .split('\n')
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim().replaceAll('`', '')),
+    );
+  const [header, , ...body] = cells;
+  return {
+    columns: header!.slice(1).map((column) => column.split('+').map((scope) => scope.trim())),
+    rows: body.map((row) => ({ endpoint: row[0]!, expected: row.slice(1).map(Number) })),
+  };
+}
+
+describe('scopes: every cell of the table in docs/security.md', () => {
+  const table = scopeTable();
+  let owner: Trader;
+  let orderId: number;
+  let tradeId: number;
+
+  before(async () => {
+    owner = await t.trader();
+    const counterparty = await t.trader();
+    const sell = await call(t, owner, 'POST', '/v1/orders', {
+      ...limitOrder('30000'),
+      order_direction: 'sell',
+    });
+    assert.equal(sell.status, 201, JSON.stringify(sell.body));
+    orderId = orderIdOf(sell);
+    const buy = await call(t, counterparty, 'POST', '/v1/orders', limitOrder('30000'));
+    assert.equal(buy.status, 201, JSON.stringify(buy.body));
+    const trades = await call(t, owner, 'GET', '/v1/trades');
+    tradeId = (trades.body as { data: { id: number }[] }).data[0]!.id;
+  });
+
+  /** One request of the endpoint as the given key; the resources it needs are made with the owner's full key. */
+  async function exercise(endpoint: string, key: Credentials): Promise<Answer> {
+    const [method, path] = endpoint.split(' ') as [string, string];
+    if (endpoint === 'POST /v1/orders') return call(t, key, method, path, limitOrder('20000'));
+    if (endpoint === 'DELETE /v1/orders/:id') {
+      const placed = await call(t, owner, 'POST', '/v1/orders', limitOrder('20000'));
+      return call(t, key, method, path.replace(':id', String(orderIdOf(placed))));
+    }
+    if (endpoint === 'POST /v1/broadcasting/auth') {
+      const { log, socketId } = await FrameLog.open(wsUrl(t));
+      try {
+        const body = broadcastingAuthBody(socketId, `private-order-executed.${owner.userId}`);
+        return await send(t, signed(key, method, path, body));
+      } finally {
+        log.close();
+      }
+    }
+    const id = path.startsWith('/v1/trades/') ? tradeId : orderId;
+    return call(t, key, method, path.replace(':id', String(id)));
+  }
+
+  test('the table covers every private endpoint, for read, trade and both', () => {
+    assert.deepEqual(table.columns, [['read'], ['trade'], ['read', 'trade']]);
+    assert.equal(table.rows.length, 10);
+  });
+
+  for (const [column, scopes] of table.columns.entries()) {
+    test(`a key with ${scopes.join(' + ')}`, async () => {
+      const key = await createKey(t, owner.userId, { scopes });
+      for (const { endpoint, expected } of table.rows) {
+        const answer = await exercise(endpoint, key);
+        assert.equal(answer.status, expected[column], `${endpoint}: ${JSON.stringify(answer.body)}`);
+        if (answer.status === 403) assert.deepEqual(answer.body, { error: 'Access Denied' }, endpoint);
+      }
+    });
+  }
 });
 
 describe('key options through the admin API', () => {

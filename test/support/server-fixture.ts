@@ -41,6 +41,8 @@ export async function startTestServer(
     RATE_LIMIT_IP_PER_SECOND: '0',
     RATE_LIMIT_KEY_PER_SECOND: '0',
     WS_MAX_FRAMES_PER_SECOND: '0',
+    WS_MAX_CONNECTIONS_PER_IP: '0',
+    WS_UPGRADES_PER_SECOND_PER_IP: '0',
     ...env,
   };
   const config = loadConfig(fullEnv);

@@ -1,7 +1,8 @@
 /**
  * POST /broadcasting/auth: a Pusher-protocol channel token for the caller's own private channel
  * `private-order-executed.{userId}`, signed with the WebSocket app secret so the WebSocket server
- * can check it (src/ws/channel-auth.ts). Any other channel is 403 `{"error":"Access Denied"}`.
+ * can check it (src/ws/channel-auth.ts). Any other channel is 403 `{"error":"Access Denied"}`, and
+ * so is a socket id that is not a live connection of this server (src/ws/channel-grants.ts).
  */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -69,10 +70,17 @@ export async function broadcastingRoutes(base: FastifyInstance, deps: V1Deps): P
       },
     },
     async (request) => {
-      const { userId } = caller(request);
+      const { userId, apiKey } = caller(request);
       const socketId = socketIdText(request.body.socket_id);
       if (socketId === undefined) throw errorE(400, INVALID_REQUEST);
       if (request.body.channel_name !== privateChannel(userId)) throw errorE(403, ACCESS_DENIED);
+      // Remembered for the connection, so the token opens nothing once this key is revoked; a
+      // socket id not connected here gets no token (docs/security.md, Revocation).
+      if (
+        deps.channelGrants !== undefined &&
+        !deps.channelGrants.grant(socketId, privateChannel(userId), apiKey)
+      )
+        throw errorE(403, ACCESS_DENIED);
       return {
         auth: signChannelAuth(
           deps.config.ws.appKey,

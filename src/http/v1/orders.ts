@@ -82,6 +82,18 @@ const OrderCreated = Type.Object(BareEnvelope.properties, {
     },
   },
 });
+const ABSENT = Symbol('absent');
+
+/**
+ * The `order_id` of a DELETE body (a JSON integer or its decimal text): ABSENT when there is no
+ * such field, undefined when it is not a valid id. docs/security.md: one signed body, one order.
+ */
+function orderIdOfBody(body: unknown): number | typeof ABSENT | undefined {
+  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'order_id')) return ABSENT;
+  const value: unknown = (body as { order_id: unknown }).order_id;
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
+  return parseId(value);
+}
 
 /** The two answers that never vary, serialized once (BareEnvelope, in its key order). */
 const CREATED_BODY = Buffer.from(
@@ -186,9 +198,12 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       },
     },
     async (request, reply) => {
-      const { userId } = caller(request);
+      const { userId, nonceRequired } = caller(request);
       const id = parseId(request.params.order_id);
       if (id === undefined) throw errorE(400, INVALID_REQUEST);
+      // The signature covers the body, not the path: a nonce key's signed body must name the order.
+      const bound = orderIdOfBody(request.body);
+      if (nonceRequired ? bound !== id : bound !== ABSENT && bound !== id) throw errorE(400, INVALID_REQUEST);
       // The engine knows every open order and its owner: the common case needs no store read.
       const result = await exchange.submit({ kind: 'cancelOrder', userId, orderId: id as OrderId });
       if (!result.ok) {

@@ -33,7 +33,7 @@ import { walletRoutes } from './wallet.js';
 /** Per-route settings read by the hooks and the error handler. */
 export type V1RouteConfig = FastifyContextConfig & {
   readonly errorShape: ErrorShape;
-  /** Private route: authenticate, and require this scope (`read` is held by every key). */
+  /** Private route: authenticate, and require this scope (separate permissions: docs/security.md, Scopes). */
   readonly auth?: ApiKeyScope;
 };
 
@@ -100,6 +100,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     vault: deps.vault,
     config: deps.config,
     clock: deps.clock,
+    channelGrants: deps.channelGrants,
   };
   for (const routes of [marketDataRoutes, walletRoutes, orderRoutes, tradeRoutes, broadcastingRoutes]) {
     await app.register(routes, routeDeps);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -833,6 +833,34 @@ describe('SqliteStore: lifecycle', () => {
     const second = SqliteStore.open({ path: first.path });
     t.after(() => second.close());
     assert.deepEqual(ids(second.loadSnapshot().openOrders), [1]);
+  });
+
+  test('the database file and its -wal and -shm are created 0600, in a directory that already exists', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'openspot-mode-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    chmodSync(dir, 0o755);
+    const path = join(dir, 'openspot.db');
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+      assert.equal((statSync(file).mode & 0o777).toString(8), '600', file);
+    }
+  });
+
+  test('an existing database file readable by others is narrowed to 0600 when opened', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'openspot-mode-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'openspot.db');
+    SqliteStore.open({ path }).close();
+    chmodSync(path, 0o644);
+    writeFileSync(`${path}-wal`, '', { mode: 0o644 });
+    chmodSync(`${path}-wal`, 0o644);
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    for (const file of [path, `${path}-wal`]) {
+      assert.equal((statSync(file).mode & 0o777).toString(8), '600', file);
+    }
   });
 });
 

@@ -8,7 +8,7 @@
  * the next one resumes below the last id seen (keyset pagination), so memory stays bounded and
  * the connection is free between chunks.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, openSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type {
   AssetSpec,
@@ -126,6 +126,7 @@ export class SqliteStore implements Store {
     if (!Number.isSafeInteger(timeout) || timeout < 0)
       throw new RangeError(`invalid busy timeout: ${timeout}`);
     return guarded(() => {
+      if (!readonly) createPrivately(options.path);
       const db = new Database(options.path, { readonly, fileMustExist: readonly, timeout });
       try {
         configure(db, options.synchronous ?? 'FULL', readonly);
@@ -359,8 +360,31 @@ export class SqliteStore implements Store {
  * when its WAL already exists, and only the first commit fails; nothing short of reopening would
  * ever make it writable again. Refuse at open instead, saying why.
  */
+const isFilePath = (path: string): boolean => path !== '' && path !== ':memory:' && !path.startsWith('file:');
+
+/**
+ * The database holds balances, orders and sealed secrets: it is created 0600 before SQLite opens
+ * it, whatever the umask, and SQLite gives its -wal and -shm files the mode of the main file. A
+ * file left readable by others (an older version, a restored backup) is narrowed to 0600.
+ */
+function createPrivately(path: string): void {
+  if (!isFilePath(path)) return;
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return; // SQLite reports it better
+  }
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    } catch {
+      // Absent (-wal, -shm) or not ours to change: SQLite decides what happens next.
+    }
+  }
+}
+
 function assertWritable(path: string): void {
-  if (path === '' || path === ':memory:' || path.startsWith('file:')) return;
+  if (!isFilePath(path)) return;
   try {
     accessSync(path, constants.W_OK);
   } catch (error) {

@@ -21,6 +21,7 @@ import {
   provisionDemo,
   type Simulator,
   startSimulator,
+  websocketEndpoint,
 } from './simulator/index.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { mountRealtime } from './ws/mount.js';
@@ -158,7 +159,10 @@ async function startDemo(
   const base =
     config.publicUrl ??
     `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}`;
-  const provision = await provisionDemo(adminApi, config.dataDir, logger, { url: `${base}/v1` });
+  const provision = await provisionDemo(adminApi, config.dataDir, logger, {
+    url: `${base}/v1`,
+    websocket: websocketEndpoint(base, config.ws.appKey),
+  });
   if (config.demo && provision.created) {
     const credentials = {
       user_id: provision.demo.userId,

@@ -94,6 +94,8 @@ async function npmStart(env: Record<string, string>): Promise<NpmStart> {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: dir,
+      // npm itself stays offline: no update check against the registry.
+      npm_config_update_notifier: 'false',
       PORT: '0',
       DATA_DIR: dataDir,
       SIMULATOR: 'off',

@@ -24,6 +24,7 @@ import {
   provisionDemo,
   type Simulator,
   startSimulator,
+  websocketEndpoint,
 } from './simulator/index.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
@@ -200,6 +201,7 @@ async function startDemo(
   const provision = await provisionDemo(adminApi, config.dataDir, logger, {
     url: `${base}/v1`,
     files: options.inMemory !== true,
+    websocket: websocketEndpoint(base, config.ws.appKey),
   });
   if (config.demo && provision.created) {
     const credentials = {

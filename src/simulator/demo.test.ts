@@ -4,7 +4,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { startTestServer } from '../../test/support/server-fixture.js';
-import { DEMO_FILE, provisionDemo, SIMULATOR_FILE } from './demo.js';
+import { DEMO_FILE, provisionDemo, SIMULATOR_FILE, websocketEndpoint } from './demo.js';
 import type { SimulatorLogger } from './simulator.js';
 
 const quiet: SimulatorLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -74,4 +74,25 @@ test('creates, reuses and repairs the demo and simulator accounts', { timeout: 3
   } finally {
     await t.close();
   }
+});
+
+test('the WebSocket endpoint in demo-credentials.json follows the public origin', () => {
+  assert.deepEqual(websocketEndpoint('https://api.example.com', 'k'), {
+    appKey: 'k',
+    host: 'api.example.com',
+    port: 443,
+    tls: true,
+  });
+  assert.deepEqual(websocketEndpoint('http://127.0.0.1:8080', 'openspot-key'), {
+    appKey: 'openspot-key',
+    host: '127.0.0.1',
+    port: 8080,
+    tls: false,
+  });
+  assert.deepEqual(websocketEndpoint('http://[::1]:9000', 'k'), {
+    appKey: 'k',
+    host: '::1',
+    port: 9000,
+    tls: false,
+  });
 });

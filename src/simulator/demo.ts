@@ -2,7 +2,8 @@
  * First-start provisioning of the demo: a demo user funded in every asset, with an API key, and
  * the simulator's accounts (makers and takers), all created through the admin API. Credentials
  * are kept in DATA_DIR, mode 0600:
- *   demo-credentials.json    {url, api_key, api_secret, user_id} — also a CLI profile
+ *   demo-credentials.json    {url, ws_app_key, ws_host, ws_port, ws_tls, api_key, api_secret,
+ *                            user_id} — also a CLI profile
  *                             (`openspot --profile DATA_DIR/demo-credentials.json balances`)
  *   simulator-accounts.json  {makers: [...], takers: [...]} in the same per-account shape
  * Later starts reuse what the files hold, after checking with the admin API that each user and
@@ -39,6 +40,8 @@ export interface DemoProvision {
 export interface DemoOptions {
   /** `{base_url}` written into demo-credentials.json (e.g. http://127.0.0.1:8080/v1). */
   readonly url?: string;
+  /** The WebSocket endpoint a pusher-js client needs (its key is public: WS_APP_KEY). */
+  readonly websocket?: DemoWebSocket;
   /** Default 2. */
   readonly makers?: number;
   /** Default 3. */
@@ -48,6 +51,29 @@ export interface DemoOptions {
    * creates every account anew and writes nothing.
    */
   readonly files?: boolean;
+}
+
+export interface DemoWebSocket {
+  readonly appKey: string;
+  readonly host: string;
+  readonly port: number;
+  /** wss (pusher-js `forceTLS: true`) instead of ws. */
+  readonly tls: boolean;
+}
+
+/**
+ * Where a pusher-js client connects, from the origin clients use for the REST API (PUBLIC_URL or
+ * the bound address): WebSocket upgrades are served on the same origin, under /app/.
+ */
+export function websocketEndpoint(origin: string, appKey: string): DemoWebSocket {
+  const url = new URL(origin);
+  const tls = url.protocol === 'https:';
+  return {
+    appKey,
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
+    tls,
+  };
 }
 
 export const DEMO_FILE = 'demo-credentials.json';
@@ -196,7 +222,14 @@ export async function provisionDemo(
   }
   const storedUrl = (storedDemo as { url?: unknown } | undefined)?.url;
   const url = options.url ?? (typeof storedUrl === 'string' ? storedUrl : undefined);
-  const demoRecord = { url, ...toRecord(demo) };
+  const ws = options.websocket;
+  const demoRecord = {
+    url,
+    ...(ws === undefined
+      ? {}
+      : { ws_app_key: ws.appKey, ws_host: ws.host, ws_port: ws.port, ws_tls: ws.tls }),
+    ...toRecord(demo),
+  };
   if (files && JSON.stringify(storedDemo) !== JSON.stringify(demoRecord))
     writeSecretFile(demoFile, demoRecord);
 

@@ -5,8 +5,10 @@ export {
   type DemoAccount,
   type DemoOptions,
   type DemoProvision,
+  type DemoWebSocket,
   provisionDemo,
   SIMULATOR_FILE,
+  websocketEndpoint,
 } from './demo.js';
 export {
   type Simulator,

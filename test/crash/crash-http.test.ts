@@ -6,22 +6,28 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runCrashScenario } from './crash-run.js';
+import { crashSeed, replayHint, withSeed } from './seed.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 3);
-const SEED = Number(process.env.CRASH_SEED ?? Date.now() % 2 ** 31);
+const SEED = crashSeed();
+const REPLAY = 'npm test -- test/crash/crash-http';
+// Printed before anything runs, so even a run that hangs or is killed can be replayed.
+process.stderr.write(`${replayHint(SEED, REPLAY)}\n`);
 
 test(`HTTP crash: SIGKILL under signed load, ${KILLS} kills, restart and check (seed ${SEED})`, {
   timeout: 120_000,
 }, async (t) => {
-  const summary = await runCrashScenario({
-    kills: KILLS,
-    seed: SEED,
-    minLoadMs: 300,
-    maxLoadMs: 1200,
-    log: (line) => t.diagnostic(line),
+  await withSeed(SEED, REPLAY, async () => {
+    const summary = await runCrashScenario({
+      kills: KILLS,
+      seed: SEED,
+      minLoadMs: 300,
+      maxLoadMs: 1200,
+      log: (line) => t.diagnostic(line),
+    });
+    t.diagnostic(JSON.stringify(summary));
+    assert.ok(summary.ackedOrders >= 20 * KILLS, `only ${summary.ackedOrders} acknowledged orders`);
+    assert.ok(summary.ackedCancels > 0, 'no cancel was acknowledged');
+    assert.ok(summary.trades > 0, 'nothing traded');
   });
-  t.diagnostic(JSON.stringify(summary));
-  assert.ok(summary.ackedOrders >= 20 * KILLS, `only ${summary.ackedOrders} acknowledged orders`);
-  assert.ok(summary.ackedCancels > 0, 'no cancel was acknowledged');
-  assert.ok(summary.trades > 0, 'nothing traded');
 });

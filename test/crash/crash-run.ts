@@ -147,12 +147,18 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     for (let i = 0; i < (options.traders ?? 6); i++)
       traders.push(await provisionTrader(server.url, `crash-${options.seed}-${i}`, FUNDS));
     const openOf = new Map<number, number[]>(traders.map((t) => [t.userId, []]));
-    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    // Each concurrent client draws from its own generator, derived from the seed, its round and
+    // its index: what it sends does not depend on how the 24 clients interleave, so a replay with
+    // the same CRASH_SEED sends the same choices (the kill lands at another instant, and cancels
+    // pick among the orders that are open then).
+    const streamOf = (round: number, client: number) =>
+      seededRandom((options.seed ^ Math.imul(round * 1024 + client + 1, 0x9e3779b1)) >>> 0);
 
     for (let round = 1; round <= options.kills; round++) {
       const live: ServerProcess = server;
       let stopping = false;
-      const issue = async (): Promise<void> => {
+      const issue = async (random: () => number): Promise<void> => {
+        const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
         const trader = pick(traders);
         const open = openOf.get(trader.userId)!;
         if (open.length > 0 && (random() < 0.25 || open.length > 150)) {
@@ -216,17 +222,17 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         } else if (answer.status === 422) record.outcome = 'refused';
         else unexpected.push(`placement ${tag}: ${answer.status} ${answer.text}`);
       };
-      const worker = async () => {
-        while (!stopping) await issue();
+      const worker = async (random: () => number) => {
+        while (!stopping) await issue(random);
       };
       const loadMs = minLoad + random() * (maxLoad - minLoad);
-      const workers = Array.from({ length: concurrency }, worker);
+      const workers = Array.from({ length: concurrency }, (_, i) => worker(streamOf(round, i)));
       await new Promise((resolve) => setTimeout(resolve, loadMs));
       stopping = true;
       // The clients are slower than the server, so at a random instant the server is often idle,
       // waiting for them. A burst sent just before the kill, with a random 0-19 ms head start,
       // makes the kill land while requests are being read, applied, committed or answered.
-      const burst = Array.from({ length: 32 }, issue);
+      const burst = Array.from({ length: 32 }, (_, i) => issue(streamOf(round, concurrency + i)));
       await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 20)));
       if (live.child.exitCode !== null || live.child.signalCode !== null)
         throw new Error(`the server died before the kill:\n${live.recentOutput()}`);

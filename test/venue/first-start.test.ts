@@ -72,12 +72,22 @@ test('within 10 seconds: demo credentials, trades, a two-sided book, ticker upda
             api_key: string;
             api_secret: string;
             url: string;
+            ws_app_key: string;
+            ws_host: string;
+            ws_port: number;
+            ws_tls: boolean;
           })
         : undefined,
     deadline,
   );
   assert.equal(statSync(credentialsFile).mode & 0o777, 0o600);
   assert.equal(credentials.url, `${url}/v1`);
+  // Everything a pusher-js client needs is in the file too (wsHost, wsPort, forceTLS, the key).
+  const listening = new URL(url);
+  assert.equal(credentials.ws_app_key, 'openspot-key');
+  assert.equal(credentials.ws_host, listening.hostname);
+  assert.equal(credentials.ws_port, Number(listening.port));
+  assert.equal(credentials.ws_tls, false);
 
   const wallet = await fetch(`${url}/v1/spot-wallet`, {
     headers: {
@@ -92,9 +102,8 @@ test('within 10 seconds: demo credentials, trades, a two-sided book, ticker upda
     'funded in every asset',
   );
 
-  const wsKey = 'openspot-key';
   const socket = new WebSocket(
-    `${url.replace('http', 'ws')}/app/${wsKey}?protocol=7&client=js&version=8.4.0&flash=false`,
+    `ws://${credentials.ws_host}:${credentials.ws_port}/app/${credentials.ws_app_key}?protocol=7&client=js&version=8.4.0&flash=false`,
   );
   const tickerUpdate = new Promise<unknown>((resolve) => {
     socket.on('message', (raw) => {

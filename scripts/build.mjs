@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 const entry = join(root, 'dist', 'src', 'main.js');
@@ -18,7 +18,10 @@ const say = (line) => process.stderr.write(`openspot build: ${line}\n`);
 
 function tscPath() {
   try {
-    return createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
+    // TypeScript 7 exports no `bin/tsc` subpath: find the package, then its bin beside it.
+    const manifest = createRequire(join(root, 'package.json')).resolve('typescript/package.json');
+    const bin = join(dirname(manifest), 'bin', 'tsc');
+    return existsSync(bin) ? bin : undefined;
   } catch {
     return undefined;
   }

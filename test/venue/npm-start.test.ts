@@ -180,7 +180,12 @@ test('SIGTERM to the `npm start` process stops the server cleanly and leaves no 
   skip,
   timeout: 120_000,
 }, async () => {
-  await sigtermLeavesNothing(await npmStart({}));
+  // In development `npm start` builds first: dist/ is written anew even when it already exists.
+  const main = join(REPO_ROOT, 'dist', 'src', 'main.js');
+  const startedAt = Date.now();
+  const run = await npmStart({});
+  assert.ok(statSync(main).mtimeMs >= startedAt - 1000, `npm start did not rebuild dist/:\n${run.output()}`);
+  await sigtermLeavesNothing(run);
 });
 
 test('NODE_ENV=production `npm start` runs the existing build without rebuilding; SIGTERM as above', {

@@ -183,6 +183,54 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
     assert.deepEqual(denied.body, { error: 'Access Denied' });
   });
 
+  test('a lost 201 for a nonce-required key: the retry is re-signed with a new nonce and gets the same order', async () => {
+    const { userId } = await t.trader();
+    const key = (
+      await t.admin('POST', `/users/${userId}/api-keys`, { scopes: ['read', 'trade'], nonce_required: true })
+    ).body as { api_key: string; api_secret: string };
+    const sent: { nonce: string; idempotencyKey: string | null }[] = [];
+    // The first answer is lost after the server committed the order (a dropped connection on the
+    // way back); later answers arrive.
+    const lossy: typeof fetch = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      sent.push({
+        nonce: (JSON.parse(String(init?.body)) as { nonce: string }).nonce,
+        idempotencyKey: headers.get('idempotency-key'),
+      });
+      const response = await fetch(input, init);
+      if (sent.length === 1) {
+        await response.text();
+        throw new TypeError('fetch failed');
+      }
+      return response;
+    };
+    const c = new OpenSpotClient({
+      baseUrl: `${t.url}/v1`,
+      apiKey: key.api_key,
+      apiSecret: key.api_secret,
+      nonce: true,
+      retryDelayMs: 1,
+      fetch: lossy,
+    });
+    const created = await c.createOrder({
+      pair: 'BTC/EUR',
+      direction: 'buy',
+      type: 'limit',
+      volume: '0.01',
+      price: '1000.0',
+    });
+    assert.equal(sent.length, 2);
+    assert.equal(sent[1]!.idempotencyKey, sent[0]!.idempotencyKey);
+    assert.ok(BigInt(sent[1]!.nonce) > BigInt(sent[0]!.nonce), 'the retry carries a fresh nonce');
+    assert.equal(created.envelope.code, 201);
+    const open = await clientFor(t, { userId, apiKey: key.api_key, apiSecret: key.api_secret }).openOrders();
+    assert.deepEqual(
+      open.data.map((o) => o.id),
+      [created.id],
+      'exactly one order, the one the retry names',
+    );
+  });
+
   test('broadcastingAuth: own channel granted, other channels and unknown sockets denied', async () => {
     const s = clientFor(t, seller);
     const { log, socketId } = await FrameLog.open(wsUrl(t));

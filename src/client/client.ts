@@ -38,7 +38,8 @@ export interface ClientOptions {
   /**
    * How many times createOrder resends an order whose answer was lost (no answer, a timeout,
    * 429, 500, 502, 503, 504), with the same Idempotency-Key and body, so the server places it at
-   * most once. Default 2; 0 turns retries off.
+   * most once (with nonces on, each resend is re-signed with a fresh nonce). Default 2; 0 turns
+   * retries off.
    */
   readonly orderRetries?: number;
   /** First wait before a retry, doubled each time; a Retry-After header takes precedence. Default 250 ms. */
@@ -204,19 +205,27 @@ export class OpenSpotClient {
    * a retry of an order the server already placed gets the original answer, not a second order.
    */
   async createOrder(params: CreateOrderParams): Promise<CreatedOrder> {
+    const headers = { 'idempotency-key': params.idempotencyKey ?? randomUUID() };
+    // Built per attempt: with nonces on, a resent body with the first attempt's nonce would be
+    // refused (422 Invalid Nonce) once the server has seen it, so every attempt is re-signed with
+    // a fresh nonce under the same key; the server matches a retry by the order, not the bytes.
     // Key order as the interface lists the fields; the server hashes the bytes, so any order
     // would do as long as the sent string is the signed one.
-    const body = JSON.stringify({
-      order_direction: params.direction,
-      order_type: params.type,
-      pair: params.pair,
-      volume: params.volume,
-      ...(params.price === undefined ? {} : { price: params.price }),
-      ...this.#nonceField(),
+    const attempt = (): RequestSpec => ({
+      method: 'POST',
+      path: '/orders',
+      body: JSON.stringify({
+        order_direction: params.direction,
+        order_type: params.type,
+        pair: params.pair,
+        volume: params.volume,
+        ...(params.price === undefined ? {} : { price: params.price }),
+        ...this.#nonceField(),
+      }),
+      signed: true,
+      headers,
     });
-    const headers = { 'idempotency-key': params.idempotencyKey ?? randomUUID() };
-    const spec: RequestSpec = { method: 'POST', path: '/orders', body, signed: true, headers };
-    const response = await this.#withRetries(spec);
+    const response = await this.#withRetries(attempt);
     const match = ORDER_LOCATION.exec(response.headers.get('location') ?? '');
     return { id: match === null ? undefined : Number(match[1]), envelope: response.data as BareEnvelope };
   }
@@ -274,11 +283,14 @@ export class OpenSpotClient {
     return (await this.#send(spec)).data as T;
   }
 
-  /** #send, resent after a lost answer (safe only for a request the server deduplicates). */
-  async #withRetries(spec: RequestSpec): Promise<RawResponse> {
+  /**
+   * #send, resent after a lost answer (safe only for a request the server deduplicates). `next`
+   * builds each attempt's request, so an attempt can carry a fresh nonce.
+   */
+  async #withRetries(next: () => RequestSpec): Promise<RawResponse> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.#send(spec);
+        return await this.#send(next());
       } catch (error) {
         const lost =
           error instanceof OpenSpotTransportError ||

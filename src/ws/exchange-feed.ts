@@ -3,9 +3,10 @@
  * protocol layer) and the messages published after every committed batch.
  *
  * Nothing is published before it is committed: messages are built only in the `onCommitted`
- * listener, which the exchange calls synchronously right after the commit, so the reads made
- * there (book, stats, store) see exactly the state after the batch. Work is skipped for channels
- * nobody is subscribed to.
+ * listener, which the exchange calls in the next turn of the event loop, after the batch's
+ * replies are written and always before the next batch is applied (docs/architecture.md,
+ * interface decision W13), so the reads made there (book, stats, store) see exactly the state
+ * after the batch. Work is skipped for channels nobody is subscribed to.
  */
 import { type Clock, systemClock } from '../app/clock.js';
 import type { CommittedBatch, Exchange } from '../app/ports.js';

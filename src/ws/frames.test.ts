@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { authorizeChannel, socketIdFromBody } from './broadcasting-auth.js';
 import { signChannelAuth, verifyChannelAuth } from './channel-auth.js';
 import { channelName, parseChannelName } from './channels.js';
 import { connectionEstablishedFrame, dataFrame, parseClientFrame, subscriptionErrorFrame } from './frames.js';
@@ -112,29 +111,4 @@ test('channel names: the interface names parse back, other spellings do not', ()
     'ticker-information.BTCEUR.x',
   ])
     assert.equal(parseChannelName(name), undefined, name);
-});
-
-test("broadcasting auth: socket id as JSON number or string, only the caller's own channel", () => {
-  assert.equal(socketIdFromBody(123.456), '123.456');
-  assert.equal(socketIdFromBody('123.456'), '123.456');
-  assert.equal(socketIdFromBody(123), undefined);
-  assert.equal(socketIdFromBody('abc'), undefined);
-  assert.equal(socketIdFromBody(Number.NaN), undefined);
-  assert.equal(socketIdFromBody(undefined), undefined);
-  const id = nextSocketId();
-  const body = { socket_id: Number(id), channel_name: 'private-order-executed.7' };
-  assert.deepEqual(authorizeChannel('k', 's', 7, body), {
-    ok: true,
-    auth: signChannelAuth('k', 's', id, 'private-order-executed.7'),
-  });
-  assert.deepEqual(authorizeChannel('k', 's', 8, body), { ok: false, status: 403 });
-  assert.deepEqual(authorizeChannel('k', 's', 7, { ...body, channel_name: 'trade.BTCEUR' }), {
-    ok: false,
-    status: 403,
-  });
-  assert.deepEqual(authorizeChannel('k', 's', 7, { channel_name: body.channel_name }), {
-    ok: false,
-    status: 400,
-  });
-  assert.deepEqual(authorizeChannel('k', 's', 7, { socket_id: id }), { ok: false, status: 400 });
 });

@@ -1,5 +1,4 @@
 /** The WebSocket side of OpenSpot: a Pusher Channels protocol 7 server and the exchange feed. */
-export { authorizeChannel, type ChannelAuthorization, socketIdFromBody } from './broadcasting-auth.js';
 export { signChannelAuth, verifyChannelAuth } from './channel-auth.js';
 export {
   type ChannelKind,

@@ -209,12 +209,9 @@ async function startDemo(
       api_key: provision.demo.apiKey,
       file: provision.demoFile,
     };
-    if (config.production) logger.info(credentials, 'demo account ready; its secret is in the file');
-    else
-      logger.info(
-        { ...credentials, demo_api_secret: provision.demo.apiSecret },
-        'demo account created (play money)',
-      );
+    // The secret is never logged, even for play money: logs get shipped and shared. It is in
+    // the demo file (0600); an in-memory venue hands it to its caller instead.
+    logger.info(credentials, 'demo account created (play money); its secret is in the file');
   }
   if (!config.simulator.enabled) return undefined;
   logger.info({ rate: config.simulator.ratePerSecond }, 'market simulator on (SIMULATOR=off to stop it)');

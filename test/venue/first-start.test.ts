@@ -19,6 +19,7 @@ let dir: string;
 let child: ChildProcess;
 let url: string;
 let startedAt: number;
+const logLines: string[] = [];
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'openspot-first-start-'));
@@ -33,6 +34,7 @@ before(async () => {
   url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the server did not start within 20 s')), 20_000);
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      logLines.push(line);
       const entry = JSON.parse(line) as { msg?: string; url?: string };
       if (entry.msg === 'OpenSpot is listening' && entry.url !== undefined) {
         clearTimeout(timer);
@@ -156,4 +158,14 @@ test('within 10 seconds: demo credentials, trades, a two-sided book, ticker upda
   assert.equal(update.channel, 'ticker');
   assert.equal(update.data[0]?.symbol, 'BTC/EUR');
   assert.ok(Date.now() - startedAt < 30_000);
+});
+
+test('the demo secret is written to its file, never to the log', async () => {
+  const credentialsFile = join(dir, 'data', 'demo-credentials.json');
+  const { api_secret } = JSON.parse(readFileSync(credentialsFile, 'utf8')) as { api_secret: string };
+  assert.ok(api_secret.length > 0);
+  const created = logLines.find((line) => line.includes('demo account created'));
+  assert.ok(created !== undefined, 'the log says the demo account was created');
+  assert.ok(created.includes('demo-credentials.json'), 'and where its credentials are');
+  for (const line of logLines) assert.ok(!line.includes(api_secret), `the log shows the secret: ${line}`);
 });

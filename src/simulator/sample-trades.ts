@@ -1,5 +1,5 @@
 /**
- * The project's own sample trade file (examples/data/btceur-sample-trades.csv, written by
+ * The project's own sample trade file (examples/replay/btceur-sample-trades.csv, written by
  * scripts/make-sample-trades.ts): a seeded random walk in the format `openspot replay` reads.
  * No market's real data: made here, reproducible byte for byte from the seed.
  *

@@ -72,7 +72,7 @@ describe('trade files', () => {
   });
 
   test('the shipped sample is the project’s own seeded walk, readable as a replay file', () => {
-    const file = join(import.meta.dirname, '../../examples/data/btceur-sample-trades.csv');
+    const file = join(import.meta.dirname, '../../examples/replay/btceur-sample-trades.csv');
     const text = readFileSync(file, 'utf8');
     assert.equal(text, `${sampleTradeLines().join('\n')}\n`, 'scripts/make-sample-trades.ts writes it');
     const trades = parseTradeFile(text, file);

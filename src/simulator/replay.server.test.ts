@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { startTestServer } from '../../test/support/server-fixture.js';
 import { OpenSpotClient } from '../client/client.js';
 import type { MarketId } from '../domain/types.js';
+import { startTestVenue } from '../testing/index.js';
 
 test('the replayed market trades at the file’s prices and volumes, at its pace / speed', {
   timeout: 60_000,
@@ -107,6 +108,32 @@ test('a bad replay file stops the server’s start with its line, before it list
       /SIMULATOR_REPLAY_SPEED must be between 1 and 1000/,
     );
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a test venue replays a file through its env option, in memory', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-replay-file-'));
+  const file = join(dir, 'trades.csv');
+  writeFileSync(file, '1735689600,61000.0,0.01\n1735689601,61050.5,0.02\n1735689602,60990.0,0.03\n');
+  const venue = await startTestVenue({
+    simulator: { ratePerSecond: 50 },
+    env: { SIMULATOR_REPLAY_FILE: file, SIMULATOR_REPLAY_SPEED: '1' },
+  });
+  try {
+    const pub = new OpenSpotClient({ baseUrl: venue.baseUrl });
+    const deadline = Date.now() + 20_000;
+    let last = '';
+    while (last !== '60990.0') {
+      assert.ok(Date.now() < deadline, `the file's last price within 20 s, last ${last}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      last = (await pub.tickers('BTC/EUR'))[0]!.last_price;
+    }
+    const history = await pub.historicalTrades({ tickerId: 'BTC/EUR', limit: 0 });
+    const prices = new Set([...history.buy, ...history.sell].map((x) => x.price));
+    assert.deepEqual([...prices].sort(), ['60990.0', '61000.0', '61050.5']);
+  } finally {
+    await venue.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -26,6 +26,7 @@ import {
   startSimulator,
   websocketEndpoint,
 } from './simulator/index.js';
+import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
@@ -81,6 +82,14 @@ export async function startServer(
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
+  let replay: PreparedReplay | undefined;
+  try {
+    replay = replayOf(config, exchange);
+  } catch (error) {
+    await exchange.close();
+    store.close();
+    throw error;
+  }
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
   if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
@@ -145,7 +154,7 @@ export async function startServer(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
-  const simulator = await startDemo(config, logger, app, admin.token, exchange, port, options);
+  const simulator = await startDemo(config, logger, app, admin.token, exchange, port, { ...options, replay });
   return {
     app,
     exchange,
@@ -162,6 +171,16 @@ export async function startServer(
   };
 }
 
+/** The simulator's replay (SIMULATOR_REPLAY_FILE), checked against the catalogue before listening. */
+function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | undefined {
+  const settings = config.simulator.replay;
+  if (settings === undefined) return undefined;
+  return prepareReplay(settings, (pair) => {
+    const market = exchange.catalogue.marketByName(pair);
+    return market === undefined ? undefined : { pair, ...market };
+  });
+}
+
 /**
  * Development conveniences: the demo account (and the simulator's accounts), provisioned through
  * the admin API in-process, and the market simulator trading over the public HTTP API like any
@@ -175,7 +194,7 @@ async function startDemo(
   adminToken: string,
   exchange: OpenExchange,
   port: number,
-  options: ServerOptions,
+  options: ServerOptions & { readonly replay?: PreparedReplay | undefined },
 ): Promise<Simulator | undefined> {
   if (!config.demo && !config.simulator.enabled) return undefined;
   const adminApi: AdminApi = async (method, path, body) => {
@@ -215,6 +234,11 @@ async function startDemo(
   }
   if (!config.simulator.enabled) return undefined;
   logger.info({ rate: config.simulator.ratePerSecond }, 'market simulator on (SIMULATOR=off to stop it)');
+  if (options.replay !== undefined)
+    logger.info(
+      { file: options.replay.name, pair: options.replay.pair, speed: options.replay.speed },
+      `replaying ${options.replay.trades.length} trades`,
+    );
   return startSimulator({
     baseUrl: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}/v1`,
     makers: provision.makers,
@@ -224,5 +248,6 @@ async function startDemo(
     referencePrices: { ...DEFAULT_REFERENCE_PRICES, ...options.referencePrices },
     seed: config.simulator.seed,
     logger,
+    ...(options.replay === undefined ? {} : { replay: options.replay }),
   });
 }

@@ -2,6 +2,7 @@
  * Configuration from environment variables, validated once at start. A bad value stops the
  * process with a message naming the variable, instead of surfacing later as odd behaviour.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export interface Config {
@@ -44,7 +45,13 @@ export interface Config {
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
   readonly catalogueFile: string | undefined;
   readonly bodyLimitBytes: number;
-  readonly simulator: { readonly enabled: boolean; readonly ratePerSecond: number; readonly seed: number };
+  readonly simulator: {
+    readonly enabled: boolean;
+    readonly ratePerSecond: number;
+    readonly seed: number;
+    /** Replay of a historical trade file (SIMULATOR_REPLAY_*, docs/simulation.md); undefined: none. */
+    readonly replay: ReplaySettings | undefined;
+  };
   /** Provision the demo account (credentials in DATA_DIR/demo-credentials.json) at start. */
   readonly demo: boolean;
   readonly secretsKey: string | undefined;
@@ -52,6 +59,15 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** Trust X-Forwarded-* headers (only behind a reverse proxy you control). */
   readonly trustProxy: boolean;
+}
+
+export interface ReplaySettings {
+  /** Absolute path of the trade file (timestamp,price,volume per line). */
+  readonly file: string;
+  /** File seconds per real second, 1 to 1000. */
+  readonly speed: number;
+  /** Slash pair whose price follows the file. */
+  readonly pair: string;
 }
 
 export class ConfigError extends Error {
@@ -140,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: simulator === 'on',
       ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000),
       seed: integer(env, 'SIMULATOR_SEED', 1, 0, 2 ** 31 - 1),
+      replay: replaySettings(env, simulator === 'on'),
     },
     demo: oneOf(env, 'DEMO', ['on', 'off'] as const, production ? 'off' : 'on') === 'on',
     secretsKey: env.SECRETS_KEY || undefined,
@@ -166,6 +183,24 @@ function rateLimits(env: Env): Config['rateLimit'] {
 function wsUpgradeRate(env: Env) {
   const { rate, burst } = rateAndBurst(env, 'WS_UPGRADES_PER_SECOND_PER_IP', 'WS_UPGRADE_BURST_PER_IP', 20);
   return { upgradesPerSecondPerIp: rate, upgradeBurstPerIp: burst };
+}
+
+/** SIMULATOR_REPLAY_FILE and its companions; the file's content is checked when the server starts. */
+function replaySettings(env: Env, simulatorOn: boolean): ReplaySettings | undefined {
+  const file = env.SIMULATOR_REPLAY_FILE?.trim();
+  if (file === undefined || file === '') {
+    for (const name of ['SIMULATOR_REPLAY_SPEED', 'SIMULATOR_REPLAY_PAIR'])
+      if (env[name]) throw new ConfigError(`${name} needs SIMULATOR_REPLAY_FILE (the trade file to replay).`);
+    return undefined;
+  }
+  if (!simulatorOn)
+    throw new ConfigError('SIMULATOR_REPLAY_FILE needs SIMULATOR=on: the simulator replays it.');
+  const path = resolve(file);
+  if (!existsSync(path)) throw new ConfigError(`SIMULATOR_REPLAY_FILE: no such file: ${path}`);
+  const pair = env.SIMULATOR_REPLAY_PAIR?.trim() || 'BTC/EUR';
+  if (!/^[A-Z0-9]{2,12}\/[A-Z0-9]{2,12}$/.test(pair))
+    throw new ConfigError(`SIMULATOR_REPLAY_PAIR must be a pair such as BTC/EUR, got "${pair}".`);
+  return { file: path, speed: integer(env, 'SIMULATOR_REPLAY_SPEED', 1, 1, 1000), pair };
 }
 
 function publicUrl(raw: string | undefined): string | undefined {

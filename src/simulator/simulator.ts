@@ -8,6 +8,11 @@
  * - Takers send market orders and crossing limit orders; what a limit order leaves resting is
  *   canceled after a few seconds, so takers never build a book of their own.
  *
+ * - Replay (options.replay): one market's reference price and its takers' trade sizes follow a
+ *   historical trade file instead (replay.ts): each due step moves every maker quote there, puts
+ *   the level a taker meets exactly at the file's price, and a taker trades the file's volume at
+ *   it. No random taker trades there, so the market's trades are the file's.
+ *
  * All amounts are built from integers (ticks and lots) and formatted at the market's precision.
  * Errors are logged and the loop goes on; 503/429 and unreachable servers make it back off.
  */
@@ -17,6 +22,8 @@ import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
 import type { Credentials, Market, Side } from '../client/types.js';
 import { type PriceWalk, priceWalk } from './price-walk.js';
 import { type Random, seededRandom } from './random.js';
+import { ReplayFeed, type ReplayStep, replayTradesFor } from './replay.js';
+import type { FileTrade } from './trade-file.js';
 
 /** The subset of a pino logger the simulator uses. */
 export interface SimulatorLogger {
@@ -48,7 +55,26 @@ export interface SimulatorOptions {
   /** Per-request timeout. Default 5000 ms. */
   readonly timeoutMs?: number;
   readonly fetch?: typeof fetch;
+  /** Replay a historical trade file in one market (docs/simulation.md). */
+  readonly replay?: SimulatorReplay;
 }
+
+export interface SimulatorReplay {
+  /** Slash pair, e.g. `BTC/EUR`; must be one of `markets`. */
+  readonly pair: string;
+  /** The parsed file (trade-file.ts). */
+  readonly trades: readonly FileTrade[];
+  /** File seconds per real second, 1 to 1000. */
+  readonly speed: number;
+  /** The file's name, for messages. */
+  readonly name?: string;
+}
+
+/**
+ * A replay step's volume is capped at this many times the market's ordermin (1 BTC on BTC/EUR),
+ * so the simulator's accounts (funded at ten times the demo account) can always pay.
+ */
+export const REPLAY_MAX_ORDERMINS = 20_000n;
 
 export interface SimulatorStats {
   readonly actions: number;
@@ -81,6 +107,8 @@ interface MarketState {
   readonly minLots: bigint;
   /** Open quote ids per maker index. */
   readonly quotes: Map<number, number[]>;
+  /** Set for the replayed market: its reference price and taker trades come from the file. */
+  readonly replay?: ReplayFeed;
   nextMaker: number;
   lastRefresh: number;
 }
@@ -190,6 +218,8 @@ class Runner {
     if (this.#stopped) return;
     await this.#sweep();
     for (const m of this.#markets) if (!this.#stopped) await this.#refresh(m);
+    // The file's first trade is due now; its pace counts from here.
+    for (const m of this.#markets) m.replay?.start(Date.now());
     this.options.logger.info(
       { markets: this.#markets.map((m) => m.pair), makers: this.#makers.length, takers: this.#takers.length },
       'simulator is trading',
@@ -216,19 +246,53 @@ class Runner {
         );
         continue;
       }
+      const minLots = maxBig(parseUnits(market.ordermin, market.lotDecimals), 1n);
+      const replay = this.options.replay?.pair === pair ? this.#replayFeed(market, minLots) : undefined;
+      // A replay starts at the file's first price, whatever the market did before.
+      const base = replay === undefined ? center : replay.ticks;
       // Continue from the last trade after a restart; the walk clamps it into its band.
       const start = (last === undefined ? undefined : ticksOf(last, market.pairDecimals)) ?? center;
       this.#markets.push({
         market,
         pair,
-        walk: priceWalk(this.#random, { center, start }),
-        halfSpread: maxBig(center / 4000n, 1n),
-        gap: maxBig(center / 10_000n, 1n),
-        minLots: maxBig(parseUnits(market.ordermin, market.lotDecimals), 1n),
+        walk:
+          replay === undefined
+            ? priceWalk(this.#random, { center, start })
+            : {
+                get ticks() {
+                  return replay.ticks;
+                },
+                step: () => replay.ticks,
+              },
+        halfSpread: maxBig(base / 4000n, 1n),
+        gap: maxBig(base / 10_000n, 1n),
+        minLots,
         quotes: new Map(),
+        ...(replay === undefined ? {} : { replay }),
         nextMaker: 0,
         lastRefresh: 0,
       });
+    }
+    if (this.options.replay !== undefined && !this.#markets.some((m) => m.replay !== undefined))
+      this.options.logger.error(
+        { pair: this.options.replay.pair },
+        'simulator cannot replay: the market is not simulated',
+      );
+  }
+
+  /** The replay of options.replay at this market's precision; undefined (logged) when it does not fit. */
+  #replayFeed(market: Market, minLots: bigint): ReplayFeed | undefined {
+    const replay = this.options.replay!;
+    try {
+      const trades = replayTradesFor(
+        replay.trades,
+        { pair: replay.pair, ...market },
+        replay.name ?? 'trade file',
+      );
+      return new ReplayFeed(trades, { speed: replay.speed, maxLots: minLots * REPLAY_MAX_ORDERMINS });
+    } catch (error) {
+      this.options.logger.error({ pair: replay.pair, err: errorSummary(error) }, 'simulator cannot replay');
+      return undefined;
     }
   }
 
@@ -250,9 +314,26 @@ class Runner {
   /** One action: the next market's quote refresh when due, else a taker order there. */
   async #act(): Promise<void> {
     if (this.#markets.length === 0) return;
+    // Due replay trades go first: they carry the file's pace.
+    for (const r of this.#markets) {
+      const step = r.replay?.take(Date.now());
+      if (step === undefined) continue;
+      await this.#replayStep(r, step);
+      if (r.replay!.finished)
+        this.options.logger.info(
+          { pair: r.pair, trades: r.replay!.replayed },
+          'replay finished; the market keeps its quotes around the last price',
+        );
+      return;
+    }
     const m = this.#markets[this.#cursor % this.#markets.length]!;
     this.#cursor += 1;
     const due = Date.now() - m.lastRefresh >= this.#refreshMs;
+    if (m.replay !== undefined) {
+      // Between replay steps only the quotes are kept fresh: every trade there is the file's.
+      if (due) await this.#refresh(m);
+      return;
+    }
     if (this.#makers.length > 0 && (due || this.#takers.length === 0)) await this.#refresh(m);
     else if (this.#takers.length > 0) await this.#take(m);
   }
@@ -291,6 +372,74 @@ class Runner {
       ),
     );
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
+  }
+
+  /**
+   * One replay step: every maker quote of the market is canceled (an old one on the far side of
+   * the new price would trade first), one maker quotes a ladder whose first level on the side the
+   * taker meets is exactly the file's price and deep enough for the step's whole volume, then a
+   * taker sends a limit order at that price for that volume: it trades at the file's price.
+   */
+  async #replayStep(m: MarketState, step: ReplayStep): Promise<void> {
+    if (this.#makers.length === 0 || this.#takers.length === 0) return;
+    await Promise.all(
+      [...m.quotes].map(async ([index, ids]) => {
+        const maker = this.#makers[index]!;
+        const gone = await Promise.all(ids.map((id) => this.#cancel(maker, id)));
+        m.quotes.set(
+          index,
+          ids.filter((_id, i) => !gone[i]),
+        );
+      }),
+    );
+    m.lastRefresh = Date.now();
+    const index = m.nextMaker % this.#makers.length;
+    m.nextMaker += 1;
+    const maker = this.#makers[index]!;
+    const lots = maxBig(step.lots, m.minLots);
+    const price = step.ticks;
+    // The taker buys: the maker sells from the price up, and bids a spread below it.
+    const meets: Side = step.side === 'buy' ? 'sell' : 'buy';
+    const away = (ticks: bigint) => (meets === 'sell' ? price + ticks : price - ticks);
+    const back = (ticks: bigint) => (meets === 'sell' ? price - ticks : price + ticks);
+    const orders: Array<{ side: Side; ticks: bigint; lots: bigint }> = [];
+    for (let level = 0; level < this.#levels; level += 1) {
+      const depth = () => m.minLots * BigInt(this.#random.int(5 + 5 * level, 20 + 10 * level));
+      orders.push({
+        side: meets,
+        ticks: away(m.gap * BigInt(level)),
+        lots: (level === 0 ? lots : 0n) + depth(),
+      });
+      const other = back(2n * m.halfSpread + m.gap * BigInt(level));
+      if (other >= 1n) orders.push({ side: meets === 'sell' ? 'buy' : 'sell', ticks: other, lots: depth() });
+    }
+    const ids = await Promise.all(
+      orders
+        .filter((o) => o.ticks >= 1n)
+        .map((o) =>
+          this.#place(maker, {
+            pair: m.pair,
+            direction: o.side,
+            type: 'limit',
+            volume: formatUnits(o.lots, m.market.lotDecimals),
+            price: formatUnits(o.ticks, m.market.pairDecimals),
+          }),
+        ),
+    );
+    m.quotes.set(index, [
+      ...(m.quotes.get(index) ?? []),
+      ...ids.filter((id): id is number => id !== undefined),
+    ]);
+    const taker = this.#random.pick(this.#takers);
+    const id = await this.#place(taker, {
+      pair: m.pair,
+      direction: step.side,
+      type: 'limit',
+      volume: formatUnits(lots, m.market.lotDecimals),
+      price: formatUnits(price, m.market.pairDecimals),
+    });
+    // Filled at once unless the maker's quote failed; what rests is canceled like any taker's.
+    if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
   }
 
   async #take(m: MarketState): Promise<void> {

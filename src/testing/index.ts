@@ -19,4 +19,5 @@ export {
   type UserRef,
   type VenueAdmin,
   type VenueBalance,
+  type VenueCheckpoint,
 } from './venue.js';

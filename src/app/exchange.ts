@@ -650,7 +650,6 @@ class SequencedExchange implements OpenExchange {
   async close(): Promise<void> {
     if (this.queue.length > 0) this.flush(true);
     this.publishCommitted();
-    if (!this.writable) throw new StoreUnavailableError('The store could not commit; retry later.');
     this.closed = true;
     this.stopProbing();
   }

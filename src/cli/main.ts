@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
+import { registerCheckpointCommands } from './checkpoint.js';
 import { table } from './table.js';
 import { registerTestVenueCommand } from './test-venue.js';
 import { registerTraderCommands } from './trader.js';
@@ -167,6 +168,7 @@ program
   });
 
 registerTraderCommands(program);
+registerCheckpointCommands(program, target, () => globals().json === true);
 registerTestVenueCommand(program, () => globals().json === true);
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -151,6 +151,8 @@ export async function startServer(
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
   const simulator = await startDemo(config, logger, app, admin.token, exchange, port, options);
+  // After a checkpoint restore the simulator's remembered quotes are void: it starts over (seed kept).
+  if (simulator !== undefined) exchange.onRestored(() => void simulator.restart());
   // Right after provisioning, in the same turn: the simulator's first order needs several round
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;

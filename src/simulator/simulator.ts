@@ -71,6 +71,12 @@ export interface SimulatorStats {
 export interface Simulator {
   /** Stops the loop and waits for the action in flight; resting quotes stay (swept at next start). */
   stop(): Promise<void>;
+  /**
+   * Starts over from the venue's state as it is now, with the same seed, once the action in
+   * flight is done: after a checkpoint restore, the quotes it remembers are gone and the book
+   * holds the checkpoint's. The new start cancels its accounts' open orders and quotes afresh.
+   */
+  restart(): Promise<void>;
   stats(): SimulatorStats;
 }
 
@@ -424,14 +430,32 @@ const errorSummary = (error: unknown): string => (error instanceof Error ? error
 
 /** Starts the loop in the background and returns at once; `stop()` ends it. */
 export function startSimulator(options: SimulatorOptions): Simulator {
-  const runner = new Runner(options);
-  const running = runner.run().catch((error: unknown) => {
-    options.logger.error({ err: error }, 'simulator stopped by an unexpected error');
-  });
+  const launch = (runner: Runner) =>
+    runner.run().catch((error: unknown) => {
+      options.logger.error({ err: error }, 'simulator stopped by an unexpected error');
+    });
+  let runner = new Runner(options);
+  let running = launch(runner);
+  let stopped = false;
+  /** A restart waiting for the action in flight; restarts asked meanwhile share it. */
+  let restarting: Promise<void> | undefined;
   return {
     async stop() {
+      stopped = true;
       runner.stop();
       await running;
+    },
+    restart() {
+      if (stopped) return Promise.resolve();
+      restarting ??= (async () => {
+        runner.stop();
+        await running;
+        restarting = undefined;
+        if (stopped) return;
+        runner = new Runner(options);
+        running = launch(runner);
+      })();
+      return restarting;
     },
     stats: () => ({ ...runner.stats }),
   };

@@ -213,3 +213,30 @@ describe('test venue checkpoints (data directory)', () => {
     assert.equal(existsSync(dir), false);
   });
 });
+
+describe('test venue checkpoints with the simulator running', () => {
+  test('a restore while the simulator trades: the ledger holds and only fresh quotes remain', async () => {
+    const venue = await startTestVenue({ simulator: { ratePerSecond: 50, seed: 5 } });
+    try {
+      const store = venue.server.exchange.store;
+      await eventually('simulator quotes', () =>
+        store.loadSnapshot().openOrders.length > 0 ? true : undefined,
+      );
+      await venue.checkpoint('busy');
+      const saved = store.loadSnapshot();
+      assert.ok(saved.openOrders.length > 0);
+      await new Promise((r) => setTimeout(r, 300));
+      const ledger = await venue.restore('busy');
+      assert.equal(ledger.ok, true);
+      // The restarted simulator cancels every order it finds open (the checkpoint's quotes, which
+      // the old one no longer knew) and quotes afresh.
+      await eventually('fresh quotes only', () => {
+        const open = store.loadSnapshot().openOrders;
+        return open.length > 0 && open.every((o) => o.id >= saved.sequences.nextOrderId) ? true : undefined;
+      });
+      assert.equal((await venue.admin.ledgerCheck()).ok, true);
+    } finally {
+      await venue.close();
+    }
+  });
+});

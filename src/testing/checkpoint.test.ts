@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { ExecutionsSnapshot } from '../client/channels.js';
 import type { OpenSpotClient } from '../client/client.js';
 import { type BookSubscription, connectRealtime } from '../client/realtime.js';
 import { startTestVenue, type TestVenue, TestVenueError } from './index.js';
@@ -128,11 +129,23 @@ describe('test venue checkpoints (in memory)', () => {
       await book.ready;
       const local = book.book;
       await eventually('the snapshot', () => (local.asks().length === 1 ? true : undefined));
+      // The private channel too: its snapshot after the restore lists the restored open orders.
+      const snapshots: ExecutionsSnapshot[] = [];
+      const executions = realtime.executions(venue.accounts[0]!.userId, (message) => {
+        if (message.type === 'snapshot') snapshots.push(message.data);
+      });
+      await executions.ready;
+      await eventually('the executions snapshot', () => (snapshots.length === 1 ? true : undefined));
+      const placed = await venue
+        .client(0)
+        .createOrder({ pair: 'ETH/EUR', direction: 'buy', type: 'limit', price: '2000', volume: '1' });
       await venue.admin.placeRestingOrder({ pair: 'ETH/EUR', direction: 'sell', price: '2990', volume: '2' });
       await eventually('the update', () => (local.asks().length === 2 ? true : undefined));
       const sequenceBefore = local.sequence ?? 0;
 
       await venue.restore('eth');
+      await eventually('a new executions snapshot', () => (snapshots.length === 2 ? true : undefined));
+      assert.ok(!snapshots[1]!.orders.some((o) => o.id === placed.id), 'the rolled-back order is gone');
       await eventually('the restored book', () =>
         local.synced && local.asks().length === 1 && (local.sequence ?? 0) > sequenceBefore
           ? true

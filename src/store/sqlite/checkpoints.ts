@@ -128,9 +128,7 @@ export class SqliteCheckpoints {
       files = readdirSync(dir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      return guarded(() => {
-        throw error;
-      });
+      throw error;
     }
     const found: CheckpointInfo[] = [];
     for (const file of files) {

@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
 import { type OpenExchange, openExchange } from './app/exchange.js';
+import { keepInitialState } from './app/initial-state.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type Config, isLoopback } from './config/config.js';
@@ -37,6 +38,8 @@ export interface RunningServer {
   /** The address actually bound (useful with PORT=0). */
   readonly url: string;
   readonly adminToken: string;
+  /** True when this start found a fresh store and saved it as the `initial` checkpoint (reset). */
+  readonly initialCheckpoint: boolean;
   close(): Promise<void>;
 }
 
@@ -76,6 +79,8 @@ export async function startServer(
     SqliteStore.open({
       path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
       synchronous: config.sqliteSynchronous,
+      // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
+      ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
     }),
   );
   const exchange = openExchange({ store, logger });
@@ -155,11 +160,24 @@ export async function startServer(
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
   const simulator = await startDemo(config, logger, app, admin.token, exchange, port, { ...options, replay });
+  // After a checkpoint restore the simulator's remembered quotes are void: it starts over (seed kept).
+  if (simulator !== undefined) exchange.onRestored(() => void simulator.restart());
+  // Right after provisioning, in the same turn: the simulator's first order needs several round
+  // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
+  let initialCheckpoint = false;
+  try {
+    initialCheckpoint = keepInitialState(exchange);
+    if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
+  } catch (error) {
+    // Only `reset` needs it: the venue runs without, and a reset then says there is none.
+    logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
+  }
   return {
     app,
     exchange,
     url,
     adminToken: admin.token,
+    initialCheckpoint,
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;

@@ -12,6 +12,7 @@ import type { Amount, AssetCode, UserId } from '../domain/types.js';
 import type { Rejection } from '../engine/types.js';
 import { type ApiKeyScope, StoreUnavailableError } from '../store/store.js';
 import { bearerMatches } from './admin-token.js';
+import { checkpointRoutes } from './checkpoint-routes.js';
 import { asObject, assetCommand, decimalField, InputError, marketCommand, stringField } from './inputs.js';
 import {
   apiKeyView,
@@ -264,6 +265,12 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.post('/users/:id/deposits', ledgerRoute('deposit'));
   app.post('/users/:id/withdrawals', ledgerRoute('withdraw'));
+
+  checkpointRoutes(
+    app,
+    exchange,
+    (status, code, message, field) => new AdminError(status, code, message, field),
+  );
 
   // Always 200: the report itself says whether the books balance (`ok`); monitoring reads the flag.
   app.get('/ledger/check', async () =>

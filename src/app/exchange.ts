@@ -33,6 +33,7 @@ import type {
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
 import {
+  type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
@@ -97,6 +98,14 @@ interface Pending {
 
 export interface OpenExchange extends Exchange {
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
+  /** Saves the committed state as checkpoint `name` (store.saveCheckpoint), replacing one of that name. */
+  saveCheckpoint(name: string): CheckpointInfo;
+  /**
+   * Replaces the whole venue state with checkpoint `name`'s, between two batches (see
+   * restoreCheckpoint in the class), then reloads the engine and every read model and tells the
+   * `onRestored` listeners. Throws CheckpointError or StoreUnavailableError, having changed nothing.
+   */
+  restoreCheckpoint(name: string): void;
   /** Commits whatever is queued, then stops accepting commands. */
   close(): Promise<void>;
   /** The engine's conservation audit (per asset). */
@@ -114,12 +123,13 @@ class SequencedExchange implements OpenExchange {
   readonly catalogue: Catalogue;
   private engine: Engine;
   private candles!: CandleAggregator;
-  private readonly stats = new TradeStatsBook();
+  private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
   private readonly bookSequences = new Map<MarketId, number>();
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
   /** Listeners called at commit, before any reply (see onCommitted). */
   private readonly immediateListeners = new Set<(batch: CommittedBatch) => void>();
+  private readonly restoredListeners = new Set<() => void>();
   /** Committed batches not yet passed to the listeners, oldest first (see publishCommitted). */
   private unpublished: CommittedBatch[] = [];
   private publicationScheduled = false;
@@ -166,6 +176,9 @@ class SequencedExchange implements OpenExchange {
 
   private loadReadModels(): void {
     const now = this.clock();
+    // Built afresh: after a checkpoint restore, markets may have no trade, or another history.
+    this.stats = new TradeStatsBook();
+    this.lastPrices.clear();
     const latest: Candle[] = [];
     for (const market of this.engine.marketList()) {
       const newest = this.store.latestCandles(market.id);
@@ -581,6 +594,53 @@ class SequencedExchange implements OpenExchange {
 
   isWritable(): boolean {
     return this.writable;
+  }
+
+  onRestored(listener: () => void): () => void {
+    this.restoredListeners.add(listener);
+    return () => this.restoredListeners.delete(listener);
+  }
+
+  saveCheckpoint(name: string): CheckpointInfo {
+    if (this.closed) throw new StoreUnavailableError('The exchange is shutting down.');
+    // Every acknowledged command is committed already (a reply follows its commit); commands
+    // still queued are not acknowledged, so they belong after the checkpoint.
+    return this.store.saveCheckpoint(name, this.clock());
+  }
+
+  /**
+   * The restore is one synchronous step of the sequencer, like a batch: the commands queued
+   * before it are applied and committed first (they were submitted first), their batches are
+   * published, then the store swaps the state (one transaction) and the engine and read models
+   * are rebuilt from it; nothing else runs in between, so no batch is ever half before and half
+   * after. Book sequences go on from where they were, plus one (never backwards), and the
+   * `onRestored` listeners drop what they derived from the old state (caches, subscriptions).
+   */
+  restoreCheckpoint(name: string): void {
+    if (this.closed) throw new StoreUnavailableError('The exchange is shutting down.');
+    if (!this.writable || this.stale)
+      throw new StoreUnavailableError('The store cannot accept writes right now; retry later.');
+    if (this.queue.length > 0) this.flush(true);
+    this.publishCommitted();
+    if (!this.writable) throw new StoreUnavailableError('The store could not commit; retry later.');
+    // Throws having changed nothing (one transaction): the engine still matches the store.
+    this.store.restoreCheckpoint(name);
+    if (!this.rebuild()) {
+      // The store holds the checkpoint but the engine could not load it: as after a failed commit.
+      this.writable = false;
+      this.stale = true;
+      this.startProbing();
+    }
+    for (const market of this.engine.marketList())
+      this.bookSequences.set(market.id, (this.bookSequences.get(market.id) ?? 0) + 1);
+    this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
+    for (const listener of this.restoredListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a restore listener failed');
+      }
+    }
   }
 
   audit(): ReturnType<Engine['audit']> {

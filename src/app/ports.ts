@@ -150,6 +150,11 @@ export interface Exchange {
   publishCommitted(): void;
   /** True while the store accepts writes (false after an I/O failure until it recovers). */
   isWritable(): boolean;
+  /**
+   * Called when a checkpoint restore has replaced the whole state (catalogue, books, balances,
+   * history): whatever a listener derived from the old state is void. Returns an unsubscribe function.
+   */
+  onRestored(listener: () => void): () => void;
 }
 
 export type PlaceOrder = Extract<Command, { kind: 'placeOrder' }>;

@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
+import { registerCheckpointCommands } from './checkpoint.js';
 import { registerSimulationCommands } from './simulation.js';
 import { table } from './table.js';
 import { registerTestVenueCommand } from './test-venue.js';
@@ -168,6 +169,7 @@ program
   });
 
 registerTraderCommands(program);
+registerCheckpointCommands(program, target, () => globals().json === true);
 registerTestVenueCommand(program, () => globals().json === true);
 registerSimulationCommands(program, globals);
 

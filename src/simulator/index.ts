@@ -15,7 +15,9 @@ export {
   type SimulatorLogger,
   type SimulatorOptions,
   type SimulatorStats,
+  type SteppedSimulator,
   startSimulator,
+  steppedSimulator,
 } from './simulator.js';
 
 /** Reference prices for the default catalogue's markets (rough real-world levels). */

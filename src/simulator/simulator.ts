@@ -57,6 +57,17 @@ export interface SimulatorOptions {
   readonly fetch?: typeof fetch;
   /** Replay a historical trade file in one market (docs/simulation.md). */
   readonly replay?: SimulatorReplay;
+  /**
+   * The clock the simulator's decisions read, in ms (when quotes are due for a refresh, when a
+   * taker's resting order expires). Default Date.now. A test drives it (steppedSimulator).
+   */
+  readonly now?: () => number;
+  /**
+   * Sends a round's orders and cancels one after another instead of concurrently, so the venue
+   * receives them in one fixed order. Default false. With `now` and a seed, a run from a given
+   * checkpoint is then the same every time (steppedSimulator).
+   */
+  readonly sequential?: boolean;
 }
 
 export interface SimulatorReplay {
@@ -86,6 +97,21 @@ export interface SimulatorStats {
 export interface Simulator {
   /** Stops the loop and waits for the action in flight; resting quotes stay (swept at next start). */
   stop(): Promise<void>;
+  /**
+   * Starts over from the venue's state as it is now, with the same seed, once the action in
+   * flight is done: after a checkpoint restore, the quotes it remembers are gone and the book
+   * holds the checkpoint's. The new start cancels its accounts' open orders and quotes afresh.
+   */
+  restart(): Promise<void>;
+  stats(): SimulatorStats;
+}
+
+/** A simulator with no loop of its own: the caller decides when each action happens. */
+export interface SteppedSimulator {
+  /** Loads the markets, cancels leftovers and places the first quotes. */
+  start(): Promise<void>;
+  /** One action (a maker refresh or a taker order), as the loop would take it. */
+  step(): Promise<void>;
   stats(): SimulatorStats;
 }
 
@@ -154,6 +180,7 @@ class Runner {
   /** Set when a request of the current round asked for a backoff (503, 429, unreachable). */
   #overloaded = false;
   #cursor = 0;
+  readonly #now: () => number;
   readonly stats = { actions: 0, ordersPlaced: 0, ordersCanceled: 0, errors: 0 };
 
   constructor(private readonly options: SimulatorOptions) {
@@ -174,6 +201,7 @@ class Runner {
     this.#refreshMs = options.refreshMs ?? 3000;
     this.#restingMs = options.restingMs ?? 5000;
     this.#intervalMs = 1000 / options.ratePerSecond;
+    this.#now = options.now ?? Date.now;
   }
 
   stop(): void {
@@ -182,19 +210,11 @@ class Runner {
   }
 
   async run(): Promise<void> {
-    await this.#init();
+    await this.init();
     while (!this.#stopped) {
       const started = Date.now();
       this.#overloaded = false;
-      try {
-        await this.#expireResting();
-        await this.#act();
-      } catch (error) {
-        // #act handles API errors itself; anything here is a bug, which must not end the loop.
-        this.stats.errors += 1;
-        this.options.logger.error({ err: error }, 'simulator action failed');
-      }
-      this.stats.actions += 1;
+      await this.round();
       // The backoff doubles while the server keeps refusing and resets after one good round.
       if (!this.#overloaded) this.#backoffMs = 0;
       const wait = this.#overloaded ? this.#backoffMs : this.#intervalMs - (Date.now() - started);
@@ -202,8 +222,29 @@ class Runner {
     }
   }
 
+  /** One action, after expiring the takers' resting orders. */
+  async round(): Promise<void> {
+    try {
+      await this.#expireResting();
+      await this.#act();
+    } catch (error) {
+      // #act handles API errors itself; anything here is a bug, which must not end the loop.
+      this.stats.errors += 1;
+      this.options.logger.error({ err: error }, 'simulator action failed');
+    }
+    this.stats.actions += 1;
+  }
+
+  /** Each item's request: all at once, or one after another when `sequential`. */
+  async #each<T, R>(items: readonly T[], request: (item: T) => Promise<R>): Promise<R[]> {
+    if (this.options.sequential !== true) return Promise.all(items.map(request));
+    const results: R[] = [];
+    for (const item of items) results.push(await request(item));
+    return results;
+  }
+
   /** Loads the markets (retrying until the server answers), sweeps leftovers, places first quotes. */
-  async #init(): Promise<void> {
+  async init(): Promise<void> {
     let delay = 250;
     while (!this.#stopped) {
       try {
@@ -219,7 +260,7 @@ class Runner {
     await this.#sweep();
     for (const m of this.#markets) if (!this.#stopped) await this.#refresh(m);
     // The file's first trade is due now; its pace counts from here.
-    for (const m of this.#markets) m.replay?.start(Date.now());
+    for (const m of this.#markets) m.replay?.start(this.#now());
     this.options.logger.info(
       { markets: this.#markets.map((m) => m.pair), makers: this.#makers.length, takers: this.#takers.length },
       'simulator is trading',
@@ -304,7 +345,7 @@ class Runner {
         const open = await account.client.openOrders();
         const ids = open.data.filter((o) => names.has(o.pair)).map((o) => o.id);
         for (let i = 0; i < ids.length && !this.#stopped; i += 20)
-          await Promise.all(ids.slice(i, i + 20).map((id) => this.#cancel(account, id)));
+          await this.#each(ids.slice(i, i + 20), (id) => this.#cancel(account, id));
       } catch (error) {
         this.#failed(error, `${account.name} open orders`);
       }
@@ -316,7 +357,7 @@ class Runner {
     if (this.#markets.length === 0) return;
     // Due replay trades go first: they carry the file's pace.
     for (const r of this.#markets) {
-      const step = r.replay?.take(Date.now());
+      const step = r.replay?.take(this.#now());
       if (step === undefined) continue;
       await this.#replayStep(r, step);
       if (r.replay!.finished)
@@ -328,7 +369,7 @@ class Runner {
     }
     const m = this.#markets[this.#cursor % this.#markets.length]!;
     this.#cursor += 1;
-    const due = Date.now() - m.lastRefresh >= this.#refreshMs;
+    const due = this.#now() - m.lastRefresh >= this.#refreshMs;
     if (m.replay !== undefined) {
       // Between replay steps only the quotes are kept fresh: every trade there is the file's.
       if (due) await this.#refresh(m);
@@ -340,7 +381,7 @@ class Runner {
 
   async #refresh(m: MarketState): Promise<void> {
     if (this.#makers.length === 0) return;
-    m.lastRefresh = Date.now();
+    m.lastRefresh = this.#now();
     const index = m.nextMaker % this.#makers.length;
     m.nextMaker += 1;
     const maker = this.#makers[index]!;
@@ -348,7 +389,7 @@ class Runner {
     // Cancel first: a maker's new bid may not meet its own old ask (self-trade prevention would
     // cancel it anyway, but that wastes the quote). Quotes that could not be canceled are kept
     // for the next refresh rather than forgotten in the book.
-    const gone = await Promise.all(stale.map((id) => this.#cancel(maker, id)));
+    const gone = await this.#each(stale, (id) => this.#cancel(maker, id));
     const kept = stale.filter((_id, i) => !gone[i]);
     const reference = m.walk.step();
     const jitter = BigInt(this.#random.int(0, Number(m.gap) - 1));
@@ -360,16 +401,14 @@ class Runner {
       if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
       orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
     }
-    const ids = await Promise.all(
-      orders.map((o) =>
-        this.#place(maker, {
-          pair: m.pair,
-          direction: o.side,
-          type: 'limit',
-          volume: formatUnits(o.lots, m.market.lotDecimals),
-          price: formatUnits(o.ticks, m.market.pairDecimals),
-        }),
-      ),
+    const ids = await this.#each(orders, (o) =>
+      this.#place(maker, {
+        pair: m.pair,
+        direction: o.side,
+        type: 'limit',
+        volume: formatUnits(o.lots, m.market.lotDecimals),
+        price: formatUnits(o.ticks, m.market.pairDecimals),
+      }),
     );
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
   }
@@ -455,16 +494,16 @@ class Runner {
     const ticks = side === 'buy' ? m.walk.ticks + reach : maxBig(m.walk.ticks - reach, 1n);
     const price = formatUnits(ticks, m.market.pairDecimals);
     const id = await this.#place(taker, { pair: m.pair, direction: side, type: 'limit', volume, price });
-    if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
+    if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: this.#now() });
   }
 
   async #expireResting(): Promise<void> {
-    const cutoff = Date.now() - this.#restingMs;
+    const cutoff = this.#now() - this.#restingMs;
     const expired: Resting[] = [];
     while (this.#resting.length > 0 && this.#resting[0]!.placedAt <= cutoff)
       expired.push(this.#resting.shift()!);
-    const gone = await Promise.all(expired.map((r) => this.#cancel(r.account, r.id)));
-    this.#resting.push(...expired.filter((_r, i) => !gone[i]).map((r) => ({ ...r, placedAt: Date.now() })));
+    const gone = await this.#each(expired, (r) => this.#cancel(r.account, r.id));
+    this.#resting.push(...expired.filter((_r, i) => !gone[i]).map((r) => ({ ...r, placedAt: this.#now() })));
   }
 
   async #place(
@@ -540,15 +579,48 @@ const errorSummary = (error: unknown): string => (error instanceof Error ? error
 
 /** Starts the loop in the background and returns at once; `stop()` ends it. */
 export function startSimulator(options: SimulatorOptions): Simulator {
-  const runner = new Runner(options);
-  const running = runner.run().catch((error: unknown) => {
-    options.logger.error({ err: error }, 'simulator stopped by an unexpected error');
-  });
+  const launch = (runner: Runner) =>
+    runner.run().catch((error: unknown) => {
+      options.logger.error({ err: error }, 'simulator stopped by an unexpected error');
+    });
+  let runner = new Runner(options);
+  let running = launch(runner);
+  let stopped = false;
+  /** A restart waiting for the action in flight; restarts asked meanwhile share it. */
+  let restarting: Promise<void> | undefined;
   return {
     async stop() {
+      stopped = true;
       runner.stop();
       await running;
     },
+    restart() {
+      if (stopped) return Promise.resolve();
+      restarting ??= (async () => {
+        runner.stop();
+        await running;
+        restarting = undefined;
+        if (stopped) return;
+        runner = new Runner(options);
+        running = launch(runner);
+      })();
+      return restarting;
+    },
+    stats: () => ({ ...runner.stats }),
+  };
+}
+
+/**
+ * The simulator driven step by step, with its decisions on the given clock (`now`, default
+ * Date.now) and its requests sent one after another: from the same venue state (a checkpoint) with
+ * the same seed, the same steps send the same requests in the same order, so the venue makes the
+ * same trades (same ids, prices and volumes; the times are the venue's clock).
+ */
+export function steppedSimulator(options: SimulatorOptions): SteppedSimulator {
+  const runner = new Runner({ ...options, sequential: true });
+  return {
+    start: () => runner.init(),
+    step: () => runner.round(),
     stats: () => ({ ...runner.stats }),
   };
 }

@@ -121,6 +121,33 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
 }
 
+/**
+ * A checkpoint's name: a letter or digit, then letters, digits, '.', '_' or '-', at most 64 in
+ * all. No separator and no leading dot, so a name can never leave the checkpoint directory.
+ */
+export const CHECKPOINT_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export interface CheckpointInfo {
+  readonly name: string;
+  /** When it was saved (the exchange clock). */
+  readonly createdAt: Micros;
+  /** Its size: the database image it holds. */
+  readonly bytes: number;
+}
+
+export type CheckpointProblem = 'invalid_name' | 'not_found' | 'incompatible';
+
+/** A checkpoint that cannot be used as asked (no I/O trouble: that is StoreUnavailableError). */
+export class CheckpointError extends Error {
+  override readonly name = 'CheckpointError';
+  constructor(
+    readonly problem: CheckpointProblem,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export interface Store {
   /** Reads the state the engine must be restored to. */
   loadSnapshot(): EngineSnapshot;
@@ -172,6 +199,24 @@ export interface Store {
   listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Candle[];
   /** The newest candle of each interval of a market (to resume aggregation after a restart). */
   latestCandles(marketId: MarketId): Candle[];
+
+  /**
+   * Saves the whole state under `name` (replacing a checkpoint of that name), read in one
+   * transaction: exactly what is committed. Throws CheckpointError for an invalid name.
+   */
+  saveCheckpoint(name: string, time: Micros): CheckpointInfo;
+  /**
+   * Replaces the venue state (catalogue, balances, totals, orders, trades, candles, ledger,
+   * idempotency records, id sequences) with the checkpoint's, in one transaction: all or nothing.
+   * Users and API keys are kept as they are now (credentials are not rolled back). The caller
+   * (the sequencer) reloads everything it derived from the store. Throws CheckpointError when the
+   * checkpoint is absent or was written by another schema version.
+   */
+  restoreCheckpoint(name: string): void;
+  /** By name. */
+  listCheckpoints(): CheckpointInfo[];
+  /** False when there was no such checkpoint. */
+  deleteCheckpoint(name: string): boolean;
 
   close(): void;
 }

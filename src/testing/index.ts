@@ -2,6 +2,15 @@
  * `openspot/testing`: a complete OpenSpot venue started inside a bot's own test suite
  * (docs/bot-testing.md).
  */
+
+// Reproducible simulated markets: from a checkpoint, one seed gives the same trades (docs/bot-testing.md).
+export {
+  type SimulatorLogger,
+  type SimulatorOptions,
+  type SimulatorStats,
+  type SteppedSimulator,
+  steppedSimulator,
+} from '../simulator/simulator.js';
 export {
   type CatalogueFile,
   type LedgerCheck,
@@ -19,4 +28,5 @@ export {
   type UserRef,
   type VenueAdmin,
   type VenueBalance,
+  type VenueCheckpoint,
 } from './venue.js';

@@ -12,6 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { keepInitialState } from '../app/initial-state.js';
 import { OpenSpotClient } from '../client/client.js';
 import { formatUnits, parseUnits } from '../client/decimal.js';
 import type { Side } from '../client/types.js';
@@ -93,6 +94,16 @@ export interface PusherSettings {
   readonly authEndpoint: string;
 }
 
+/** A saved checkpoint, as the admin API reports it. */
+export interface VenueCheckpoint {
+  readonly name: string;
+  /** ISO 8601. */
+  readonly created_at: string;
+  readonly bytes: number;
+  /** True when it replaced a checkpoint of the same name. */
+  readonly replaced: boolean;
+}
+
 /** A user's balance of one asset, as the admin API reports it. */
 export interface VenueBalance {
   readonly asset: string;
@@ -169,6 +180,21 @@ export interface TestVenue {
   readonly server: RunningServer;
   /** An OpenSpotClient signed with an account's key: an account, its index (default 0). */
   client(account?: TestAccount | number): OpenSpotClient;
+  /**
+   * Saves the whole venue state (books, balances, orders, trades, candles, deposits) as checkpoint
+   * `name`, replacing one of that name. In memory, checkpoints are kept in memory; with a data
+   * directory, in `DATA_DIR/checkpoints/NAME.db`. Names: letters, digits, '.', '_', '-'.
+   */
+  checkpoint(name: string): Promise<VenueCheckpoint>;
+  /**
+   * Brings the saved state back while the venue runs, and answers the ledger check of the
+   * restored state. Accounts and API keys are not rolled back: every key keeps working.
+   * WebSocket clients are disconnected (4200, pusher-js reconnects at once) and each
+   * subscription starts again with a snapshot.
+   */
+  restore(name: string): Promise<LedgerCheck>;
+  /** Back to the state right after startTestVenue: the catalogue, and the accounts funded as at start. */
+  reset(): Promise<LedgerCheck>;
   /** Stops the server and removes what the venue created; safe to call twice. */
   close(): Promise<void>;
 }
@@ -260,6 +286,10 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
     const accounts: TestAccount[] = [];
     for (const [index, spec] of specs.entries())
       accounts.push(await admin.createAccount({ name: `trader-${index + 1}`, ...spec }));
+    // A fresh store: reset() goes back to it with the accounts funded, not to the bare catalogue.
+    if (server.initialCheckpoint) keepInitialState(server.exchange, { replace: true });
+    const restoreAnswer = async (path: string): Promise<LedgerCheck> =>
+      ((await admin.call('POST', path)) as { ledger: LedgerCheck }).ledger;
     const port = Number(new URL(url).port);
     const host = new URL(url).hostname;
     const venue: TestVenue = {
@@ -285,6 +315,11 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
         if (chosen === undefined) throw new RangeError(`the venue has no account ${String(account)}`);
         return new OpenSpotClient({ baseUrl, apiKey: chosen.apiKey, apiSecret: chosen.apiSecret });
       },
+      async checkpoint(name) {
+        return (await admin.call('POST', '/checkpoints', { name })) as VenueCheckpoint;
+      },
+      restore: (name) => restoreAnswer(`/checkpoints/${encodeURIComponent(name)}/restore`),
+      reset: () => restoreAnswer('/reset'),
       close,
     };
     return venue;
@@ -326,7 +361,8 @@ class Admin implements VenueAdmin {
     };
   }
 
-  async #call(method: string, path: string, body?: unknown): Promise<unknown> {
+  /** An admin call that throws TestVenueError unless it answers 2xx. */
+  async call(method: string, path: string, body?: unknown): Promise<unknown> {
     const answer = await this.request(method, path, body);
     if (answer.status >= 200 && answer.status < 300) return answer.body;
     const error = (answer.body as { error?: { message?: string; field?: string } } | null)?.error;
@@ -347,10 +383,10 @@ class Admin implements VenueAdmin {
         422,
         null,
       );
-    const user = (await this.#call('POST', '/users', { email: `${name}@test-venue.local` })) as {
+    const user = (await this.call('POST', '/users', { email: `${name}@test-venue.local` })) as {
       id: number;
     };
-    const key = (await this.#call('POST', `/users/${user.id}/api-keys`, {
+    const key = (await this.call('POST', `/users/${user.id}/api-keys`, {
       scopes: spec.scopes ?? ['read', 'trade'],
     })) as { api_key: string; api_secret: string };
     const balances = spec.balances ?? demoBalances(this.#assets());
@@ -368,7 +404,7 @@ class Admin implements VenueAdmin {
   }
 
   async balances(user: UserRef): Promise<VenueBalance[]> {
-    return ((await this.#call('GET', `/users/${userIdOf(user)}/balances`)) as { data: VenueBalance[] }).data;
+    return ((await this.call('GET', `/users/${userIdOf(user)}/balances`)) as { data: VenueBalance[] }).data;
   }
 
   async deposit(user: UserRef, asset: string, amount: string, reference?: string): Promise<VenueBalance> {
@@ -387,7 +423,7 @@ class Admin implements VenueAdmin {
     reference: string | undefined,
   ): Promise<VenueBalance> {
     const body = { asset, amount, ...(reference === undefined ? {} : { reference }) };
-    const answer = (await this.#call('POST', `/users/${userIdOf(user)}/${path}`, body)) as {
+    const answer = (await this.call('POST', `/users/${userIdOf(user)}/${path}`, body)) as {
       balance: VenueBalance;
     };
     return answer.balance;
@@ -468,7 +504,7 @@ class Admin implements VenueAdmin {
   }
 
   async ledgerCheck(): Promise<LedgerCheck> {
-    return (await this.#call('GET', '/ledger/check')) as LedgerCheck;
+    return (await this.call('GET', '/ledger/check')) as LedgerCheck;
   }
 }
 

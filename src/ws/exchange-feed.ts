@@ -68,11 +68,15 @@ class FeedContext {
     return this.options.exchange;
   }
 
-  /** Market specs never change once created, so the formatting data is cached per id. */
+  /**
+   * Market specs never change once created, so the formatting data is cached per spec: a
+   * checkpoint restore replaces the engine (new spec objects, and an id may then name another
+   * market), which the identity check notices.
+   */
   market(id: MarketId): FeedMarket | undefined {
+    const spec = this.exchange.catalogue.market(id);
     let cached = this.markets.get(id);
-    if (cached === undefined) {
-      const spec = this.exchange.catalogue.market(id);
+    if (cached === undefined || cached.spec !== spec) {
       const quote = spec && this.exchange.catalogue.asset(spec.quote);
       if (spec === undefined || quote === undefined) return undefined;
       cached = feedMarket(spec, quote);

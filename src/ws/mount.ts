@@ -46,9 +46,13 @@ export function mountRealtime(options: MountOptions): MountedRealtime {
   };
   const realtime = createRealtimeServer({ ...options, provider: createExchangeChannels(feed) });
   const stopFeed = startExchangeFeed({ ...feed, publisher: realtime });
+  // After a checkpoint restore every subscriber's view is void: 4200 makes pusher-js reconnect at
+  // once and subscribe again, and each subscription starts with a snapshot of the restored state.
+  const stopRestored = options.exchange.onRestored(() => realtime.closeAll());
   return {
     realtime,
     async close() {
+      stopRestored();
       stopFeed();
       await realtime.close();
     },

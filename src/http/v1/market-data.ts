@@ -75,8 +75,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   const cache = new PublicResponseCache(exchange);
   // At the commit itself: a client reading right after its 201 must not get the older answer.
   const stopWatching = exchange.onCommitted((batch) => cache.committed(batch), { immediate: true });
+  const stopRestored = exchange.onRestored(() => cache.restored());
   app.addHook('onClose', async () => {
     stopWatching();
+    stopRestored();
   });
 
   app.get(

@@ -91,6 +91,14 @@ export class PublicResponseCache {
     for (const marketId of batch.books.keys()) this.touch(marketId);
   }
 
+  /** The `onRestored` listener: a checkpoint restore replaced every market and the catalogue. */
+  restored(): void {
+    this.catalogueVersion++;
+    this.anyVersion++;
+    this.entries.clear();
+    this.bytes = 0;
+  }
+
   private touch(marketId: MarketId): void {
     this.marketVersions.set(marketId, (this.marketVersions.get(marketId) ?? 0) + 1);
     this.anyVersion++;

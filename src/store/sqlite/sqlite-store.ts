@@ -25,6 +25,7 @@ import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.
 import {
   type ApiKeyRecord,
   CANONICAL_NONCE,
+  type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
@@ -39,6 +40,7 @@ import {
   type UserRecord,
   type UserTrade,
 } from '../store.js';
+import { SqliteCheckpoints } from './checkpoints.js';
 import { guarded, toStoreError } from './errors.js';
 import { migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import {
@@ -80,6 +82,8 @@ export interface SqliteStoreOptions {
   readonly busyTimeoutMs?: number;
   /** Open without writing (inspection tools): no migration, and every write fails with StoreUnavailableError. */
   readonly readonly?: boolean;
+  /** Where checkpoints are saved (created when the first is). Default: kept in memory (checkpoints.ts). */
+  readonly checkpointDir?: string;
 }
 
 /** Rows read per query when streaming a list. */
@@ -111,9 +115,11 @@ export class SqliteStore implements Store {
    * a record: acceptNonce compares it inside SQLite, so the cache cannot serve a stale nonce.
    */
   readonly #apiKeys = new Map<string, ApiKeyRecord>();
+  readonly #checkpoints: SqliteCheckpoints;
 
-  private constructor(db: Database.Database) {
+  private constructor(db: Database.Database, checkpointDir: string | undefined) {
     this.#db = db;
+    this.#checkpoints = new SqliteCheckpoints(db, checkpointDir);
     this.#write = prepareWrites(db);
     this.#read = prepareReads(db);
     this.#commit = db.transaction((batch: CommitBatch) => writeBatch(this.#write, batch));
@@ -131,7 +137,7 @@ export class SqliteStore implements Store {
       try {
         configure(db, options.synchronous ?? 'FULL', readonly);
         if (!readonly) assertWritable(options.path);
-        return new SqliteStore(db);
+        return new SqliteStore(db, options.checkpointDir);
       } catch (error) {
         db.close();
         throw error;
@@ -348,6 +354,25 @@ export class SqliteStore implements Store {
       if (row !== undefined) latest.push(candleFromRow(row));
     }
     return latest;
+  }
+
+  saveCheckpoint(name: string, time: Micros): CheckpointInfo {
+    // A transaction left open by a failed commit would be copied with its uncommitted writes.
+    this.#endAbandonedTransaction();
+    return this.#checkpoints.save(name, time);
+  }
+
+  restoreCheckpoint(name: string): void {
+    this.#endAbandonedTransaction();
+    this.#checkpoints.restore(name);
+  }
+
+  listCheckpoints(): CheckpointInfo[] {
+    return this.#checkpoints.list();
+  }
+
+  deleteCheckpoint(name: string): boolean {
+    return this.#checkpoints.delete(name);
   }
 
   close(): void {

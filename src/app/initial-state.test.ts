@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Amount, AssetCode, FeeRate, Price, UserId, Volume } from '../domain/types.js';
+import { SqliteStore } from '../store/sqlite/sqlite-store.js';
+import { openExchange } from './exchange.js';
+import { INITIAL_CHECKPOINT, keepInitialState } from './initial-state.js';
+
+async function seeded() {
+  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  await exchange.submit({
+    kind: 'createAsset',
+    code: 'BTC' as AssetCode,
+    name: 'B',
+    type: 'crypto',
+    decimals: 8,
+  });
+  await exchange.submit({
+    kind: 'createAsset',
+    code: 'EUR' as AssetCode,
+    name: 'E',
+    type: 'fiat',
+    decimals: 2,
+  });
+  await exchange.submit({
+    kind: 'createMarket',
+    base: 'BTC' as AssetCode,
+    quote: 'EUR' as AssetCode,
+    pairDecimals: 1,
+    lotDecimals: 8,
+    ordermin: 1 as Volume,
+    makerFee: 0 as FeeRate,
+    takerFee: 0 as FeeRate,
+  });
+  await exchange.submit({
+    kind: 'deposit',
+    userId: 1 as UserId,
+    asset: 'EUR' as AssetCode,
+    amount: 10_000 as Amount,
+  });
+  return exchange;
+}
+
+const names = (exchange: Awaited<ReturnType<typeof seeded>>) =>
+  exchange.store.listCheckpoints().map((c) => c.name);
+
+test('the freshly seeded state is kept once, before any order, and never replaced by a later start', async () => {
+  const exchange = await seeded();
+  assert.equal(keepInitialState(exchange), true);
+  assert.deepEqual(names(exchange), [INITIAL_CHECKPOINT]);
+  const first = exchange.store.listCheckpoints()[0]!.bytes;
+  await exchange.submit({
+    kind: 'placeOrder',
+    userId: 1 as UserId,
+    marketId: exchange.catalogue.marketByName('BTC/EUR')!.id,
+    side: 'buy',
+    type: 'limit',
+    price: 10 as Price,
+    volume: 100 as Volume,
+  });
+  assert.equal(keepInitialState(exchange), false, 'already kept');
+  exchange.store.deleteCheckpoint(INITIAL_CHECKPOINT);
+  assert.equal(keepInitialState(exchange), false, 'an order was placed: the state is no longer fresh');
+  assert.deepEqual(names(exchange), []);
+  assert.equal(keepInitialState(exchange, { replace: true }), true);
+  assert.ok(exchange.store.listCheckpoints()[0]!.bytes >= first);
+  await exchange.close();
+});

@@ -1,0 +1,178 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import Database from 'better-sqlite3';
+import type { Micros } from '../../domain/types.js';
+import { CheckpointError, type Store } from '../store.js';
+import { SqliteStore } from './sqlite-store.js';
+import {
+  ALICE,
+  BOB,
+  BTC,
+  balance,
+  batch,
+  CATALOGUE,
+  candle,
+  EUR,
+  ledger,
+  order,
+  ordersOf,
+  T0,
+  tempStore,
+  totals,
+  trade,
+} from './test-fixtures.js';
+
+const T1 = (T0 + 60_000_000) as Micros;
+
+/** Everything a reader can see of the venue state. */
+function stateOf(store: Store) {
+  return {
+    snapshot: store.loadSnapshot(),
+    trades: store.listPublicTrades({ marketId: 1 as never }),
+    candles: store.latestCandles(1 as never),
+    done: [...store.listOrders({ userId: ALICE, status: 'done' })],
+    ledger: store.findLedgerEntry(ALICE, 'deposit', 'first'),
+  };
+}
+
+/** A first state (catalogue, funds, one trade, a resting order), then more on top of it. */
+function fillFirstState(store: Store): void {
+  const trades = [trade(1)];
+  store.commit(
+    batch({
+      ...CATALOGUE,
+      trades,
+      orders: [...ordersOf(trades), order(7)],
+      balances: [balance(ALICE, EUR, 1000, 50), balance(BOB, BTC, 5)],
+      totals: [totals(EUR, 1050), totals(BTC, 5)],
+      ledger: [ledger({ amount: 1050 as never, reference: 'first' })],
+      candles: [candle(60)],
+      sequences: { nextOrderId: 8, nextTradeId: 2, nextMarketId: 3 },
+    }),
+  );
+}
+
+function changeEverything(store: Store): void {
+  const later = [trade(2, { price: 600_000 as never })];
+  store.commit(
+    batch({
+      trades: later,
+      orders: [...ordersOf(later), order(7, { status: 'canceled', closeTime: T1, reserved: 0 as never })],
+      balances: [balance(ALICE, EUR, 10, 0), balance(BOB, BTC, 1), balance(3 as never, EUR, 1090)],
+      totals: [totals(EUR, 1100)],
+      ledger: [ledger({ amount: 50 as never, reference: 'second' })],
+      candles: [candle(60, { close: 99 as never, count: 3 }), candle(120)],
+      sequences: { nextOrderId: 3000, nextTradeId: 3, nextMarketId: 3 },
+    }),
+  );
+}
+
+describe('SqliteStore checkpoints', () => {
+  for (const where of ['on disk', 'in memory'] as const) {
+    test(`${where}: a restore brings back exactly the saved state, and keeps users and keys`, (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'openspot-cp-'));
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      const store =
+        where === 'on disk'
+          ? SqliteStore.open({ path: join(dir, 'openspot.db'), checkpointDir: join(dir, 'checkpoints') })
+          : SqliteStore.open({ path: ':memory:' });
+      t.after(() => store.close());
+      fillFirstState(store);
+      const saved = stateOf(store);
+      const info = store.saveCheckpoint('before', T0);
+      assert.equal(info.name, 'before');
+      assert.ok(info.bytes > 0);
+
+      changeEverything(store);
+      const user = store.createUser('later@example.com', T1);
+      store.createApiKey({
+        key: 'K-later',
+        userId: user.id,
+        sealedSecret: 'sealed',
+        scopes: ['read'],
+        createdAt: T1,
+        revokedAt: null,
+      });
+      assert.notDeepEqual(stateOf(store), saved);
+
+      store.restoreCheckpoint('before');
+      assert.deepEqual(stateOf(store), saved);
+      assert.equal(store.findLedgerEntry(ALICE, 'deposit', 'second'), undefined);
+      // Credentials are not state: what was created after the checkpoint still works.
+      assert.equal(store.getUser(user.id)?.email, 'later@example.com');
+      assert.equal(store.getApiKey('K-later')?.userId, user.id);
+      // The restored state takes commits as before.
+      changeEverything(store);
+      assert.equal(store.loadSnapshot().sequences.nextOrderId, 3000);
+
+      assert.deepEqual(
+        store.listCheckpoints().map((c) => [c.name, c.createdAt]),
+        [['before', where === 'in memory' ? T0 : Math.round(T0 / 1000) * 1000]],
+      );
+      if (where === 'on disk') {
+        const file = join(dir, 'checkpoints', 'before.db');
+        assert.equal(statSync(file).mode & 0o777, 0o600);
+        assert.deepEqual(readdirSync(join(dir, 'checkpoints')), ['before.db']);
+      }
+      assert.equal(store.deleteCheckpoint('before'), true);
+      assert.equal(store.deleteCheckpoint('before'), false);
+      assert.deepEqual(store.listCheckpoints(), []);
+      assert.throws(
+        () => store.restoreCheckpoint('before'),
+        (e) => e instanceof CheckpointError && e.problem === 'not_found',
+      );
+    });
+  }
+
+  test('a name that could leave the directory or hide a file is refused', (t) => {
+    const { store, dir } = tempStore(t, { checkpointDir: join(tmpdir(), 'unused') });
+    const disk = SqliteStore.open({ path: join(dir, 'd.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    for (const name of ['../x', 'a/b', '.hidden', '', 'a\\b', 'x'.repeat(65), '..']) {
+      assert.throws(
+        () => store.saveCheckpoint(name, T0),
+        (e) => e instanceof CheckpointError && e.problem === 'invalid_name',
+        name,
+      );
+      assert.throws(() => store.restoreCheckpoint(name), CheckpointError, name);
+      assert.throws(() => disk.saveCheckpoint(name, T0), CheckpointError, name);
+    }
+    assert.equal(existsSync(join(dir, 'cp')), false);
+  });
+
+  test('saving under an existing name replaces it', (t) => {
+    const { store, dir } = tempStore(t);
+    const disk = SqliteStore.open({ path: join(dir, 'b.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    fillFirstState(disk);
+    disk.saveCheckpoint('x', T0);
+    changeEverything(disk);
+    const later = stateOf(disk);
+    disk.saveCheckpoint('x', T1);
+    fillFirstState(store); // unrelated store: no effect on `disk`
+    disk.restoreCheckpoint('x');
+    assert.deepEqual(stateOf(disk), later);
+    assert.equal(existsSync(join(dir, 'cp', 'x.db')), true);
+  });
+
+  test('a checkpoint of another schema version is refused and nothing changes', (t) => {
+    const { dir } = tempStore(t);
+    const disk = SqliteStore.open({ path: join(dir, 'c.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    fillFirstState(disk);
+    disk.saveCheckpoint('old', T0);
+    const raw = new Database(join(dir, 'cp', 'old.db'));
+    raw.pragma('user_version = 1');
+    raw.close();
+    changeEverything(disk);
+    const now = stateOf(disk);
+    assert.throws(
+      () => disk.restoreCheckpoint('old'),
+      (e) => e instanceof CheckpointError && e.problem === 'incompatible',
+    );
+    assert.deepEqual(stateOf(disk), now);
+  });
+});

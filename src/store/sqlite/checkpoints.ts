@@ -1,0 +1,288 @@
+/**
+ * Checkpoints of the SQLite store: whole copies of the database, saved and restored while the
+ * server runs.
+ *
+ * - On disk (`dir` given): `dir/NAME.db`, written by `VACUUM INTO` (one read transaction, so the
+ *   copy is exactly a committed state, compacted) into a 0600 temporary file renamed into place:
+ *   a crash never leaves half a checkpoint under its name. Each is a complete SQLite database of
+ *   the same schema (it can seed a new DATA_DIR as a backup would).
+ * - In memory (no `dir`: the in-memory test venue): `serialize()` images kept in a Map, so nothing
+ *   is ever written to disk; they die with the process.
+ *
+ * A restore opens the checkpoint as a second connection and copies its state tables into the live
+ * database inside one IMMEDIATE transaction: all of it or, on any failure, none. Users and API
+ * keys are not state: they stay as they are, so every key keeps working after a restore.
+ */
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Micros } from '../../domain/types.js';
+import { CHECKPOINT_NAME, CheckpointError, type CheckpointInfo } from '../store.js';
+import { guarded } from './errors.js';
+import { SCHEMA_VERSION, schemaVersion } from './migrations.js';
+
+/**
+ * The venue state, rolled back by a restore. Not here: `users`, `api_keys` (credentials, and each
+ * key's last nonce, which must never go back) and SQLite's own `sqlite_sequence`.
+ */
+export const STATE_TABLES = [
+  'assets',
+  'markets',
+  'balances',
+  'asset_totals',
+  'orders',
+  'trades',
+  'candles',
+  'ledger_entries',
+  'idempotency_keys',
+  'meta',
+] as const;
+
+const SUFFIX = '.db';
+
+interface MemoryCheckpoint {
+  readonly image: Buffer;
+  readonly createdAt: Micros;
+}
+
+export class SqliteCheckpoints {
+  readonly #memory = new Map<string, MemoryCheckpoint>();
+
+  constructor(
+    private readonly db: Database.Database,
+    /** Where checkpoint files go; undefined keeps them in memory. */
+    private readonly dir: string | undefined,
+  ) {}
+
+  save(name: string, time: Micros): CheckpointInfo {
+    checkName(name);
+    if (this.dir === undefined) {
+      const image = guarded(() => this.db.serialize());
+      this.#memory.set(name, { image, createdAt: time });
+      return { name, createdAt: time, bytes: image.length };
+    }
+    const dir = this.dir;
+    return guarded(() => {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const final = join(dir, `${name}${SUFFIX}`);
+      // A leading dot: never listed, never a valid name, so never restored half-written.
+      const temporary = join(dir, `.${name}.${process.pid}.tmp`);
+      rmSync(temporary, { force: true });
+      // VACUUM INTO writes into an empty file: created first, 0600 whatever the umask (it holds
+      // balances and sealed secrets, like the database itself).
+      closeSync(openSync(temporary, 'wx', 0o600));
+      try {
+        this.db.prepare('VACUUM INTO ?').run(temporary);
+        const seconds = time / 1_000_000;
+        utimesSync(temporary, seconds, seconds);
+        renameSync(temporary, final);
+      } catch (error) {
+        rmSync(temporary, { force: true });
+        throw error;
+      }
+      return { name, createdAt: time, bytes: statSync(final).size };
+    });
+  }
+
+  restore(name: string): void {
+    checkName(name);
+    if (this.dir !== undefined) {
+      this.#restoreFile(name, this.#path(name));
+      return;
+    }
+    const source = this.#open(name);
+    try {
+      const version = schemaVersion(source);
+      if (version !== SCHEMA_VERSION)
+        throw new CheckpointError(
+          'incompatible',
+          `Checkpoint ${name} has schema version ${version}; this release restores version ${SCHEMA_VERSION} only.`,
+        );
+      const copies = STATE_TABLES.map((table) => this.#copier(source, table, name));
+      this.#replace(name, () => {
+        for (const copy of copies) copy();
+      });
+    } finally {
+      source.close();
+    }
+  }
+
+  list(): CheckpointInfo[] {
+    if (this.dir === undefined)
+      return [...this.#memory]
+        .map(([name, c]) => ({ name, createdAt: c.createdAt, bytes: c.image.length }))
+        .sort(byName);
+    const dir = this.dir;
+    let files: string[];
+    try {
+      files = readdirSync(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const found: CheckpointInfo[] = [];
+    for (const file of files) {
+      if (!file.endsWith(SUFFIX)) continue;
+      const name = file.slice(0, -SUFFIX.length);
+      if (!CHECKPOINT_NAME.test(name)) continue;
+      try {
+        const stat = statSync(join(dir, file));
+        if (stat.isFile())
+          found.push({ name, createdAt: Math.round(stat.mtimeMs * 1000) as Micros, bytes: stat.size });
+      } catch {
+        // Deleted meanwhile: not listed.
+      }
+    }
+    return found.sort(byName);
+  }
+
+  delete(name: string): boolean {
+    checkName(name);
+    if (this.dir === undefined) return this.#memory.delete(name);
+    try {
+      unlinkSync(join(this.dir, `${name}${SUFFIX}`));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `copy` in one IMMEDIATE transaction with foreign keys off, then checks them all once
+   * before committing: enforced row by row, the deferred checks made a restore five times slower
+   * (every DELETE of a market scans the orders and trades referring to it). The pragma cannot
+   * change inside a transaction, hence around it; nothing else runs on the connection meanwhile.
+   */
+  #replace(name: string, copy: () => void): void {
+    guarded(() => this.db.pragma('foreign_keys = OFF'));
+    try {
+      guarded(() =>
+        this.db
+          .transaction(() => {
+            copy();
+            if ((this.db.pragma('main.foreign_key_check') as unknown[]).length > 0)
+              throw new CheckpointError(
+                'incompatible',
+                `Checkpoint ${name} holds rows that refer to nothing.`,
+              );
+          })
+          .immediate(),
+      );
+    } finally {
+      this.db.pragma('foreign_keys = ON');
+    }
+  }
+
+  /** An in-memory checkpoint as a database of its own. */
+  #open(name: string): Database.Database {
+    const saved = this.#memory.get(name);
+    if (saved === undefined) throw notFound(name);
+    return new Database(saved.image);
+  }
+
+  /** The file of checkpoint `name`, which exists. */
+  #path(name: string): string {
+    const path = join(this.dir ?? '.', `${name}${SUFFIX}`);
+    try {
+      if (!statSync(path).isFile()) throw notFound(name);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw notFound(name);
+      throw error;
+    }
+    return path;
+  }
+
+  /**
+   * A file is attached to the live connection and copied table by table in SQL (no row passes
+   * through JavaScript: `npm run bench:checkpoint`). ATTACH cannot run inside a transaction, so
+   * it comes before the IMMEDIATE transaction and DETACH after it.
+   */
+  #restoreFile(name: string, path: string): void {
+    guarded(() => this.db.prepare(`ATTACH DATABASE ? AS ${ATTACHED}`).run(path));
+    try {
+      const version = this.db.pragma(`${ATTACHED}.user_version`, { simple: true }) as number;
+      if (version !== SCHEMA_VERSION)
+        throw new CheckpointError(
+          'incompatible',
+          `Checkpoint ${name} has schema version ${version}; this release restores version ${SCHEMA_VERSION} only.`,
+        );
+      const statements = STATE_TABLES.map((table) => {
+        const list = sameColumns(columnsOf(this.db, table), columnsOf(this.db, table, ATTACHED), table, name);
+        return [
+          this.db.prepare(`DELETE FROM main.${table}`),
+          this.db.prepare(`INSERT INTO main.${table} (${list}) SELECT ${list} FROM ${ATTACHED}.${table}`),
+        ] as const;
+      });
+      this.#replace(name, () => {
+        for (const [clear, copy] of statements) {
+          clear.run();
+          copy.run();
+        }
+      });
+    } finally {
+      guarded(() => this.db.exec(`DETACH DATABASE ${ATTACHED}`));
+    }
+  }
+
+  /**
+   * Checks a table's columns now (before the transaction) and returns what empties the live
+   * table and fills it from the checkpoint. Values are read as BigInt where integers, so nothing
+   * passes through a float.
+   */
+  #copier(source: Database.Database, table: string, name: string): () => void {
+    const wanted = columnsOf(this.db, table);
+    const list = sameColumns(wanted, columnsOf(source, table), table, name);
+    const read = source.prepare(`SELECT ${list} FROM ${table}`).raw().safeIntegers();
+    const clear = this.db.prepare(`DELETE FROM ${table}`);
+    const insert = this.db.prepare(
+      `INSERT INTO ${table} (${list}) VALUES (${wanted.map(() => '?').join(', ')})`,
+    );
+    return () => {
+      clear.run();
+      for (const row of read.iterate() as Iterable<unknown[]>) insert.run(...row);
+    };
+  }
+}
+
+/** The schema name a file checkpoint is attached under while it is restored. */
+const ATTACHED = 'openspot_checkpoint';
+
+function columnsOf(db: Database.Database, table: string, schema = 'main'): string[] {
+  return (db.pragma(`${schema}.table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
+}
+
+/** The quoted column list, when the checkpoint's table has the live table's columns, in order. */
+function sameColumns(
+  wanted: readonly string[],
+  held: readonly string[],
+  table: string,
+  name: string,
+): string {
+  if (held.length === 0 || held.join(',') !== wanted.join(','))
+    throw new CheckpointError('incompatible', `Checkpoint ${name} has another layout of table ${table}.`);
+  return wanted.map((c) => `"${c}"`).join(', ');
+}
+
+function checkName(name: string): void {
+  if (typeof name !== 'string' || !CHECKPOINT_NAME.test(name))
+    throw new CheckpointError(
+      'invalid_name',
+      "A checkpoint name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit.",
+    );
+}
+
+const notFound = (name: string) => new CheckpointError('not_found', `No checkpoint named ${name}.`);
+
+const byName = (a: CheckpointInfo, b: CheckpointInfo): number =>
+  a.name < b.name ? -1 : a.name > b.name ? 1 : 0;

@@ -12,6 +12,7 @@ import { adminRoutes } from './admin/routes.js';
 import { type OpenExchange, openExchange } from './app/exchange.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
+import { type InstalledChaos, installChaos } from './chaos/index.js';
 import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
@@ -36,6 +37,8 @@ export interface RunningServer {
   /** The address actually bound (useful with PORT=0). */
   readonly url: string;
   readonly adminToken: string;
+  /** Fault injection (src/chaos), also reachable through /admin/v1/chaos. */
+  readonly chaos: InstalledChaos['chaos'];
   close(): Promise<void>;
 }
 
@@ -116,7 +119,18 @@ export async function startServer(
       .code(ready ? 200 : 503)
       .send({ status: ready ? 'ready' : shuttingDown ? 'shutting down' : 'store unavailable' });
   });
+  const chaos: InstalledChaos = await installChaos(app, {
+    allowed: config.chaos,
+    adminToken: admin.token,
+    isKnownKey: (apiKey) => exchange.store.getApiKey(apiKey) !== undefined,
+    keysOf: (socketId) => channelGrants.keysOf(socketId),
+    onInjected: ({ fault, apiKey, detail }) => {
+      metrics.chaosFault(fault);
+      logger.info({ fault, api_key: apiKey ?? null, ...detail }, 'chaos: fault injected');
+    },
+  });
   const realtime = mountRealtime({
+    faults: chaos.ws,
     server: app.server,
     exchange,
     appKey: ws.appKey,
@@ -131,7 +145,10 @@ export async function startServer(
   });
   metrics.watchRealtime(() => realtime.realtime.stats());
   // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
-  app.addHook('preClose', async () => realtime.close());
+  app.addHook('preClose', async () => {
+    chaos.close();
+    await realtime.close();
+  });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     exchange,
@@ -151,6 +168,7 @@ export async function startServer(
     exchange,
     url,
     adminToken: admin.token,
+    chaos: chaos.chaos,
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;

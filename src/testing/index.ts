@@ -2,6 +2,7 @@
  * `openspot/testing`: a complete OpenSpot venue started inside a bot's own test suite
  * (docs/bot-testing.md).
  */
+export type { ChaosFaults, ChaosScope, VenueChaos, VenueChaosState } from './chaos.js';
 export {
   type CatalogueFile,
   type LedgerCheck,

@@ -20,6 +20,7 @@ import type { CatalogueFile } from '../config/default-catalogue.js';
 import { createLogger } from '../logger.js';
 import { type RunningServer, startServer } from '../server.js';
 import { demoBalances } from '../simulator/demo.js';
+import { type VenueChaos, venueChaos } from './chaos.js';
 
 export type { CatalogueFile } from '../config/default-catalogue.js';
 
@@ -163,6 +164,8 @@ export interface TestVenue {
   readonly ws: PusherSettings;
   readonly accounts: readonly TestAccount[];
   readonly admin: VenueAdmin;
+  /** Fault injection: latency, errors, timeouts, dropped book updates, disconnects (docs/chaos.md). */
+  readonly chaos: VenueChaos;
   /** The data directory, or undefined in memory. */
   readonly dataDir: string | undefined;
   /** The running server, for what the helpers do not cover. */
@@ -278,6 +281,7 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
       },
       accounts,
       admin,
+      chaos: venueChaos((method, path, body) => admin.call(method, path, body)),
       dataDir,
       server,
       client(account = 0) {
@@ -324,6 +328,11 @@ class Admin implements VenueAdmin {
       status: response.statusCode,
       body: response.body === '' ? null : (JSON.parse(response.body) as unknown),
     };
+  }
+
+  /** `request`, throwing a TestVenueError unless the answer is 2xx. */
+  call(method: string, path: string, body?: unknown): Promise<unknown> {
+    return this.#call(method, path, body);
   }
 
   async #call(method: string, path: string, body?: unknown): Promise<unknown> {

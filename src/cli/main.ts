@@ -5,6 +5,7 @@
  */
 import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
+import { registerChaosCommands } from './chaos.js';
 import { table } from './table.js';
 import { registerTestVenueCommand } from './test-venue.js';
 import { registerTraderCommands } from './trader.js';
@@ -168,6 +169,7 @@ program
 
 registerTraderCommands(program);
 registerTestVenueCommand(program, () => globals().json === true);
+registerChaosCommands(program, target, () => globals().json === true);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`openspot: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -121,6 +121,7 @@ export async function startServer(
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
+    seed: config.chaosSeed,
     adminToken: admin.token,
     isKnownKey: (apiKey) => exchange.store.getApiKey(apiKey) !== undefined,
     keysOf: (socketId) => channelGrants.keysOf(socketId),

@@ -192,6 +192,26 @@ describe('timeouts', () => {
     await client.cancelOrder(created.id!);
   });
 
+  test('a cancellation is carried out and its answer lost the same way', async () => {
+    const account = venue.accounts[1]!;
+    const client = new OpenSpotClient({
+      baseUrl: venue.baseUrl,
+      apiKey: account.apiKey,
+      apiSecret: account.apiSecret,
+      orderRetries: 0,
+    });
+    const created = await client.createOrder({
+      pair: 'BTC/EUR',
+      direction: 'buy',
+      type: 'limit',
+      price: '1002.0',
+      volume: '0.01',
+    });
+    await venue.chaos.set({ timeouts: { rate: 1, hold_ms: 50, count: 1 } }, { apiKey: account.apiKey });
+    await assert.rejects(client.cancelOrder(created.id!), OpenSpotTransportError);
+    assert.equal((await client.order(created.id!)).data.status, 'canceled');
+  });
+
   test('a refused order is answered: only an accepted change loses its answer', async () => {
     await venue.chaos.set({ timeouts: { rate: 1, hold_ms: 5000 } });
     try {
@@ -224,6 +244,26 @@ describe('timeouts', () => {
     await own.close();
     assert.ok(performance.now() - start < 2000);
     assert.ok((await pending) instanceof OpenSpotTransportError);
+  });
+});
+
+describe('CHAOS_SEED', () => {
+  test('the same seed makes the same decisions for the same requests', async () => {
+    const pattern = async () => {
+      const seeded = await startTestVenue({ env: { CHAOS_SEED: '42' } });
+      try {
+        await seeded.chaos.set({ errors: { rate: 0.5, status: 503 } });
+        const statuses: number[] = [];
+        for (let i = 0; i < 24; i++) statuses.push((await fetch(`${seeded.baseUrl}/markets`)).status);
+        return statuses.join(',');
+      } finally {
+        await seeded.close();
+      }
+    };
+    const first = await pattern();
+    assert.match(first, /503/);
+    assert.match(first, /200/);
+    assert.equal(await pattern(), first);
   });
 });
 

@@ -23,6 +23,8 @@ export interface ChaosHttpOptions {
 }
 
 const V1 = '/v1/';
+/** The API's description is documentation, not the trading interface. */
+const OPENAPI = '/v1/openapi.json';
 const ORDERS = '/v1/orders';
 const ORDER = '/v1/orders/:order_id';
 
@@ -57,7 +59,8 @@ export const chaosHttp: FastifyPluginCallback<ChaosHttpOptions> = (
 
   app.addHook('onRequest', (request, reply, next) => {
     if (!flags.http) return next();
-    if (!(request.routeOptions.url ?? '').startsWith(V1)) return next();
+    const route = request.routeOptions.url ?? '';
+    if (!route.startsWith(V1) || route === OPENAPI) return next();
     const apiKey = apiKeyOf(request);
     const latency = chaos.pick('latency', apiKey);
     let delayMs = 0;

@@ -8,6 +8,7 @@ import type { WsFaults } from '../ws/faults.js';
 import { chaosAdminRoutes } from './admin-routes.js';
 import { Chaos, type InjectedEvent } from './controller.js';
 import { chaosHttp } from './http-hook.js';
+import { seededRandom } from './random.js';
 import { WsChaos } from './ws-hook.js';
 
 export { Chaos, type ChaosState, type InjectedEvent } from './controller.js';
@@ -22,7 +23,8 @@ export interface InstallChaosOptions {
   readonly keysOf: (socketId: string) => readonly string[];
   /** Every injected fault (metrics, log). */
   readonly onInjected: (event: InjectedEvent) => void;
-  readonly random?: () => number;
+  /** Seeds the decisions' random source; undefined: Math.random. */
+  readonly seed?: number | undefined;
 }
 
 export interface InstalledChaos {
@@ -39,7 +41,7 @@ export async function installChaos(
 ): Promise<InstalledChaos> {
   const chaos = new Chaos({
     onInjected: options.onInjected,
-    ...(options.random === undefined ? {} : { random: options.random }),
+    ...(options.seed === undefined ? {} : { random: seededRandom(options.seed) }),
   });
   await app.register(chaosAdminRoutes, {
     prefix: '/admin/v1/chaos',

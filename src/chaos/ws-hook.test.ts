@@ -9,21 +9,10 @@ import { LocalBook } from '../client/local-book.js';
 import { ChannelGrants } from '../ws/channel-grants.js';
 import { type Frame, type Harness, RawClient, startHarness, waitFor } from '../ws/test-support.js';
 import { Chaos, type InjectedEvent } from './controller.js';
+import { seededRandom as seeded } from './random.js';
 import { WsChaos } from './ws-hook.js';
 
 const BOOK = 'order-book.BTCEUR';
-
-/** A small seeded generator (mulberry32): the same draws on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Setup {
   readonly harness: Harness;

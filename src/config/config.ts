@@ -57,6 +57,8 @@ export interface Config {
    * `off` in production, where a rehearsal must be asked for explicitly.
    */
   readonly chaos: boolean;
+  /** CHAOS_SEED: the fault decisions' random seed (reproducible rehearsals); unset: Math.random. */
+  readonly chaosSeed: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
     chaos: oneOf(env, 'CHAOS', ['on', 'off'] as const, production ? 'off' : 'on') === 'on',
+    chaosSeed: env.CHAOS_SEED ? integer(env, 'CHAOS_SEED', 0, 0, 2 ** 31 - 1) : undefined,
   };
 }
 

@@ -201,11 +201,11 @@ test('only order-book updates are dropped: snapshots and other channels pass', a
 test('delay: every frame waits, in order, jitter or not', async () => {
   const { harness, chaos, injected } = await setup();
   const { client } = await bookClient(harness);
-  chaos.replace(undefined, { ws_delay: { ms: 150, jitter_ms: 100 } });
+  chaos.replace(undefined, { ws_delay: { ms: 500, jitter_ms: 100 } });
   const start = performance.now();
   publishUpdates(harness, 1, 20);
   const received = await updatesReceived(client, 20);
-  assert.ok(performance.now() - start >= 145);
+  assert.ok(performance.now() - start >= 495);
   assert.deepEqual(
     received.map((u) => u.sequence),
     Array.from({ length: 20 }, (_, i) => i + 1),
@@ -215,14 +215,14 @@ test('delay: every frame waits, in order, jitter or not', async () => {
   const pingAt = performance.now();
   client.send({ event: 'pusher:ping', data: {} });
   await client.next((f) => f.event === 'pusher:pong');
-  assert.ok(performance.now() - pingAt >= 145);
+  assert.ok(performance.now() - pingAt >= 495);
   // Cleared: frames flow at once again (after the ones still queued).
   chaos.clear();
-  await new Promise((r) => setTimeout(r, 300));
+  await new Promise((r) => setTimeout(r, 700));
   const fast = performance.now();
   publishUpdates(harness, 21, 21);
   await updatesReceived(client, 1);
-  assert.ok(performance.now() - fast < 100);
+  assert.ok(performance.now() - fast < 400);
 });
 
 test('disconnects close the connection with the chosen code; others stay', async () => {

@@ -231,6 +231,20 @@ describe('timeouts', () => {
     }
   });
 
+  test('close() does not wait out a long latency', async () => {
+    const own = await startTestVenue();
+    await own.chaos.set({ latency: { ms: 60_000 } });
+    const pending = fetch(`${own.baseUrl}/markets`).then(
+      (r) => r.status,
+      () => 'failed',
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const start = performance.now();
+    await own.close();
+    assert.ok(performance.now() - start < 2000);
+    await pending;
+  });
+
   test('close() does not wait for a held answer', async () => {
     const own = await startTestVenue();
     await own.chaos.set({ timeouts: { rate: 1, hold_ms: 60_000 } });

@@ -56,6 +56,8 @@ export const chaosHttp: FastifyPluginCallback<ChaosHttpOptions> = (
   const { flags } = chaos;
   /** Connections whose answer is being withheld, destroyed at once when the server closes. */
   const held = new Map<Socket, NodeJS.Timeout>();
+  /** Requests waiting out their latency, let through at once when the server closes. */
+  const waiting = new Map<NodeJS.Timeout, () => void>();
 
   app.addHook('onRequest', (request, reply, next) => {
     if (!flags.http) return next();
@@ -78,8 +80,12 @@ export const chaosHttp: FastifyPluginCallback<ChaosHttpOptions> = (
       if (error !== undefined && failing) refuse(request, reply, error.fault.status, error.fault.retry_after);
       else next();
     };
-    if (delayMs > 0) setTimeout(proceed, delayMs);
-    else proceed();
+    if (delayMs <= 0) return proceed();
+    const timer = setTimeout(() => {
+      waiting.delete(timer);
+      proceed();
+    }, delayMs);
+    waiting.set(timer, proceed);
   });
 
   app.addHook('onSend', (request, reply, payload, next) => {
@@ -108,8 +114,13 @@ export const chaosHttp: FastifyPluginCallback<ChaosHttpOptions> = (
     });
   });
 
-  // A held connection would keep the server from closing until its hold ends.
+  // A held connection or a delayed request would keep the server from closing until it ends.
   app.addHook('preClose', (next) => {
+    for (const [timer, proceed] of waiting) {
+      clearTimeout(timer);
+      proceed();
+    }
+    waiting.clear();
     for (const [socket, timer] of held) {
       clearTimeout(timer);
       socket.destroy();

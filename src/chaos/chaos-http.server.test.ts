@@ -99,6 +99,36 @@ describe('errors', () => {
     assert.equal((await venue.client(a).spotWallet()).data.length > 0, true);
   });
 
+  test('narrowed to routes: only order placement fails, reads pass', async () => {
+    await venue.chaos.set(
+      { errors: { rate: 1, status: 503, routes: ['POST /v1/orders'] } },
+      { replace: true },
+    );
+    try {
+      const client = new OpenSpotClient({
+        baseUrl: venue.baseUrl,
+        apiKey: venue.accounts[0]!.apiKey,
+        apiSecret: venue.accounts[0]!.apiSecret,
+        orderRetries: 0,
+      });
+      assert.equal((await client.openOrders()).data.length, 0);
+      assert.equal((await raw('/v1/markets')).status, 200);
+      await assert.rejects(
+        client.createOrder({
+          pair: 'BTC/EUR',
+          direction: 'buy',
+          type: 'limit',
+          price: '1000.0',
+          volume: '0.01',
+        }),
+        /503/,
+      );
+      assert.equal((await client.openOrders()).data.length, 0);
+    } finally {
+      await venue.chaos.clear();
+    }
+  });
+
   test('a rate between 0 and 1 refuses about that share', async () => {
     await venue.chaos.set({ errors: { rate: 0.5, status: 503 } }, { replace: true });
     try {
@@ -363,6 +393,7 @@ describe('the admin API', () => {
       [{ faults: { errors: { rate: 2 } } }, 'faults.errors.rate'],
       [{ faults: { errors: { rate: 1, status: 500 } } }, 'faults.errors.status'],
       [{ faults: { disconnects: { rate: 1, code: 4100 } } }, 'faults.disconnects.code'],
+      [{ faults: { errors: { rate: 1, routes: ['/v1/orders'] } } }, 'faults.errors.routes'],
       [{ faults: { book_updates: { drop: 0.6, reorder: 0.6 } } }, 'faults.book_updates'],
       [{ faults: {}, api_key: 'no-such-key' }, 'api_key'],
       [{ faults: {}, scope: 'all' }, 'scope'],

@@ -10,14 +10,22 @@ interface Counted {
   readonly count?: number;
 }
 
+/**
+ * REST faults may be narrowed to some routes: `METHOD /v1/template` as the API declares it, e.g.
+ * `POST /v1/orders` or `DELETE /v1/orders/:order_id`. Absent: every `/v1` route.
+ */
+interface Routed {
+  readonly routes?: readonly string[];
+}
+
 /** REST (`/v1`) requests wait `ms` plus a uniform random 0…`jitter_ms` before being handled. */
-export interface LatencyFault extends Counted {
+export interface LatencyFault extends Counted, Routed {
   readonly ms: number;
   readonly jitter_ms: number;
 }
 
 /** A share of `/v1` requests is refused before it is handled: 503, or 429 with Retry-After. */
-export interface ErrorFault extends Counted {
+export interface ErrorFault extends Counted, Routed {
   readonly rate: number;
   readonly status: 503 | 429;
   /** Seconds, sent as Retry-After. */
@@ -153,6 +161,29 @@ function count(value: Json, field: string): Counted {
   return { count: numberField(value, field, 'count', { min: 1, max: 1_000_000_000, integer: true }) };
 }
 
+const ROUTE = /^(GET|POST|DELETE) \/v1\/[A-Za-z0-9_\-/:.]*$/;
+
+function routes(value: Json, field: string): Routed {
+  const raw = value.routes;
+  if (raw === undefined) return {};
+  const path = `${field}.routes`;
+  if (
+    !Array.isArray(raw) ||
+    raw.length === 0 ||
+    raw.length > 32 ||
+    !raw.every((r) => typeof r === 'string' && ROUTE.test(r))
+  )
+    throw new FaultInputError(
+      path,
+      `The ${path} field must be a list of 1 to 32 routes such as "POST /v1/orders" or "DELETE /v1/orders/:order_id".`,
+    );
+  return { routes: [...new Set(raw as string[])] };
+}
+
+/** Whether a REST fault applies to a request of this method and route template. */
+export const appliesTo = (fault: Routed, method: string, route: string): boolean =>
+  fault.routes === undefined || fault.routes.includes(`${method} ${route}`);
+
 function choice<T extends number>(
   value: Json,
   field: string,
@@ -172,19 +203,21 @@ function choice<T extends number>(
 
 const parsers: { readonly [K in FaultKind]-?: (value: Json, field: K) => NonNullable<FaultSet[K]> } = {
   latency: (v, f) => {
-    onlyFields(v, f, ['ms', 'jitter_ms', 'count']);
+    onlyFields(v, f, ['ms', 'jitter_ms', 'count', 'routes']);
     return {
       ms: numberField(v, f, 'ms', MILLIS),
       jitter_ms: numberField(v, f, 'jitter_ms', MILLIS, 0),
+      ...routes(v, f),
       ...count(v, f),
     };
   },
   errors: (v, f) => {
-    onlyFields(v, f, ['rate', 'status', 'retry_after', 'count']);
+    onlyFields(v, f, ['rate', 'status', 'retry_after', 'count', 'routes']);
     return {
       rate: numberField(v, f, 'rate', RATE),
       status: choice(v, f, 'status', [503, 429] as const, 503),
       retry_after: numberField(v, f, 'retry_after', { min: 1, max: 3600, integer: true }, 1),
+      ...routes(v, f),
       ...count(v, f),
     };
   },

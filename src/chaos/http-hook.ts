@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyPluginCallback, FastifyReply, FastifyRequest } from 'fastify';
 import { errorForShape, routeErrorShape, statusText } from '../http/errors.js';
 import type { Chaos } from './controller.js';
+import { appliesTo } from './faults.js';
 
 export interface ChaosHttpOptions {
   readonly chaos: Chaos;
@@ -66,15 +67,16 @@ export const chaosHttp: FastifyPluginCallback<ChaosHttpOptions> = (
     const apiKey = apiKeyOf(request);
     const latency = chaos.pick('latency', apiKey);
     let delayMs = 0;
-    if (latency !== undefined) {
+    if (latency !== undefined && appliesTo(latency.fault, request.method, route)) {
       delayMs = latency.fault.ms + Math.floor(chaos.random() * (latency.fault.jitter_ms + 1));
-      chaos.injected(latency, 'latency', apiKey, { route: request.routeOptions.url, ms: delayMs });
+      chaos.injected(latency, 'latency', apiKey, { route, ms: delayMs });
     }
     const error = chaos.pick('errors', apiKey);
-    const failing = error !== undefined && chaos.chance(error.fault.rate);
+    const failing =
+      error !== undefined && appliesTo(error.fault, request.method, route) && chaos.chance(error.fault.rate);
     if (error !== undefined && failing) {
       const fault = error.fault.status === 429 ? 'error_429' : 'error_503';
-      chaos.injected(error, fault, apiKey, { route: request.routeOptions.url });
+      chaos.injected(error, fault, apiKey, { route });
     }
     const proceed = () => {
       if (error !== undefined && failing) refuse(request, reply, error.fault.status, error.fault.retry_after);

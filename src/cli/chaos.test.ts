@@ -38,6 +38,12 @@ test('flags build one fault per kind, leaving defaults to the server', () => {
       disconnects: { rate: 0.2, code: 4201 },
     },
   );
+  assert.deepEqual(
+    faultsFromOptions({ errorRate: 1, routes: 'POST /v1/orders, DELETE  /v1/orders/:order_id' }),
+    {
+      errors: { rate: 1, routes: ['POST /v1/orders', 'DELETE /v1/orders/:order_id'] },
+    },
+  );
   assert.throws(() => faultsFromOptions({ faults: '[1]' }), /JSON object/);
 });
 

@@ -15,6 +15,7 @@ export interface ChaosSetOptions {
   replace?: boolean;
   faults?: string;
   count?: number;
+  routes?: string;
   latency?: number;
   jitter?: number;
   errorRate?: number;
@@ -57,6 +58,10 @@ export function faultsFromOptions(o: ChaosSetOptions): Record<string, unknown> {
   };
   add('latency', o.latency, { ms: o.latency, jitter_ms: o.jitter });
   add('errors', o.errorRate, { rate: o.errorRate, status: o.errorStatus, retry_after: o.retryAfter });
+  const routes = o.routes?.split(',').map((r) => r.trim().replace(/\s+/, ' '));
+  if (routes !== undefined)
+    for (const kind of ['latency', 'errors'])
+      if (faults[kind] !== undefined) faults[kind] = { ...(faults[kind] as object), routes };
   add('timeouts', o.timeoutRate, { rate: o.timeoutRate, hold_ms: o.hold });
   add('ws_delay', o.wsDelay, { ms: o.wsDelay, jitter_ms: o.wsJitter });
   const book = o.drop ?? o.duplicate ?? o.reorder;
@@ -114,6 +119,10 @@ export function registerChaosCommands(
     .option('--replace', "replace the scope's faults instead of adding to them")
     .option('--faults <json>', 'faults as JSON, e.g. \'{"book_updates":{"drop":0.1}}\'')
     .option('--count <n>', 'each fault given by a flag applies this many times, then ends', number('--count'))
+    .option(
+      '--routes <list>',
+      'REST latency and errors only on these routes, e.g. "POST /v1/orders,GET /v1/open-orders"',
+    )
     .option('--latency <ms>', 'REST latency', number('--latency'))
     .option('--jitter <ms>', 'random extra REST latency, 0 to ms', number('--jitter'))
     .option('--error-rate <r>', 'share of REST requests refused, 0 to 1', number('--error-rate'))

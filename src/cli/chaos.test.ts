@@ -1,7 +1,8 @@
 /** `openspot chaos`: flags → faults, and the commands against a running venue. */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { startTestVenue, type TestVenue } from '../testing/index.js';
@@ -79,4 +80,39 @@ test('set, show and clear against a running server, for one key', async () => {
   });
   await cli('chaos', 'clear', '--key', key);
   assert.deepEqual(await venue.chaos.state(), { allowed: true, everyone: {}, keys: {} });
+});
+
+test('openspot test-venue --chaos starts a venue with the faults already set', async () => {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      TSX,
+      CLI,
+      '--json',
+      'test-venue',
+      '--chaos',
+      '{"errors":{"rate":1,"status":429,"retry_after":3}}',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    const line = await new Promise<string>((resolve) =>
+      createInterface({ input: child.stdout }).once('line', resolve),
+    );
+    const info = JSON.parse(line) as { base_url: string; admin: { url: string; token: string } };
+    const answer = await fetch(`${info.base_url}/markets`);
+    assert.equal(answer.status, 429);
+    assert.equal(answer.headers.get('retry-after'), '3');
+    const state = await fetch(`${info.admin.url}/chaos`, {
+      headers: { authorization: `Bearer ${info.admin.token}` },
+    });
+    assert.deepEqual(((await state.json()) as { everyone: unknown }).everyone, {
+      errors: { rate: 1, status: 429, retry_after: 3 },
+    });
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
 });

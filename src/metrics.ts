@@ -101,6 +101,18 @@ export class Metrics {
     this.wsRefused.inc({ reason });
   }
 
+  private readonly chaosFaults = new Counter({
+    name: 'openspot_chaos_faults_total',
+    help: 'Faults injected for rehearsal (docs/chaos.md), by fault',
+    labelNames: ['fault'] as const,
+    registers: [this.registry],
+  });
+
+  /** One injected fault (src/chaos). */
+  chaosFault(fault: string): void {
+    this.chaosFaults.inc({ fault });
+  }
+
   watchRealtime(stats: () => { connections: number; subscriptions: number }): void {
     new Gauge({
       name: 'openspot_ws_connections',

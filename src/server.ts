@@ -13,6 +13,7 @@ import { type OpenExchange, openExchange } from './app/exchange.js';
 import { keepInitialState } from './app/initial-state.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
+import { type InstalledChaos, installChaos } from './chaos/index.js';
 import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
@@ -40,6 +41,8 @@ export interface RunningServer {
   readonly adminToken: string;
   /** True when this start found a fresh store and saved it as the `initial` checkpoint (reset). */
   readonly initialCheckpoint: boolean;
+  /** Fault injection (src/chaos), also reachable through /admin/v1/chaos. */
+  readonly chaos: InstalledChaos['chaos'];
   close(): Promise<void>;
 }
 
@@ -130,7 +133,19 @@ export async function startServer(
       .code(ready ? 200 : 503)
       .send({ status: ready ? 'ready' : shuttingDown ? 'shutting down' : 'store unavailable' });
   });
+  const chaos: InstalledChaos = await installChaos(app, {
+    allowed: config.chaos,
+    seed: config.chaosSeed,
+    adminToken: admin.token,
+    isKnownKey: (apiKey) => exchange.store.getApiKey(apiKey) !== undefined,
+    keysOf: (socketId) => channelGrants.keysOf(socketId),
+    onInjected: ({ fault, apiKey, detail }) => {
+      metrics.chaosFault(fault);
+      logger.info({ fault, api_key: apiKey ?? null, ...detail }, 'chaos: fault injected');
+    },
+  });
   const realtime = mountRealtime({
+    faults: chaos.ws,
     server: app.server,
     exchange,
     appKey: ws.appKey,
@@ -145,7 +160,10 @@ export async function startServer(
   });
   metrics.watchRealtime(() => realtime.realtime.stats());
   // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
-  app.addHook('preClose', async () => realtime.close());
+  app.addHook('preClose', async () => {
+    chaos.close();
+    await realtime.close();
+  });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     exchange,
@@ -178,6 +196,7 @@ export async function startServer(
     url,
     adminToken: admin.token,
     initialCheckpoint,
+    chaos: chaos.chaos,
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { CatalogueFile } from '../config/default-catalogue.js';
+import type { ChaosFaults } from '../testing/chaos.js';
 
 interface TestVenueCliOptions {
   port: number;
@@ -16,6 +17,7 @@ interface TestVenueCliOptions {
   seed?: number;
   dir?: string;
   catalogue?: string;
+  chaos?: string;
 }
 
 const whole = (name: string) => (value: string) => {
@@ -55,7 +57,12 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
       '--catalogue <file>',
       'assets and markets (JSON, the CATALOGUE_FILE shape) instead of the default catalogue',
     )
+    .option(
+      '--chaos <json>',
+      'faults to set for everyone at start (docs/chaos.md), e.g. \'{"book_updates":{"drop":0.1}}\'',
+    )
     .action(async (o: TestVenueCliOptions) => {
+      const faults = o.chaos === undefined ? undefined : (JSON.parse(o.chaos) as ChaosFaults);
       const { startTestVenue, testVenueInfo } = await import('../testing/index.js');
       const catalogue =
         o.catalogue === undefined
@@ -78,6 +85,14 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
             }
           : {}),
       });
+      if (faults !== undefined) {
+        try {
+          await venue.chaos.set(faults);
+        } catch (error) {
+          await venue.close();
+          throw error;
+        }
+      }
       const info = testVenueInfo(venue);
       if (json()) process.stdout.write(`${JSON.stringify(info)}\n`);
       else {

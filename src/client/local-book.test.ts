@@ -161,13 +161,23 @@ test('a dropped message is a gap: the copy is dropped until the next snapshot', 
   );
 });
 
-test('a duplicated update is a gap too; an update before any snapshot waits', () => {
+test('a duplicated or late update is ignored and the copy stays in sync; an update before any snapshot waits', () => {
   const ref = new Reference();
   const book = new LocalBook();
   const [update] = ref.batch([['buy', 1000, 10]]);
   assert.deepEqual(book.apply(update!), { status: 'awaiting-snapshot' });
+  // The snapshot already contains the update: arriving late, it is stale.
   book.apply(ref.snapshot());
-  assert.equal(book.apply(update!).status, 'gap');
+  assert.deepEqual(book.apply(update!), { status: 'stale', sequence: 101, received: 101 });
+  const [next] = ref.batch([['sell', 2000, 10]]);
+  assert.deepEqual(book.apply(next!), { status: 'ok' });
+  // A duplicate of the last update changes nothing.
+  assert.deepEqual(book.apply(next!), { status: 'stale', sequence: 102, received: 102 });
+  assert.equal(book.synced, true);
+  assert.deepEqual(
+    book.asks().map((l) => l.price),
+    ['200.0'],
+  );
 });
 
 test('a checksum mismatch is reported and drops the copy', () => {

@@ -2,9 +2,10 @@
  * A local copy of one market's order book, kept from the `order-book.{pair}` channel: a
  * `snapshot` message (every level) then one `update` message per changed level (the side whose
  * field is an object, with the level's new total; a zero quantity removes the level). Each message
- * carries the book's `sequence`; an update whose sequence is not the previous one plus one means
+ * carries the book's `sequence`; an update whose sequence is past the previous one plus one means
  * messages were lost, and the only repair is a fresh snapshot, which the server sends on every
- * (re)subscription. The top-10 checksum of every message is verified too, which catches a book
+ * (re)subscription. An update at or below the copy's sequence is one already applied (a duplicate,
+ * or a late one that the last snapshot already contains): it is ignored. The top-10 checksum of every message is verified too, which catches a book
  * that drifted for any other reason.
  */
 import type { BookData, BookLevelText, BookMessage, BookUpdateData } from './channels.js';
@@ -18,7 +19,9 @@ export type BookApplyResult =
   /** The book after the message does not match the server's checksum: resubscribe. */
   | { readonly status: 'checksum'; readonly expected: number; readonly computed: number }
   /** An update arrived while no valid snapshot is held; ignored until the next snapshot. */
-  | { readonly status: 'awaiting-snapshot' };
+  | { readonly status: 'awaiting-snapshot' }
+  /** An update the copy already contains (a duplicate or a late one): ignored, still in sync. */
+  | { readonly status: 'stale'; readonly sequence: number; readonly received: number };
 
 export interface LocalBookOptions {
   /** Verify the checksum of every message. Default true. */
@@ -113,6 +116,9 @@ export class LocalBook {
   applyUpdate(data: BookUpdateData): BookApplyResult {
     if (this.#sequence === undefined) return { status: 'awaiting-snapshot' };
     const expected = this.#sequence + 1;
+    // Sequences count every message of the book: one at or below ours is already in the copy.
+    if (data.sequence < expected)
+      return { status: 'stale', sequence: this.#sequence, received: data.sequence };
     if (data.sequence !== expected) {
       // Applying past a hole would show levels that may no longer exist: drop the copy.
       this.reset();

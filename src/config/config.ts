@@ -59,6 +59,13 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** Trust X-Forwarded-* headers (only behind a reverse proxy you control). */
   readonly trustProxy: boolean;
+  /**
+   * Fault injection may be set through /admin/v1/chaos (docs/chaos.md). CHAOS: `on` by default,
+   * `off` in production, where a rehearsal must be asked for explicitly.
+   */
+  readonly chaos: boolean;
+  /** CHAOS_SEED: the fault decisions' random seed (reproducible rehearsals); unset: Math.random. */
+  readonly chaosSeed: number | undefined;
 }
 
 export interface ReplaySettings {
@@ -162,6 +169,8 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: env.SECRETS_KEY || undefined,
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
+    chaos: oneOf(env, 'CHAOS', ['on', 'off'] as const, production ? 'off' : 'on') === 'on',
+    chaosSeed: env.CHAOS_SEED ? integer(env, 'CHAOS_SEED', 0, 0, 2 ** 31 - 1) : undefined,
   };
 }
 

@@ -11,6 +11,7 @@ export {
   type SteppedSimulator,
   steppedSimulator,
 } from '../simulator/simulator.js';
+export type { ChaosFaults, ChaosScope, VenueChaos, VenueChaosState } from './chaos.js';
 export {
   type CatalogueFile,
   type LedgerCheck,

@@ -21,6 +21,7 @@ import type { CatalogueFile } from '../config/default-catalogue.js';
 import { createLogger } from '../logger.js';
 import { type RunningServer, startServer } from '../server.js';
 import { demoBalances } from '../simulator/demo.js';
+import { type VenueChaos, venueChaos } from './chaos.js';
 
 export type { CatalogueFile } from '../config/default-catalogue.js';
 
@@ -174,6 +175,8 @@ export interface TestVenue {
   readonly ws: PusherSettings;
   readonly accounts: readonly TestAccount[];
   readonly admin: VenueAdmin;
+  /** Fault injection: latency, errors, timeouts, dropped book updates, disconnects (docs/chaos.md). */
+  readonly chaos: VenueChaos;
   /** The data directory, or undefined in memory. */
   readonly dataDir: string | undefined;
   /** The running server, for what the helpers do not cover. */
@@ -308,6 +311,7 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
       },
       accounts,
       admin,
+      chaos: venueChaos((method, path, body) => admin.call(method, path, body)),
       dataDir,
       server,
       client(account = 0) {
@@ -361,8 +365,12 @@ class Admin implements VenueAdmin {
     };
   }
 
-  /** An admin call that throws TestVenueError unless it answers 2xx. */
-  async call(method: string, path: string, body?: unknown): Promise<unknown> {
+  /** `request`, throwing a TestVenueError unless the answer is 2xx. */
+  call(method: string, path: string, body?: unknown): Promise<unknown> {
+    return this.#call(method, path, body);
+  }
+
+  async #call(method: string, path: string, body?: unknown): Promise<unknown> {
     const answer = await this.request(method, path, body);
     if (answer.status >= 200 && answer.status < 300) return answer.body;
     const error = (answer.body as { error?: { message?: string; field?: string } } | null)?.error;

@@ -70,6 +70,12 @@ export class ChannelGrants implements ChannelGrantIssuer {
     return this.#isKeyActive(apiKey) ? 'granted' : 'revoked';
   }
 
+  /** The keys that obtained tokens on a connection (fault injection scopes a connection by them). */
+  keysOf(socketId: string): string[] {
+    const grants = this.#connections.get(socketId);
+    return grants === undefined ? [] : [...new Set(grants.values())];
+  }
+
   /** Connections tracked (for tests and metrics). */
   get connections(): number {
     return this.#connections.size;

@@ -4,6 +4,7 @@
  * the server buffer without bound.
  */
 import { WebSocket } from 'ws';
+import type { WsFaults } from './faults.js';
 import { CloseCode } from './frames.js';
 
 export interface ConnectionOptions {
@@ -13,6 +14,8 @@ export interface ConnectionOptions {
   readonly closeGraceMs: number;
   /** Called once, when the server starts closing the connection: stop routing messages to it. */
   readonly onClosing: (connection: ClientConnection, code: number, reason: string) => void;
+  /** Fault injection (src/chaos): sees every frame while a WebSocket fault is set. */
+  readonly faults?: WsFaults | undefined;
 }
 
 /** The raw byte stream under the WebSocket (what `handleUpgrade` was given): only its corking is used. */
@@ -78,6 +81,14 @@ export class ClientConnection {
    * Returns false when nothing was sent: the connection is closing or was just cut off.
    */
   send(frame: string | Buffer): boolean {
+    if (!this.isOpen) return false;
+    const faults = this.options.faults;
+    if (faults?.active === true && faults.intercept(this, frame)) return true;
+    return this.write(frame);
+  }
+
+  /** `send` past fault injection: how the injector writes the frames it delayed. */
+  write(frame: string | Buffer): boolean {
     if (!this.isOpen) return false;
     // `bufferedAmount` is what the socket has not yet handed to the kernel. A client that reads
     // too slowly makes it grow; past the limit we close with 4100 (pusher-js backs off 1 s and

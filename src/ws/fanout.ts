@@ -10,6 +10,7 @@
  * subscriber, are most of the fan-out's cost; this makes them one per batch and subscriber.
  */
 import type { ClientConnection } from './connection.js';
+import type { WsFaults } from './faults.js';
 import { dataFrame } from './frames.js';
 import type { ChannelRegistry } from './registry.js';
 
@@ -37,11 +38,20 @@ export function publishToChannel(
   event: string,
   payload: unknown,
   batch?: Batch,
+  faults?: WsFaults,
 ): number {
   const subscribers = registry.subscribers(channel);
   if (subscribers === undefined || subscribers.size === 0) return 0;
   const frame = Buffer.from(dataFrame(channel, event, payload));
   let sent = 0;
+  if (faults?.active === true) {
+    // Fault injection (src/chaos) decides per subscriber; off, this loop is never entered.
+    for (const connection of subscribers) {
+      batch?.hold(connection);
+      if (faults.deliver(connection, channel, event, frame)) sent += 1;
+    }
+    return sent;
+  }
   // A slow subscriber cut off by `send` removes itself from this very set; deleting the current
   // element of a Set while iterating it is well defined and does not skip the others.
   for (const connection of subscribers) {

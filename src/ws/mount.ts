@@ -21,6 +21,7 @@ export interface MountOptions
     | 'channelGrants'
     | 'trustProxy'
     | 'onRefused'
+    | 'faults'
   > {
   readonly server: Server;
   readonly exchange: Exchange;

@@ -11,6 +11,7 @@ import type { ChannelGrants } from './channel-grants.js';
 import { type ChannelProvider, isPrivateChannel } from './channels.js';
 import { ClientConnection, type Transport } from './connection.js';
 import { Batch, publishToChannel } from './fanout.js';
+import type { WsFaults } from './faults.js';
 import {
   type ClientFrame,
   CloseCode,
@@ -90,6 +91,8 @@ export interface RealtimeServerOptions {
   readonly trustProxy?: boolean;
   /** Told of every connection refused by a per-address limit (metrics). */
   readonly onRefused?: (reason: RefusalReason) => void;
+  /** Fault injection for rehearsing failures (src/chaos); none when absent. */
+  readonly faults?: WsFaults;
 }
 
 export interface RealtimeStats {
@@ -156,6 +159,8 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
   const perIp = new IpAdmission(limits);
   const registry = new ChannelRegistry();
   const connections = new Set<ClientConnection>();
+  const faults = options.faults;
+  faults?.attach(() => connections);
   const context: SubscriptionContext = {
     appKey: options.appKey,
     appSecret: options.appSecret,
@@ -276,6 +281,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       {
         maxBufferedBytes: limits.maxBufferedBytes,
         closeGraceMs,
+        faults,
         onClosing: (c, code, reason) => {
           // Stop routing messages at once; the socket may take a while to finish closing.
           registry.removeAll(c);
@@ -359,7 +365,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
   let batch: Batch | undefined;
 
   return {
-    publish: (channel, event, data) => publishToChannel(registry, channel, event, data, batch),
+    publish: (channel, event, data) => publishToChannel(registry, channel, event, data, batch, faults),
     subscriberCount: (channel) => registry.count(channel),
     batch(publishes) {
       if (batch !== undefined) return publishes();

@@ -109,12 +109,12 @@ export async function startServer(
   // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
   await app.register(httpRateLimit, config.rateLimit);
   metrics.mount(app, admin.token);
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const ready = !shuttingDown && exchange.isWritable();
-    return reply
-      .code(ready ? 200 : 503)
-      .send({ status: ready ? 'ready' : shuttingDown ? 'shutting down' : 'store unavailable' });
+  const readiness = () =>
+    shuttingDown ? 'shutting down' : exchange.isWritable() ? 'ready' : ('store unavailable' as const);
+  app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
+    const status = readiness();
+    return reply.code(status === 'ready' ? 200 : 503).send({ status });
   });
   const realtime = mountRealtime({
     server: app.server,
@@ -138,6 +138,7 @@ export async function startServer(
     vault,
     token: admin.token,
     onApiKeyRevoked: (userId) => realtime.realtime.disconnectUserPrivateChannels(userId),
+    health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
 
   await app.listen({ port: config.port, host: config.host });
@@ -161,6 +162,26 @@ export async function startServer(
     },
   };
 }
+
+const PROBE_SCHEMAS = {
+  healthz: {
+    tags: ['health'],
+    summary: 'Liveness: the process answers',
+    response: { 200: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } },
+  },
+  readyz: {
+    tags: ['health'],
+    summary: 'Readiness: the store accepts changes and the server is not shutting down',
+    response: {
+      200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
+      503: {
+        type: 'object',
+        description: 'Not ready: a load balancer should send traffic elsewhere',
+        properties: { status: { type: 'string', enum: ['store unavailable', 'shutting down'] } },
+      },
+    },
+  },
+} as const;
 
 /**
  * Development conveniences: the demo account (and the simulator's accounts), provisioned through

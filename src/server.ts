@@ -16,9 +16,10 @@ import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
+import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
-import type { AdminApi } from './simulator/demo.js';
+import type { AdminApi, DemoAccount } from './simulator/demo.js';
 import {
   DEFAULT_REFERENCE_PRICES,
   provisionDemo,
@@ -141,12 +142,28 @@ export async function startServer(
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
 
+  // The web pages (`/`, `/admin`, `/assets/*`, `/ui/*`; src/http/pages.ts). The demo account is
+  // provisioned after listen (through the admin API): until then the page offers no demo.
+  let demoAccount: DemoCredentials | undefined;
+  await app.register(pagesPlugin, {
+    production: config.production,
+    adminUi: config.adminUi,
+    wsAppKey: ws.appKey,
+    balanceCurrency: config.balanceCurrency,
+    demoCredentials: () => demoAccount,
+  });
+
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
-  const simulator = await startDemo(config, logger, app, admin.token, exchange, port, options);
+  logger.info(
+    { terminal: `${url}/`, console: `${url}/admin` },
+    'web pages: trading terminal, operator console',
+  );
+  const { simulator, demo } = await startDemo(config, logger, app, admin.token, exchange, port, options);
+  if (config.demo) demoAccount = demo;
   return {
     app,
     exchange,
@@ -197,8 +214,8 @@ async function startDemo(
   exchange: OpenExchange,
   port: number,
   options: ServerOptions,
-): Promise<Simulator | undefined> {
-  if (!config.demo && !config.simulator.enabled) return undefined;
+): Promise<{ simulator?: Simulator; demo?: DemoAccount }> {
+  if (!config.demo && !config.simulator.enabled) return {};
   const adminApi: AdminApi = async (method, path, body) => {
     const response = await app.inject({
       method: method as 'GET',
@@ -237,9 +254,9 @@ async function startDemo(
         'demo account created (play money)',
       );
   }
-  if (!config.simulator.enabled) return undefined;
+  if (!config.simulator.enabled) return { demo: provision.demo };
   logger.info({ rate: config.simulator.ratePerSecond }, 'market simulator on (SIMULATOR=off to stop it)');
-  return startSimulator({
+  const simulator = await startSimulator({
     baseUrl: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}/v1`,
     makers: provision.makers,
     takers: provision.takers,
@@ -249,4 +266,5 @@ async function startDemo(
     seed: config.simulator.seed,
     logger,
   });
+  return { simulator, demo: provision.demo };
 }

@@ -52,6 +52,8 @@ export interface Config {
   readonly publicUrl: string | undefined;
   /** Trust X-Forwarded-* headers (only behind a reverse proxy you control). */
   readonly trustProxy: boolean;
+  /** ADMIN_UI=on: serve the operator console page (`/admin`) to non-local clients too. */
+  readonly adminUi: boolean;
 }
 
 export class ConfigError extends Error {
@@ -145,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKey: env.SECRETS_KEY || undefined,
     publicUrl: publicUrl(env.PUBLIC_URL),
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
+    adminUi: oneOf(env, 'ADMIN_UI', ['on', 'off'] as const, 'off') === 'on',
   };
 }
 

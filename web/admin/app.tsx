@@ -42,11 +42,12 @@ function useRoute(): Route {
   return parseRoute(hash);
 }
 
+/** Each label's second part is left out at phone width, so the four tabs fit. */
 const TABS = [
-  { view: 'users', label: 'Users', href: '#/users' },
-  { view: 'catalogue', label: 'Markets & assets', href: '#/catalogue' },
-  { view: 'ledger', label: 'Ledger check', href: '#/ledger' },
-  { view: 'health', label: 'Health', href: '#/health' },
+  { view: 'users', label: 'Users', more: '', href: '#/users' },
+  { view: 'catalogue', label: 'Markets', more: ' & assets', href: '#/catalogue' },
+  { view: 'ledger', label: 'Ledger', more: ' check', href: '#/ledger' },
+  { view: 'health', label: 'Health', more: '', href: '#/health' },
 ] as const;
 
 export function App() {
@@ -59,7 +60,9 @@ export function App() {
   }, []);
   const client = useMemo(
     () =>
-      token === null ? null : new AdminClient(token, () => signOut('The server refused the token; sign in again.')),
+      token === null
+        ? null
+        : new AdminClient(token, () => signOut('The server refused the token; sign in again.')),
     [token, signOut],
   );
   if (client === null)
@@ -117,14 +120,24 @@ function Console(props: { readonly client: AdminClient; readonly signOut: () => 
         </a>
         <nav aria-label="Sections">
           {TABS.map((t) => (
-            <a key={t.view} href={t.href} class="tab" aria-current={route.view === t.view ? 'page' : undefined}>
+            <a
+              key={t.view}
+              href={t.href}
+              class="tab"
+              aria-current={route.view === t.view ? 'page' : undefined}
+            >
               {t.label}
+              {t.more !== '' && <span class="hide-narrow">{t.more}</span>}
             </a>
           ))}
         </nav>
         <div class="topbar-end">
           {ready !== null && (
-            <a href="#/health" class={`ready-light ${ready.ready ? 'on' : 'off'}`} title={`/readyz: ${ready.status}`}>
+            <a
+              href="#/health"
+              class={`ready-light ${ready.ready ? 'on' : 'off'}`}
+              title={`/readyz: ${ready.status}`}
+            >
               <span class="dot" aria-hidden="true" />
               {ready.ready ? 'ready' : ready.status}
             </a>
@@ -149,7 +162,9 @@ function Console(props: { readonly client: AdminClient; readonly signOut: () => 
             }}
           />
         )}
-        {route.view === 'catalogue' && <CatalogueView client={client} assets={assets} reloadAssets={loadAssets} />}
+        {route.view === 'catalogue' && (
+          <CatalogueView client={client} assets={assets} reloadAssets={loadAssets} />
+        )}
         {route.view === 'ledger' && <LedgerView client={client} />}
         {route.view === 'health' && <HealthView client={client} />}
       </main>

@@ -18,14 +18,14 @@ export function CatalogueView(props: {
           <table class="rows">
             <thead>
               <tr>
-                <th scope="col" class="num">
+                <th scope="col" class="num hide-narrow">
                   id
                 </th>
                 <th scope="col">pair</th>
-                <th scope="col" class="num">
+                <th scope="col" class="num hide-narrow">
                   price decimals
                 </th>
-                <th scope="col" class="num">
+                <th scope="col" class="num hide-narrow">
                   volume decimals
                 </th>
                 <th scope="col" class="num">
@@ -42,10 +42,10 @@ export function CatalogueView(props: {
             <tbody>
               {(markets.value ?? []).map((m) => (
                 <tr key={m.id}>
-                  <td class="num">{m.id}</td>
+                  <td class="num hide-narrow">{m.id}</td>
                   <th scope="row">{m.wsname}</th>
-                  <td class="num">{m.pair_decimals}</td>
-                  <td class="num">{m.lot_decimals}</td>
+                  <td class="num hide-narrow">{m.pair_decimals}</td>
+                  <td class="num hide-narrow">{m.lot_decimals}</td>
                   <td class="num">{m.ordermin}</td>
                   <td class="num">{percent(m.maker_fee)}</td>
                   <td class="num">{percent(m.taker_fee)}</td>
@@ -194,9 +194,21 @@ function NewAsset(props: { readonly client: AdminClient; readonly onCreated: () 
   );
 }
 
-const MARKET_FIELDS = ['base', 'quote', 'pair_decimals', 'lot_decimals', 'ordermin', 'maker_fee', 'taker_fee'];
+const MARKET_FIELDS = [
+  'base',
+  'quote',
+  'pair_decimals',
+  'lot_decimals',
+  'ordermin',
+  'maker_fee',
+  'taker_fee',
+];
 
-function NewMarket(props: { readonly client: AdminClient; readonly assets: readonly Asset[]; readonly onCreated: () => void }) {
+function NewMarket(props: {
+  readonly client: AdminClient;
+  readonly assets: readonly Asset[];
+  readonly onCreated: () => void;
+}) {
   const [values, setValues] = useState<Record<string, string>>({
     base: '',
     quote: '',
@@ -209,8 +221,10 @@ function NewMarket(props: { readonly client: AdminClient; readonly assets: reado
   const [error, setError] = useState<FormError | null>(null);
   const [done, setDone] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const base = values.base || props.assets[0]?.code || '';
-  const quote = values.quote || props.assets.find((a) => a.type === 'fiat')?.code || props.assets[0]?.code || '';
+  const base =
+    values.base || props.assets.find((a) => a.type === 'crypto')?.code || props.assets[0]?.code || '';
+  const quote =
+    values.quote || props.assets.find((a) => a.type === 'fiat')?.code || props.assets[0]?.code || '';
   const set = (name: string) => (e: { currentTarget: { value: string } }) =>
     setValues((v) => ({ ...v, [name]: e.currentTarget.value }));
   const integer = (text: string | undefined) => {
@@ -240,15 +254,22 @@ function NewMarket(props: { readonly client: AdminClient; readonly assets: reado
       setBusy(false);
     }
   };
-  const assetSelect = (name: 'base' | 'quote', value: string) => (id: string, invalid: boolean, describedBy?: string) => (
-    <select id={id} value={value} aria-invalid={invalid} aria-describedby={describedBy} onChange={set(name)}>
-      {props.assets.map((a) => (
-        <option key={a.code} value={a.code}>
-          {a.code}
-        </option>
-      ))}
-    </select>
-  );
+  const assetSelect =
+    (name: 'base' | 'quote', value: string) => (id: string, invalid: boolean, describedBy?: string) => (
+      <select
+        id={id}
+        value={value}
+        aria-invalid={invalid}
+        aria-describedby={describedBy}
+        onChange={set(name)}
+      >
+        {props.assets.map((a) => (
+          <option key={a.code} value={a.code}>
+            {a.code}
+          </option>
+        ))}
+      </select>
+    );
   const text =
     (name: string, placeholder: string, numeric = false) =>
     (id: string, invalid: boolean, describedBy?: string) => (

@@ -91,7 +91,10 @@ export class AdminClient {
 
   /** One admin call; resolves with status and body on 2xx, rejects with AdminError otherwise. */
   async send<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<Answer<T>> {
-    const headers: Record<string, string> = { Accept: 'application/json', Authorization: `Bearer ${this.#token}` };
+    const headers: Record<string, string> = {
+      Accept: 'application/json',
+      Authorization: `Bearer ${this.#token}`,
+    };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let response: Response;
     try {
@@ -120,7 +123,10 @@ export async function readiness(): Promise<{ ready: boolean; status: string }> {
   try {
     const response = await fetch('/readyz', { cache: 'no-store', headers: { Accept: 'application/json' } });
     const body = (await parse(response)) as { status?: unknown } | null;
-    return { ready: response.ok, status: typeof body?.status === 'string' ? body.status : `HTTP ${response.status}` };
+    return {
+      ready: response.ok,
+      status: typeof body?.status === 'string' ? body.status : `HTTP ${response.status}`,
+    };
   } catch {
     return { ready: false, status: 'unreachable' };
   }

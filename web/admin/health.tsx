@@ -3,6 +3,7 @@
  * Commit latency is shown for the last interval (the difference of two polls' histograms) and
  * since start; a sparkline keeps the last few minutes of p95 and of WebSocket connections.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Bucket, bucketDifference, histogramQuantile } from '../../src/admin/histogram.js';
 import { type AdminClient, type Health, readiness } from './client.js';
@@ -140,8 +141,8 @@ export function HealthView(props: { readonly client: AdminClient }) {
             values={samples.map((s) => s.window?.p95 ?? null)}
           />
           <p class="muted small">
-            Estimated from the histogram buckets, as Prometheus's histogram_quantile does (interpolated inside a
-            bucket).
+            Estimated from the histogram buckets, as Prometheus's histogram_quantile does (interpolated inside
+            a bucket).
           </p>
         </Panel>
         <Panel title="Connections and process">
@@ -174,7 +175,11 @@ export function HealthView(props: { readonly client: AdminClient }) {
   );
 }
 
-function Card(props: { readonly label: string; readonly tone: 'ok' | 'warn' | 'bad' | 'plain'; readonly children: preact.ComponentChildren }) {
+function Card(props: {
+  readonly label: string;
+  readonly tone: 'ok' | 'warn' | 'bad' | 'plain';
+  readonly children: ComponentChildren;
+}) {
   return (
     <div class={`card tone-${props.tone}`}>
       <span class="card-label">{props.label}</span>
@@ -193,20 +198,23 @@ function Sparkline(props: { readonly label: string; readonly values: readonly (n
   const offset = KEEP - props.values.length;
   let d = '';
   let pen = false;
-  props.values.forEach((v, i) => {
+  let end: { x: number; y: number } | null = null;
+  for (const [i, v] of props.values.entries()) {
     if (v === null) {
       pen = false;
-      return;
+      continue;
     }
     const x = (offset + i) * step;
     const y = height - 2 - (v / max) * (height - 4);
     d += `${pen ? 'L' : 'M'}${x.toFixed(1)},${y.toFixed(1)}`;
     pen = true;
-  });
+    end = i === props.values.length - 1 ? { x, y } : null;
+  }
   return (
     <figure class="sparkline">
       <svg viewBox={`0 0 ${width} ${height}`} preserveAspectRatio="none" role="img" aria-label={props.label}>
         <path d={d} />
+        {end !== null && <circle cx={end.x} cy={end.y} r="2.5" />}
       </svg>
       <figcaption class="muted small">
         {props.label}; max {Number.isInteger(max) ? max : max.toFixed(2)}
@@ -215,7 +223,8 @@ function Sparkline(props: { readonly label: string; readonly values: readonly (n
   );
 }
 
-const ms = (v: number | null): string => (v === null ? '—' : v < 1 ? `${v.toFixed(3)} ms` : `${v.toFixed(2)} ms`);
+const ms = (v: number | null): string =>
+  v === null ? '—' : v < 1 ? `${v.toFixed(3)} ms` : `${v.toFixed(2)} ms`;
 const mib = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
 const toneOf = (p95: number | null): 'ok' | 'warn' | 'bad' | 'plain' =>
   p95 === null ? 'plain' : p95 < 20 ? 'ok' : p95 < 100 ? 'warn' : 'bad';

@@ -21,8 +21,8 @@ export function LedgerView(props: { readonly client: AdminClient }) {
       }
     >
       <p class="muted">
-        For every asset, the sum of all balances plus the fees collected must equal deposits minus withdrawals,
-        and no balance may be negative.
+        For every asset, the sum of all balances plus the fees collected must equal deposits minus
+        withdrawals, and no balance may be negative.
       </p>
       {check.error !== undefined && <Alert kind="error">{check.error}</Alert>}
       {value !== undefined && (
@@ -67,7 +67,9 @@ export function LedgerView(props: { readonly client: AdminClient }) {
                   <td class="num">{a.balances}</td>
                   <td class="num">{a.fees}</td>
                   <td class="num">{a.net_deposits}</td>
-                  <td class={`num ${isZero(a.difference.replace('-', '')) ? 'muted' : 'sell'}`}>{a.difference}</td>
+                  <td class={`num ${isZero(a.difference.replace('-', '')) ? 'muted' : 'sell'}`}>
+                    {a.difference}
+                  </td>
                   <td class="num hide-narrow">{a.negative_balances}</td>
                   <td>{a.ok ? <span class="badge ok">ok</span> : <span class="badge bad">off</span>}</td>
                 </tr>

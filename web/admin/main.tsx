@@ -1,12 +1,7 @@
-// Placeholder of the operator console (`/admin`): the console itself is built on the `webadmin`
-// branch. It only proves the entry builds and is served.
+// The operator console (`/admin`): see app.tsx. Styles are files (the CSP allows no inline style).
 import { render } from 'preact';
 import '../shared/base.css';
+import './admin.css';
+import { App } from './app.js';
 
-render(
-  <main>
-    <h1>OpenSpot operator console</h1>
-    <p class="muted">Not built yet.</p>
-  </main>,
-  document.getElementById('app')!,
-);
+render(<App />, document.getElementById('app')!);

@@ -3,7 +3,10 @@ import { useState } from 'preact/hooks';
 import { AdminClient, AdminError } from './client.js';
 import { Alert } from './ui.js';
 
-export function SignIn(props: { readonly onSignedIn: (token: string) => void; readonly notice: string | null }) {
+export function SignIn(props: {
+  readonly onSignedIn: (token: string) => void;
+  readonly notice: string | null;
+}) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);

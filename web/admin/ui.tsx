@@ -76,7 +76,10 @@ export function FormAlert({ error }: { readonly error: FormError | null }) {
   );
 }
 
-export function Alert(props: { readonly kind: 'ok' | 'error' | 'warn' | 'info'; readonly children: ComponentChildren }) {
+export function Alert(props: {
+  readonly kind: 'ok' | 'error' | 'warn' | 'info';
+  readonly children: ComponentChildren;
+}) {
   return (
     <div class={`alert alert-${props.kind}`} role={props.kind === 'error' ? 'alert' : 'status'}>
       {props.children}
@@ -138,7 +141,6 @@ export function CopyButton({ text, label }: { readonly text: string; readonly la
 export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]) {
   const [state, setState] = useState<{ value?: T; error?: string; loading: boolean }>({ loading: true });
   const generation = useRef(0);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what `load` depends on.
   const reload = useCallback(async () => {
     const mine = ++generation.current;
     setState((s) => ({ ...s, loading: true }));
@@ -147,7 +149,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]) {
       if (mine === generation.current) setState({ value, loading: false });
     } catch (error) {
       if (mine === generation.current)
-        setState((s) => ({ ...s, error: error instanceof Error ? error.message : String(error), loading: false }));
+        setState((s) => ({
+          ...s,
+          error: error instanceof Error ? error.message : String(error),
+          loading: false,
+        }));
     }
   }, deps);
   useEffect(() => {

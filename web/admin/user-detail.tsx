@@ -14,7 +14,11 @@ import {
   useLoad,
 } from './ui.js';
 
-export function UserDetail(props: { readonly client: AdminClient; readonly user: User; readonly assets: readonly Asset[] }) {
+export function UserDetail(props: {
+  readonly client: AdminClient;
+  readonly user: User;
+  readonly assets: readonly Asset[];
+}) {
   const { client, user } = props;
   const balances = useLoad(
     () => client.get<{ data: Balance[] }>(`/users/${user.id}/balances`).then((r) => r.data),
@@ -31,11 +35,16 @@ export function UserDetail(props: { readonly client: AdminClient; readonly user:
             {user.email !== null && <span class="muted title-extra"> {user.email}</span>}
           </>
         }
-        actions={<a href="#/users">Close</a>}
+        actions={
+          <a href="#/users" class="back-link">
+            <span class="show-narrow">← All users</span>
+            <span class="hide-narrow">Close</span>
+          </a>
+        }
       >
         <p class="muted">Created {localTime(user.created_at)}</p>
       </Panel>
-      <div class="detail-grid">
+      <div class="user-grid">
         <Panel
           title="Balances"
           actions={
@@ -46,7 +55,11 @@ export function UserDetail(props: { readonly client: AdminClient; readonly user:
         >
           {balances.error !== undefined && <p class="alert alert-error">{balances.error}</p>}
           <label class="check">
-            <input type="checkbox" checked={showEmpty} onChange={(e) => setShowEmpty(e.currentTarget.checked)} />
+            <input
+              type="checkbox"
+              checked={showEmpty}
+              onChange={(e) => setShowEmpty(e.currentTarget.checked)}
+            />
             Show zero balances
           </label>
           <div class="table-scroll">
@@ -57,7 +70,7 @@ export function UserDetail(props: { readonly client: AdminClient; readonly user:
                   <th scope="col" class="num">
                     available
                   </th>
-                  <th scope="col" class="num">
+                  <th scope="col" class="num hide-narrow">
                     reserved
                   </th>
                   <th scope="col" class="num">
@@ -70,7 +83,7 @@ export function UserDetail(props: { readonly client: AdminClient; readonly user:
                   <tr key={b.asset}>
                     <th scope="row">{b.asset}</th>
                     <td class="num">{b.available}</td>
-                    <td class="num">{b.reserved}</td>
+                    <td class="num hide-narrow">{b.reserved}</td>
                     <td class="num">{b.total}</td>
                   </tr>
                 ))}
@@ -213,7 +226,11 @@ function Funds(props: {
             />
           )}
         </Field>
-        <button type="submit" class={`primary span-2 ${kind === 'withdraw' ? 'danger' : ''}`} disabled={busy || asset === ''}>
+        <button
+          type="submit"
+          class={`primary span-2 ${kind === 'withdraw' ? 'danger' : ''}`}
+          disabled={busy || asset === ''}
+        >
           {kind === 'deposit' ? 'Deposit' : 'Withdraw'}
         </button>
       </form>
@@ -224,7 +241,8 @@ function Funds(props: {
             <dl class="pairs">
               <dt>recorded</dt>
               <dd>
-                {conflict.recorded.kind} of <span class="num">{conflict.recorded.amount}</span> {conflict.recorded.asset}
+                {conflict.recorded.kind} of <span class="num">{conflict.recorded.amount}</span>{' '}
+                {conflict.recorded.asset}
               </dd>
               <dt>reference</dt>
               <dd>{conflict.recorded.reference}</dd>
@@ -239,12 +257,13 @@ function Funds(props: {
       {result !== null &&
         (result.duplicate ? (
           <Alert kind="warn">
-            Already applied at {localTime(result.time)} under reference <code>{result.reference}</code>: nothing
-            changed. Balance {result.balance.total} {result.asset}.
+            Already applied at {localTime(result.time)} under reference <code>{result.reference}</code>:
+            nothing changed. Balance {result.balance.total} {result.asset}.
           </Alert>
         ) : (
           <Alert kind="ok">
-            {kind === 'deposit' ? 'Deposited' : 'Withdrew'} <span class="num">{result.amount}</span> {result.asset}
+            {kind === 'deposit' ? 'Deposited' : 'Withdrew'} <span class="num">{result.amount}</span>{' '}
+            {result.asset}
             {result.reference === null ? '' : ` (reference ${result.reference})`}. Balance now{' '}
             <span class="num">{result.balance.total}</span> {result.asset}.
           </Alert>
@@ -255,7 +274,10 @@ function Funds(props: {
 
 function ApiKeys(props: { readonly client: AdminClient; readonly userId: number }) {
   const { client, userId } = props;
-  const keys = useLoad(() => client.get<{ data: ApiKey[] }>(`/users/${userId}/api-keys`).then((r) => r.data), [client, userId]);
+  const keys = useLoad(
+    () => client.get<{ data: ApiKey[] }>(`/users/${userId}/api-keys`).then((r) => r.data),
+    [client, userId],
+  );
   const [read, setRead] = useState(true);
   const [trade, setTrade] = useState(true);
   const [allowlist, setAllowlist] = useState('');
@@ -345,7 +367,8 @@ function ApiKeys(props: { readonly client: AdminClient; readonly userId: number 
             <input type="checkbox" checked={read} onChange={(e) => setRead(e.currentTarget.checked)} /> read
           </label>
           <label class="check">
-            <input type="checkbox" checked={trade} onChange={(e) => setTrade(e.currentTarget.checked)} /> trade
+            <input type="checkbox" checked={trade} onChange={(e) => setTrade(e.currentTarget.checked)} />{' '}
+            trade
           </label>
           {error?.field === 'scopes' && (
             <small id="scopes-error" class="field-error" role="alert">
@@ -372,8 +395,8 @@ function ApiKeys(props: { readonly client: AdminClient; readonly userId: number 
           )}
         </Field>
         <label class="check">
-          <input type="checkbox" checked={nonce} onChange={(e) => setNonce(e.currentTarget.checked)} /> Require an
-          increasing nonce
+          <input type="checkbox" checked={nonce} onChange={(e) => setNonce(e.currentTarget.checked)} />{' '}
+          Require an increasing nonce
         </label>
         <button type="submit" class="primary" disabled={busy}>
           Issue key
@@ -404,7 +427,10 @@ function ApiKeys(props: { readonly client: AdminClient; readonly userId: number 
                 </td>
                 <td>{k.scopes.join(', ')}</td>
                 <td class="hide-narrow muted">
-                  {[k.ip_allowlist === null ? null : `IPs: ${k.ip_allowlist.join(', ')}`, k.nonce_required ? 'nonce' : null]
+                  {[
+                    k.ip_allowlist === null ? null : `IPs: ${k.ip_allowlist.join(', ')}`,
+                    k.nonce_required ? 'nonce' : null,
+                  ]
                     .filter(Boolean)
                     .join('; ') || '—'}
                 </td>

@@ -1,7 +1,7 @@
 /** Users: the list (filterable), a new-user form, and one user's balances, funds and API keys. */
 import { useMemo, useState } from 'preact/hooks';
 import type { AdminClient, Asset, User } from './client.js';
-import { Field, FormAlert, type FormError, formError, localTime, Panel, useLoad } from './ui.js';
+import { Field, FormAlert, type FormError, formError, Panel, useLoad } from './ui.js';
 import { UserDetail } from './user-detail.js';
 
 export function UsersView(props: {
@@ -16,13 +16,15 @@ export function UsersView(props: {
   const shown = useMemo(() => {
     const all = [...(users.value ?? [])].reverse(); // newest first
     const f = filter.trim().toLowerCase();
-    return f === '' ? all : all.filter((u) => String(u.id) === f || (u.email ?? '').toLowerCase().includes(f));
+    return f === ''
+      ? all
+      : all.filter((u) => String(u.id) === f || (u.email ?? '').toLowerCase().includes(f));
   }, [users.value, filter]);
   const selectedUser = users.value?.find((u) => u.id === props.selected);
 
   return (
-    <div class="users-layout">
-      <div class="stack">
+    <div class={`users-layout ${props.selected === null ? '' : 'has-selection'}`}>
+      <div class="stack user-index">
         <NewUser
           client={client}
           onCreated={async (user) => {
@@ -58,9 +60,6 @@ export function UsersView(props: {
                     id
                   </th>
                   <th scope="col">email</th>
-                  <th scope="col" class="hide-narrow">
-                    created
-                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -76,12 +75,11 @@ export function UsersView(props: {
                         {u.email ?? <span class="muted">(no email)</span>}
                       </a>
                     </td>
-                    <td class="hide-narrow muted nowrap">{localTime(u.created_at)}</td>
                   </tr>
                 ))}
                 {users.value !== undefined && shown.length === 0 && (
                   <tr>
-                    <td colSpan={3} class="muted">
+                    <td colSpan={2} class="muted">
                       No user matches.
                     </td>
                   </tr>
@@ -120,7 +118,11 @@ function NewUser(props: { readonly client: AdminClient; readonly onCreated: (use
     setCreated(null);
     try {
       const trimmed = email.trim();
-      const { body } = await props.client.send<User>('POST', '/users', trimmed === '' ? {} : { email: trimmed });
+      const { body } = await props.client.send<User>(
+        'POST',
+        '/users',
+        trimmed === '' ? {} : { email: trimmed },
+      );
       setEmail('');
       setCreated(body);
       await props.onCreated(body);

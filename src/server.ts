@@ -52,6 +52,8 @@ export interface ServerOptions {
   readonly catalogue?: CatalogueFile;
   /** Simulator reference prices by slash pair, added to the default catalogue's. */
   readonly referencePrices?: Readonly<Record<string, string>>;
+  /** The built web pages (default dist/web): browser tests build into a directory of their own. */
+  readonly webDir?: string;
 }
 
 export async function startServer(
@@ -151,6 +153,7 @@ export async function startServer(
     wsAppKey: ws.appKey,
     balanceCurrency: config.balanceCurrency,
     demoCredentials: () => demoAccount,
+    ...(options.webDir === undefined ? {} : { webDir: options.webDir }),
   });
 
   await app.listen({ port: config.port, host: config.host });

@@ -114,7 +114,9 @@ function Funds(props: {
   readonly onApplied: () => void;
 }) {
   const [kind, setKind] = useState<'deposit' | 'withdraw'>('deposit');
-  const [asset, setAsset] = useState(props.assets[0]?.code ?? '');
+  const [chosen, setAsset] = useState('');
+  // The first asset until one is chosen (the catalogue may arrive after this form).
+  const asset = chosen !== '' ? chosen : (props.assets[0]?.code ?? '');
   const [amount, setAmount] = useState('');
   const [reference, setReference] = useState('');
   const [error, setError] = useState<FormError | null>(null);
@@ -236,7 +238,7 @@ function Funds(props: {
       </form>
       {conflict !== null ? (
         <Alert kind="error">
-          <strong>Reference conflict — nothing was changed.</strong> {conflict.message}
+          <strong>Reference conflict.</strong> {conflict.message}
           {conflict.recorded !== undefined && (
             <dl class="pairs">
               <dt>recorded</dt>

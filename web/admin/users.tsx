@@ -1,5 +1,5 @@
 /** Users: the list (filterable), a new-user form, and one user's balances, funds and API keys. */
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { AdminClient, Asset, User } from './client.js';
 import { Field, FormAlert, type FormError, formError, Panel, useLoad } from './ui.js';
 import { UserDetail } from './user-detail.js';
@@ -21,6 +21,15 @@ export function UsersView(props: {
       : all.filter((u) => String(u.id) === f || (u.email ?? '').toLowerCase().includes(f));
   }, [users.value, filter]);
   const selectedUser = users.value?.find((u) => u.id === props.selected);
+  // A user created elsewhere (CLI, another tab) since the list was loaded: load it again, once per id.
+  const retried = useRef<number | null>(null);
+  useEffect(() => {
+    if (props.selected === null || users.loading || users.value === undefined || selectedUser !== undefined)
+      return;
+    if (retried.current === props.selected) return;
+    retried.current = props.selected;
+    void users.reload();
+  }, [props.selected, users.loading, users.value, selectedUser, users.reload]);
 
   return (
     <div class={`users-layout ${props.selected === null ? '' : 'has-selection'}`}>

@@ -100,6 +100,13 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   // schema serializer would drop members it does not list, such as a conflict's `recorded`).
   app.setValidatorCompiler(() => (value) => ({ value }));
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Every route of this scope is behind the bearer check below: its OpenAPI entry says so, and is
+  // listed under `admin`, even when the route itself (a later addition) forgets to.
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ?? {}) as Record<string, unknown>;
+    if (schema.hide === true) return;
+    route.schema = { tags: ['admin'], security: adminSecurity, ...schema };
+  });
 
   // JSON bodies must be UTF-8 (RFC 8259): Fastify's own parser would decode other bytes into
   // U+FFFD and carry on, storing replacement characters in e-mails and references.

@@ -2,7 +2,7 @@
  * The admin API's OpenAPI entries agree with what the server does. Generic over the document:
  * every route under /admin/ is held to the same rules, including routes added later.
  *  - every operation has the bearer security scheme, declares 401, and a request schema when it
- *    takes a body (POST, PUT, PATCH);
+ *    takes a body (POST, PUT, PATCH; one that reads none says "No request body." in its description);
  *  - every operation, called without the token, answers 401;
  *  - a sample of real calls (every status the console relies on): the status answered is
  *    declared, a body the server accepted fits the documented request schema, and the answer
@@ -14,6 +14,7 @@ import { Check } from 'typebox/schema';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 interface Operation {
+  description?: string;
   security?: Record<string, string[]>[];
   requestBody?: { content?: Record<string, { schema?: Record<string, unknown> }> };
   responses: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }>;
@@ -117,6 +118,8 @@ describe('the admin API in the OpenAPI document', () => {
   test('every admin operation that takes a body has a JSON request schema with properties', () => {
     for (const { path, method, op } of adminOperations()) {
       if (!WITH_BODY.has(method)) continue;
+      // A POST that reads nothing says so where a reader of /docs sees it.
+      if (op.requestBody === undefined && op.description?.includes('No request body.')) continue;
       const schema = jsonSchema(op.requestBody);
       assert.ok(schema, `${method.toUpperCase()} ${path} has no request schema`);
       assert.equal(schema.type, 'object', `${method.toUpperCase()} ${path}: request schema is not an object`);

@@ -83,6 +83,12 @@ function watch(page: Page) {
   };
 }
 
+/** Form controls without an accessible name (no label, aria-label or aria-labelledby). */
+const unlabelled = async (page: Page): Promise<string[]> =>
+  (await page.evaluate(`[...document.querySelectorAll('input, select, textarea')]
+    .filter((e) => e.type !== 'hidden' && e.labels.length === 0 && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby'))
+    .map((e) => e.outerHTML)`)) as string[];
+
 /** How much wider than the viewport the page is (0 or less: no sideways scrolling). */
 const pageOverflow = async (page: Page): Promise<number> =>
   Number(await page.evaluate('document.documentElement.scrollWidth - window.innerWidth'));
@@ -196,6 +202,7 @@ describe('operator console in Chromium', { skip }, () => {
     await page.getByText('Reference conflict.').waitFor();
     await page.getByText(/deposit of 250\.0000 EUR/).waitFor();
     await page.screenshot({ path: join(SHOTS, 'admin-desktop-user.png'), fullPage: true });
+    assert.deepEqual(await unlabelled(page), [], 'every input of the user view has a label');
 
     // The ledger check.
     await page.getByRole('link', { name: 'Ledger check' }).click();
@@ -218,6 +225,7 @@ describe('operator console in Chromium', { skip }, () => {
     await page.getByText('Created WEI (9 decimals).').waitFor();
     await page.getByRole('row', { name: /WEI\s+Wei token/ }).waitFor();
     await page.screenshot({ path: join(SHOTS, 'admin-desktop-catalogue.png'), fullPage: true });
+    assert.deepEqual(await unlabelled(page), [], 'every input of the catalogue has a label');
 
     // Health: /readyz, commit latency and WebSocket connections.
     await page.getByRole('link', { name: 'Health' }).click();

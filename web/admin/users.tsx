@@ -4,6 +4,9 @@ import type { AdminClient, Asset, User } from './client.js';
 import { Field, FormAlert, type FormError, formError, Panel, useLoad } from './ui.js';
 import { UserDetail } from './user-detail.js';
 
+/** Rows drawn at most: the list is the whole user table, and a venue may have very many. */
+const MAX_ROWS = 200;
+
 export function UsersView(props: {
   readonly client: AdminClient;
   readonly assets: readonly Asset[];
@@ -72,7 +75,7 @@ export function UsersView(props: {
                 </tr>
               </thead>
               <tbody>
-                {shown.map((u) => (
+                {shown.slice(0, MAX_ROWS).map((u) => (
                   <tr key={u.id} class={u.id === props.selected ? 'selected' : ''}>
                     <td class="num">{u.id}</td>
                     <td>
@@ -86,6 +89,13 @@ export function UsersView(props: {
                     </td>
                   </tr>
                 ))}
+                {shown.length > MAX_ROWS && (
+                  <tr>
+                    <td colSpan={2} class="muted">
+                      {MAX_ROWS} of {shown.length} shown, newest first: find by id or email for the others.
+                    </td>
+                  </tr>
+                )}
                 {users.value !== undefined && shown.length === 0 && (
                   <tr>
                     <td colSpan={2} class="muted">

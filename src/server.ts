@@ -52,6 +52,8 @@ export interface ServerOptions {
   readonly catalogue?: CatalogueFile;
   /** Simulator reference prices by slash pair, added to the default catalogue's. */
   readonly referencePrices?: Readonly<Record<string, string>>;
+  /** The built web pages (default dist/web; the browser tests build their own). */
+  readonly webDir?: string;
 }
 
 export async function startServer(
@@ -145,6 +147,7 @@ export async function startServer(
   // provisioned after listen (through the admin API): until then the page offers no demo.
   let demoAccount: DemoCredentials | undefined;
   await app.register(pagesPlugin, {
+    ...(options.webDir === undefined ? {} : { webDir: options.webDir }),
     production: config.production,
     adminUi: config.adminUi,
     wsAppKey: ws.appKey,

@@ -220,7 +220,6 @@ export function App() {
         <BookPanel
           feed={feed}
           market={market}
-          depth={12}
           onPrice={(price) => setPicked((p) => ({ price, n: (p?.n ?? 0) + 1 }))}
         />
 
@@ -266,8 +265,6 @@ export function App() {
           </div>
         </section>
 
-        <TradeTape realtime={realtime} market={market} />
-
         <div class="side">
           {session === undefined ? (
             <SignIn demoAvailable={config.demo_available} onSignIn={signIn} />
@@ -293,6 +290,7 @@ export function App() {
               if (session !== undefined) void learnUserId(session);
             }}
           />
+          <TradeTape realtime={realtime} market={market} />
         </div>
 
         <AccountTabs

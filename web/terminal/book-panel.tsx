@@ -3,7 +3,7 @@
  * row with a depth bar proportional to the cumulative quantity. Redrawn by BookFeed at most once
  * per animation frame. Clicking a row puts its price into the order form.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { BookLevelText } from '../../src/client/channels.js';
 import type { Market } from '../../src/client/types.js';
 import { exactProduct, group, toNumber } from '../shared/decimal.js';
@@ -33,14 +33,30 @@ function rows(levels: readonly BookLevelText[]): Row[] {
   });
 }
 
+/** Height of a book row in CSS pixels (terminal.css: 18 px line + 2 × 2 px padding). */
+const ROW_PX = 22;
+
 export function BookPanel(props: {
   readonly feed: BookFeed | undefined;
   readonly market: Market;
-  readonly depth: number;
   readonly onPrice: (price: string) => void;
 }) {
-  const { feed, market, depth } = props;
+  const { feed, market } = props;
   const [view, setView] = useState<View>(EMPTY);
+  const body = useRef<HTMLDivElement>(null);
+  // Levels per side: as many as the panel's height holds (the column head and the spread line
+  // take two rows), so the spread stays in the middle at any window height.
+  const [depth, setDepth] = useState(12);
+  useEffect(() => {
+    if (body.current === null) return undefined;
+    const observer = new ResizeObserver(([entry]) => {
+      if (entry === undefined) return;
+      const rows = Math.floor(entry.contentRect.height / ROW_PX) - 2;
+      setDepth(Math.max(3, Math.min(50, Math.floor(rows / 2))));
+    });
+    observer.observe(body.current);
+    return () => observer.disconnect();
+  }, []);
 
   useEffect(() => {
     setView(EMPTY);
@@ -89,24 +105,34 @@ export function BookPanel(props: {
         <h2>Order book</h2>
         <span class={view.synced ? 'muted' : 'warn'}>{view.synced ? 'live' : 'syncing…'}</span>
       </header>
-      <table class="book-table">
-        <thead>
-          <tr>
-            <th scope="col">Price ({market.quote})</th>
-            <th scope="col">Amount ({market.base})</th>
-            <th scope="col">Value ({market.quote})</th>
-          </tr>
-        </thead>
-        <tbody class="asks">{[...view.asks].reverse().map((row) => line(row, 'ask'))}</tbody>
-        <tbody class="spread-row">
-          <tr>
-            <td colSpan={3} class="spread" data-testid="spread">
-              Spread <span class="num">{spread}</span>
-            </td>
-          </tr>
-        </tbody>
-        <tbody class="bids">{view.bids.map((row) => line(row, 'bid'))}</tbody>
-      </table>
+      <div class="book-body" ref={body}>
+        <table class="book-table">
+          <thead>
+            <tr>
+              <th scope="col">Price ({market.quote})</th>
+              <th scope="col">Amount ({market.base})</th>
+              <th scope="col">Value ({market.quote})</th>
+            </tr>
+          </thead>
+          <tbody class="asks">
+            {/* A thin book's asks sit on the spread line, not under the column heads. */}
+            {Array.from({ length: Math.max(0, depth - view.asks.length) }, (_, i) => (
+              <tr key={`pad-${i}`} class="pad">
+                <td colSpan={3}>&nbsp;</td>
+              </tr>
+            ))}
+            {[...view.asks].reverse().map((row) => line(row, 'ask'))}
+          </tbody>
+          <tbody class="spread-row">
+            <tr>
+              <td colSpan={3} class="spread" data-testid="spread">
+                Spread <span class="num">{spread}</span>
+              </td>
+            </tr>
+          </tbody>
+          <tbody class="bids">{view.bids.map((row) => line(row, 'bid'))}</tbody>
+        </table>
+      </div>
     </section>
   );
 }

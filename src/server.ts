@@ -52,7 +52,7 @@ export interface ServerOptions {
   readonly catalogue?: CatalogueFile;
   /** Simulator reference prices by slash pair, added to the default catalogue's. */
   readonly referencePrices?: Readonly<Record<string, string>>;
-  /** The built web pages (default dist/web): browser tests build into a directory of their own. */
+  /** The built web pages (default dist/web; the browser tests build their own). */
   readonly webDir?: string;
 }
 
@@ -148,12 +148,12 @@ export async function startServer(
   // provisioned after listen (through the admin API): until then the page offers no demo.
   let demoAccount: DemoCredentials | undefined;
   await app.register(pagesPlugin, {
+    ...(options.webDir === undefined ? {} : { webDir: options.webDir }),
     production: config.production,
     adminUi: config.adminUi,
     wsAppKey: ws.appKey,
     balanceCurrency: config.balanceCurrency,
     demoCredentials: () => demoAccount,
-    ...(options.webDir === undefined ? {} : { webDir: options.webDir }),
   });
 
   await app.listen({ port: config.port, host: config.host });

@@ -96,16 +96,17 @@ export class SignedClient {
 
   /**
    * A signed request. The body is serialized once, and that very string is signed and sent
-   * (the signature covers the exact bytes).
+   * (the signature covers the exact bytes); `rawBody` sends a string already serialized.
    */
-  async request<T>(
+  async send(
     method: 'GET' | 'POST' | 'DELETE',
     path: string,
-    options: { query?: Query; body?: unknown } = {},
-  ): Promise<T> {
-    const body = options.body === undefined ? '' : JSON.stringify(options.body);
+    options: { query?: Query; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<{ status: number; body: unknown; headers: Headers }> {
+    const body = options.rawBody ?? (options.body === undefined ? '' : JSON.stringify(options.body));
     const sign = await this.#signer;
     const headers: Record<string, string> = {
+      ...options.headers,
       Accept: 'application/json',
       'X-API-Key': this.#apiKey,
       'X-API-Sign': await sign(method, body),
@@ -118,7 +119,16 @@ export class SignedClient {
     });
     const parsed = await parse(response);
     if (!response.ok) throw new ApiError(response.status, parsed);
-    return parsed as T;
+    return { status: response.status, body: parsed, headers: response.headers };
+  }
+
+  /** A signed request answered with JSON: the parsed body. */
+  async request<T>(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    options: { query?: Query; body?: unknown; rawBody?: string } = {},
+  ): Promise<T> {
+    return (await this.send(method, path, options)).body as T;
   }
 }
 

@@ -10,6 +10,7 @@ import { type AdminClient, type Health, readiness } from './client.js';
 import { Alert, Panel } from './ui.js';
 
 const POLL_MS = 5000;
+const FIRST_POLL_MS = 1000;
 const KEEP = 60; // samples: 5 minutes
 
 interface Sample {
@@ -17,7 +18,13 @@ interface Sample {
   readonly ready: { ready: boolean; status: string };
   readonly health: Health;
   /** Latency of the commits since the previous sample (null when none). */
-  readonly window: { count: number; p50: number | null; p95: number | null; p99: number | null } | null;
+  readonly window: {
+    seconds: number;
+    count: number;
+    p50: number | null;
+    p95: number | null;
+    p99: number | null;
+  } | null;
 }
 
 const buckets = (h: Health): Bucket[] => h.commits.buckets.map((b) => ({ le: b.le_ms, count: b.count }));
@@ -39,6 +46,7 @@ export function HealthView(props: { readonly client: AdminClient }) {
         if (previous !== null && health.commits.count >= previous.health.commits.count) {
           const diff = bucketDifference(buckets(health), buckets(previous.health));
           window = {
+            seconds: Math.max(1, Math.round((Date.now() - previous.at) / 1000)),
             count: health.commits.count - previous.health.commits.count,
             p50: histogramQuantile(diff, 0.5),
             p95: histogramQuantile(diff, 0.95),
@@ -52,7 +60,8 @@ export function HealthView(props: { readonly client: AdminClient }) {
       } catch (caught) {
         if (!stopped) setError(caught instanceof Error ? caught.message : String(caught));
       } finally {
-        if (!stopped) timer = setTimeout(poll, POLL_MS);
+        // The first interval is short, so the last-interval figures appear at once.
+        if (!stopped) timer = setTimeout(poll, last.current?.window === null ? FIRST_POLL_MS : POLL_MS);
       }
     };
     void poll();
@@ -70,6 +79,7 @@ export function HealthView(props: { readonly client: AdminClient }) {
       </Panel>
     );
   const { health, ready, window } = current;
+  const interval = window === null ? 'last interval' : `last ${window.seconds} s`;
   const c = health.commits;
   return (
     <div class="health-layout">
@@ -79,10 +89,14 @@ export function HealthView(props: { readonly client: AdminClient }) {
           <span class="big">{ready.status}</span>
           <small class="muted">up {duration(health.uptime_seconds)}</small>
         </Card>
-        <Card label="Commit latency p95 (last 5 s)" tone={toneOf(window?.p95 ?? null)}>
+        <Card label={`Commit latency p95 (${interval})`} tone={toneOf(window?.p95 ?? null)}>
           <span class="big num">{ms(window?.p95 ?? null)}</span>
           <small class="muted">
-            p50 {ms(window?.p50 ?? null)} · p99 {ms(window?.p99 ?? null)} · {window?.count ?? 0} commits
+            {window === null
+              ? 'measuring…'
+              : window.count === 0
+                ? 'no commits in this interval'
+                : `p50 ${ms(window.p50)} · p99 ${ms(window.p99)} · ${window.count} commits`}
           </small>
         </Card>
         <Card label="WebSocket connections" tone="plain">
@@ -101,7 +115,7 @@ export function HealthView(props: { readonly client: AdminClient }) {
               <tr>
                 <th scope="col" />
                 <th scope="col" class="num">
-                  last 5 s
+                  {interval}
                 </th>
                 <th scope="col" class="num">
                   since start
@@ -217,7 +231,8 @@ function Sparkline(props: { readonly label: string; readonly values: readonly (n
         {end !== null && <circle cx={end.x} cy={end.y} r="2.5" />}
       </svg>
       <figcaption class="muted small">
-        {props.label}; max {Number.isInteger(max) ? max : max.toFixed(2)}
+        {props.label}
+        {present.length === 0 ? ': no data yet' : `; max ${Number.isInteger(max) ? max : max.toFixed(2)}`}
       </figcaption>
     </figure>
   );

@@ -96,6 +96,12 @@ function Console(props: { readonly client: AdminClient; readonly signOut: () => 
     void loadAssets();
   }, [loadAssets]);
 
+  const tab = TABS.find((t) => t.view === route.view);
+  const viewName = `${tab?.label ?? ''}${tab?.more ?? ''}`;
+  useEffect(() => {
+    document.title = `${viewName} — OpenSpot operator console`;
+  }, [viewName]);
+
   // The header's readiness light: /readyz every 10 s.
   const [ready, setReady] = useState<{ ready: boolean; status: string } | null>(null);
   useEffect(() => {
@@ -151,6 +157,7 @@ function Console(props: { readonly client: AdminClient; readonly signOut: () => 
         </div>
       </header>
       <main class="content">
+        <h1 class="visually-hidden">{viewName}</h1>
         {assetsError !== null && <p class="alert alert-error">Assets could not be loaded: {assetsError}</p>}
         {route.view === 'users' && (
           <UsersView

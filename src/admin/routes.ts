@@ -21,6 +21,7 @@ import {
   ApiKeyParam,
   ApiKeySchema,
   AssetSchema,
+  adminDoc,
   adminSecurity,
   BalanceSchema,
   CreateApiKeyBody,
@@ -58,17 +59,6 @@ export interface AdminOptions {
   /** Readiness and metrics figures for GET /health (the route exists only when given). */
   readonly health?: () => Promise<AdminHealth>;
 }
-
-/** The OpenAPI part of a route's options: tag, summary, bearer security and the given schemas. */
-const doc = (summary: string, schema: Record<string, unknown>, description?: string) => ({
-  schema: {
-    tags: ['admin'],
-    summary,
-    ...(description === undefined ? {} : { description }),
-    security: adminSecurity,
-    ...schema,
-  },
-});
 
 class AdminError extends Error {
   constructor(
@@ -191,13 +181,13 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.get(
     '/assets',
-    doc('List assets', { response: responses({ 200: Type.Object({ data: Type.Array(AssetSchema) }) }) }),
+    adminDoc('List assets', { response: responses({ 200: Type.Object({ data: Type.Array(AssetSchema) }) }) }),
     async () => ({ data: exchange.catalogue.assets().map(assetView) }),
   );
 
   app.post(
     '/assets',
-    doc(
+    adminDoc(
       'Create an asset',
       {
         body: CreateAssetBody,
@@ -214,13 +204,15 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.get(
     '/markets',
-    doc('List markets', { response: responses({ 200: Type.Object({ data: Type.Array(MarketSchema) }) }) }),
+    adminDoc('List markets', {
+      response: responses({ 200: Type.Object({ data: Type.Array(MarketSchema) }) }),
+    }),
     async () => ({ data: exchange.catalogue.markets().map(marketView) }),
   );
 
   app.post(
     '/markets',
-    doc('Create a market', {
+    adminDoc('Create a market', {
       body: CreateMarketBody,
       response: responses({ 201: MarketSchema, 409: AdminErrorSchema }, { body: true, writes: true }),
     }),
@@ -235,13 +227,13 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.get(
     '/users',
-    doc('List users', { response: responses({ 200: Type.Object({ data: Type.Array(UserSchema) }) }) }),
+    adminDoc('List users', { response: responses({ 200: Type.Object({ data: Type.Array(UserSchema) }) }) }),
     async () => ({ data: store.listUsers().map(userView) }),
   );
 
   app.post(
     '/users',
-    doc('Create a user', {
+    adminDoc('Create a user', {
       body: CreateUserBody,
       response: responses({ 201: UserSchema, 409: AdminErrorSchema }, { body: true, writes: true }),
     }),
@@ -260,13 +252,16 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.get(
     '/users/:id',
-    doc('Get a user', { params: UserIdParam, response: responses({ 200: UserSchema, ...USER_NOT_FOUND }) }),
+    adminDoc('Get a user', {
+      params: UserIdParam,
+      response: responses({ 200: UserSchema, ...USER_NOT_FOUND }),
+    }),
     async (request) => userView(store.getUser(userParam(request))!),
   );
 
   app.get(
     '/users/:id/balances',
-    doc("A user's balances", {
+    adminDoc("A user's balances", {
       params: UserIdParam,
       response: responses({ 200: Type.Object({ data: Type.Array(BalanceSchema) }), ...USER_NOT_FOUND }),
     }),
@@ -282,7 +277,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.post(
     '/users/:id/api-keys',
-    doc('Issue an API key', {
+    adminDoc('Issue an API key', {
       params: UserIdParam,
       body: CreateApiKeyBody,
       response: responses({ 201: ApiKeyCreatedSchema, ...USER_NOT_FOUND }, { body: true, writes: true }),
@@ -319,7 +314,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.get(
     '/users/:id/api-keys',
-    doc("A user's API keys (without secrets)", {
+    adminDoc("A user's API keys (without secrets)", {
       params: UserIdParam,
       response: responses({ 200: Type.Object({ data: Type.Array(ApiKeySchema) }), ...USER_NOT_FOUND }),
     }),
@@ -330,7 +325,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
 
   app.delete(
     '/api-keys/:key',
-    doc(
+    adminDoc(
       'Revoke an API key',
       {
         params: ApiKeyParam,
@@ -396,7 +391,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     };
 
   const ledgerDoc = (summary: string) =>
-    doc(
+    adminDoc(
       summary,
       {
         params: UserIdParam,
@@ -422,7 +417,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   // Always 200: the report itself says whether the books balance (`ok`); monitoring reads the flag.
   app.get(
     '/ledger/check',
-    doc(
+    adminDoc(
       'Ledger check',
       { response: responses({ 200: LedgerCheckSchema }) },
       'Per asset: balances + fees = deposits − withdrawals, and no negative balance.',
@@ -434,7 +429,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   if (health !== undefined)
     app.get(
       '/health',
-      doc(
+      adminDoc(
         'Health summary',
         { response: responses({ 200: HealthSchema }) },
         'Readiness (as /readyz), group-commit latency, WebSocket connections, events and memory: the figures of GET /metrics, as JSON for the operator console. Always 200; `status` says whether the venue accepts changes.',

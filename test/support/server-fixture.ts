@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logger.js';
-import { type RunningServer, type ServerOptions, startServer } from '../../src/server.js';
+import { type RunningServer, startServer } from '../../src/server.js';
 
 export interface Trader {
   readonly userId: number;
@@ -28,7 +28,6 @@ export interface TestServer {
 export async function startTestServer(
   env: Record<string, string> = {},
   dataDir?: string,
-  options: ServerOptions = {},
 ): Promise<TestServer> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'openspot-test-'));
   const fullEnv = {
@@ -47,7 +46,7 @@ export async function startTestServer(
     ...env,
   };
   const config = loadConfig(fullEnv);
-  const server = await startServer(config, createLogger(config.logLevel), fullEnv, options);
+  const server = await startServer(config, createLogger(config.logLevel), fullEnv);
   const admin = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${server.url}/admin/v1${path}`, {
       method,

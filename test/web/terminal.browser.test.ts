@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
+import { OpenSpotClient } from '../../src/client/client.js';
 import {
   browserSkip,
   launchBrowser,
@@ -49,6 +50,22 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
       const row = s === 'asks' ? rows.at(-1) : rows[0];
       return row?.querySelector('td')?.textContent?.replace(/,/g, '') ?? '';
     }, side);
+
+  /** An admin API call in-process, with the server's token. */
+  const admin = async (
+    method: 'GET' | 'POST',
+    url: string,
+    payload?: unknown,
+  ): Promise<Record<string, unknown>> => {
+    const response = await venue.server.app.inject({
+      method,
+      url: `/admin/v1${url}`,
+      headers: { authorization: `Bearer ${venue.server.adminToken}` },
+      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+    });
+    assert.ok(response.statusCode < 300, `${method} ${url}: ${response.statusCode} ${response.body}`);
+    return response.json() as Record<string, unknown>;
+  };
 
   const balanceOf = async (asset: string): Promise<string> => {
     await page.getByRole('tab', { name: 'Balances' }).click();
@@ -214,6 +231,43 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     await page.locator('.account tr', { hasText: '0.00007' }).first().waitFor({ timeout: 10_000 });
     await page.getByLabel('Order type').selectOption('limit');
     await page.screenshot({ path: screenshotPath('terminal-desktop-filled.png') });
+    assert.deepEqual(watch.problems, []);
+  });
+
+  test('a fill by someone else reaches the page through the private channel, with no click', async () => {
+    // Another trader, funded through the admin API, will sell into our bid.
+    const user = await admin('POST', '/users', { email: 'other-trader@example.test' });
+    const key = await admin('POST', `/users/${user.id}/api-keys`, {});
+    await admin('POST', `/users/${user.id}/deposits`, { asset: 'BTC', amount: '1' });
+    const other = new OpenSpotClient({
+      baseUrl: `${venue.url}/v1`,
+      apiKey: String(key.api_key),
+      apiSecret: String(key.api_secret),
+    });
+
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    // Our bid at the best bid or one tick above it: a sell at that price reaches it.
+    const bid = await bestPrice('bids');
+    const ask = await bestPrice('asks');
+    const price = Number(ask) - Number(bid) > 0.15 ? (Number(bid) + 0.1).toFixed(1) : bid;
+    await page.getByLabel('Price (EUR)').fill(price);
+    await page.getByLabel('Volume (BTC)').fill('0.00321');
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Buy order placed \(#\d+\)/ })
+      .waitFor({ timeout: 10_000 });
+    const id = /#(\d+)/.exec((await page.locator('.order-form .status').textContent()) ?? '')![1]!;
+    await page.locator(`tr[data-order-id="${id}"]`).waitFor({ timeout: 10_000 });
+
+    // The other trader sells at our price more than the bids there and above hold: our order fills
+    // whole (the rest of the sell rests as an ask).
+    await other.createOrder({ pair: 'BTC/EUR', direction: 'sell', type: 'limit', volume: '0.05', price });
+    await page.locator(`tr[data-order-id="${id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
+    await page.getByRole('tab', { name: 'Order history' }).click();
+    const row = page.locator(`tr[data-order-id="${id}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    assert.match((await row.textContent()) ?? '', /closed/);
     assert.deepEqual(watch.problems, []);
   });
 

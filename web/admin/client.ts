@@ -5,6 +5,19 @@
  * header: no cookie, no query string, no server-side session.
  */
 
+import type { Static } from '@fastify/type-provider-typebox';
+import type {
+  ApiKeyCreatedSchema,
+  ApiKeySchema,
+  AssetSchema,
+  BalanceSchema,
+  HealthSchema,
+  LedgerCheckSchema,
+  LedgerResultSchema,
+  MarketSchema,
+  UserSchema,
+} from '../../src/admin/schemas.js';
+
 const TOKEN_KEY = 'openspot.admin-token';
 export const ADMIN_BASE = '/admin/v1';
 
@@ -132,93 +145,15 @@ export async function readiness(): Promise<{ ready: boolean; status: string }> {
   }
 }
 
-// The admin API's records (src/admin/schemas.ts).
-export interface Asset {
-  readonly code: string;
-  readonly name: string;
-  readonly type: 'crypto' | 'fiat';
-  readonly decimals: number;
-}
-export interface Market {
-  readonly id: number;
-  readonly base: string;
-  readonly quote: string;
-  readonly altname: string;
-  readonly wsname: string;
-  readonly pair_decimals: number;
-  readonly lot_decimals: number;
-  readonly ordermin: string;
-  readonly maker_fee: string;
-  readonly taker_fee: string;
-}
-export interface User {
-  readonly id: number;
-  readonly email: string | null;
-  readonly created_at: string;
-}
-export interface ApiKey {
-  readonly api_key: string;
-  readonly user_id: number;
-  readonly scopes: readonly string[];
-  readonly ip_allowlist: readonly string[] | null;
-  readonly nonce_required: boolean;
-  readonly created_at: string;
-  readonly revoked_at: string | null;
-}
-export interface ApiKeyCreated {
-  readonly api_key: string;
-  readonly api_secret: string;
-  readonly user_id: number;
-  readonly scopes: readonly string[];
-}
-export interface Balance {
-  readonly asset: string;
-  readonly available: string;
-  readonly reserved: string;
-  readonly total: string;
-}
-export interface LedgerResult {
-  readonly user_id: number;
-  readonly asset: string;
-  readonly amount: string;
-  readonly reference: string | null;
-  readonly duplicate: boolean;
-  readonly time: string;
-  readonly balance: Balance;
-}
-export interface LedgerCheck {
-  readonly ok: boolean;
-  readonly assets: readonly {
-    readonly asset: string;
-    readonly balances: string;
-    readonly fees: string;
-    readonly net_deposits: string;
-    readonly difference: string;
-    readonly negative_balances: number;
-    readonly ok: boolean;
-  }[];
-}
-export interface Health {
-  readonly status: string;
-  readonly uptime_seconds: number;
-  readonly commits: {
-    readonly count: number;
-    readonly failures: number;
-    readonly mean_ms: number | null;
-    readonly p50_ms: number | null;
-    readonly p95_ms: number | null;
-    readonly p99_ms: number | null;
-    readonly buckets: readonly { readonly le_ms: number | null; readonly count: number }[];
-  };
-  readonly websocket: {
-    readonly connections: number;
-    readonly subscriptions: number;
-    readonly refused_per_ip: number;
-    readonly refused_upgrade_rate: number;
-  };
-  readonly events: number;
-  readonly memory: { readonly rss_bytes: number; readonly heap_used_bytes: number };
-}
-export interface List<T> {
-  readonly data: readonly T[];
-}
+// The admin API's records: the very schemas its OpenAPI entries are generated from
+// (src/admin/schemas.ts), so the console and the document cannot drift apart. Type-only imports:
+// nothing of the server reaches the bundle.
+export type Asset = Static<typeof AssetSchema>;
+export type Market = Static<typeof MarketSchema>;
+export type User = Static<typeof UserSchema>;
+export type ApiKey = Static<typeof ApiKeySchema>;
+export type ApiKeyCreated = Static<typeof ApiKeyCreatedSchema>;
+export type Balance = Static<typeof BalanceSchema>;
+export type LedgerResult = Static<typeof LedgerResultSchema>;
+export type LedgerCheck = Static<typeof LedgerCheckSchema>;
+export type Health = Static<typeof HealthSchema>;

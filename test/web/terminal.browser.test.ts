@@ -8,6 +8,8 @@
  * Screenshots (1280×800 and a phone's 390×844) go to test-output/screenshots/.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { OpenSpotClient } from '../../src/client/client.js';
@@ -286,6 +288,73 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     await page.locator('label.side-option', { hasText: 'Buy' }).click();
     await page.getByLabel('Volume (BTC)').fill('');
     await page.getByLabel('Price (EUR)').fill('');
+    assert.deepEqual(watch.problems, []);
+  });
+
+  test('open orders are paginated: ten a page, the pager moves to the next', async () => {
+    const demo = JSON.parse(readFileSync(join(venue.dataDir, 'demo-credentials.json'), 'utf8')) as {
+      api_key: string;
+      api_secret: string;
+    };
+    const client = new OpenSpotClient({
+      baseUrl: `${venue.url}/v1`,
+      apiKey: demo.api_key,
+      apiSecret: demo.api_secret,
+    });
+    const ids: number[] = [];
+    // Far below the market: they rest. The page learns of them through the private channel.
+    for (let i = 0; i < 12; i += 1) {
+      const created = await client.createOrder({
+        pair: 'BTC/EUR',
+        direction: 'buy',
+        type: 'limit',
+        volume: '0.0001',
+        price: (20_000 + i).toFixed(1),
+      });
+      ids.push(created.id!);
+    }
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    const pager = page.getByRole('navigation', { name: 'Pages' });
+    await pager.getByText(/Page 1 of 2/).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('.account tbody tr').count(), 10);
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await pager.getByText(/Page 2 of 2/).waitFor({ timeout: 10_000 });
+    assert.ok((await page.locator('.account tbody tr').count()) >= 2);
+    for (const id of ids) await client.cancelOrder(id);
+    // Every order of page 2 canceled: the page goes back to the last page there is.
+    await page.locator('.account tbody tr').first().waitFor({ timeout: 10_000 });
+    assert.deepEqual(watch.problems, []);
+  });
+
+  test('another market and another interval load their own book, candles and trades', async () => {
+    await page.getByLabel('Market', { exact: true }).selectOption('ETH/EUR');
+    await page.waitForFunction(() => location.hash === '#ETH/EUR');
+    await page.getByLabel('Price (EUR)').waitFor();
+    await page.getByText('Amount (ETH)').first().waitFor();
+    await page.waitForFunction(
+      () => {
+        const book = document.querySelector('.book');
+        return book?.getAttribute('data-synced') === 'true' && Number(book.getAttribute('data-levels')) >= 2;
+      },
+      undefined,
+      { timeout: 20_000 },
+    );
+    await page.getByRole('button', { name: '5-minute candles', exact: true }).click();
+    assert.equal(
+      await page.getByRole('button', { name: '5-minute candles', exact: true }).getAttribute('aria-pressed'),
+      'true',
+    );
+    await page.waitForFunction(
+      () => Number(document.querySelector('.candles')?.getAttribute('data-bars')) > 0,
+      undefined,
+      {
+        timeout: 20_000,
+      },
+    );
+    await page.screenshot({ path: screenshotPath('terminal-desktop-eth-5m.png') });
+    await page.getByRole('button', { name: '1-minute candles', exact: true }).click();
+    await page.getByLabel('Market', { exact: true }).selectOption('BTC/EUR');
+    await page.waitForFunction(() => location.hash === '#BTC/EUR');
     assert.deepEqual(watch.problems, []);
   });
 

@@ -197,9 +197,12 @@ export function App() {
         <a class="brand" href="/" aria-label="OpenSpot home">
           OpenSpot
         </a>
-        <label class="market-select">
-          <span class="visually-hidden">Market</span>
+        <div class="market-select">
+          <label for="market" class="visually-hidden">
+            Market
+          </label>
           <select
+            id="market"
             value={market.wsname}
             onChange={(e) => setPair((e.currentTarget as HTMLSelectElement).value)}
           >
@@ -209,7 +212,7 @@ export function App() {
               </option>
             ))}
           </select>
-        </label>
+        </div>
         <TickerBar realtime={realtime} market={market} />
         <span class={`connection ${connection}`} role="status" aria-label={`WebSocket ${connection}`}>
           {connection}

@@ -142,16 +142,17 @@ export function OrderForm(props: {
           </label>
         ))}
       </fieldset>
-      <label class="field">
-        <span>Order type</span>
+      <div class="field">
+        <label for="order-type">Order type</label>
         <select
+          id="order-type"
           value={type}
           onChange={(e) => setType((e.currentTarget as HTMLSelectElement).value as OrderType)}
         >
           <option value="limit">Limit</option>
           <option value="market">Market</option>
         </select>
-      </label>
+      </div>
       {type === 'limit' && (
         <div class="field">
           <label for="order-price">

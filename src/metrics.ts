@@ -6,6 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import { bearerMatches } from './admin/admin-token.js';
+import { type Bucket, histogramQuantile } from './admin/histogram.js';
+import type { AdminHealth } from './admin/schemas.js';
 import type { Exchange } from './app/ports.js';
 import { RequestHistogram } from './metrics-request-histogram.js';
 import type { CommitBatch, Store } from './store/store.js';
@@ -101,6 +103,8 @@ export class Metrics {
     this.wsRefused.inc({ reason });
   }
 
+  private wsConnections: Gauge | undefined;
+  private wsSubscriptions: Gauge | undefined;
   private readonly chaosFaults = new Counter({
     name: 'openspot_chaos_faults_total',
     help: 'Faults injected for rehearsal (docs/chaos.md), by fault',
@@ -114,7 +118,7 @@ export class Metrics {
   }
 
   watchRealtime(stats: () => { connections: number; subscriptions: number }): void {
-    new Gauge({
+    this.wsConnections = new Gauge({
       name: 'openspot_ws_connections',
       help: 'Open WebSocket connections',
       registers: [this.registry],
@@ -122,7 +126,7 @@ export class Metrics {
         this.set(stats().connections);
       },
     });
-    new Gauge({
+    this.wsSubscriptions = new Gauge({
       name: 'openspot_ws_subscriptions',
       help: 'WebSocket channel subscriptions',
       registers: [this.registry],
@@ -130,6 +134,52 @@ export class Metrics {
         this.set(stats().subscriptions);
       },
     });
+  }
+
+  /**
+   * The figures the operator console shows (GET /admin/v1/health), read from this registry: the
+   * same values GET /metrics exposes, so the two never disagree.
+   */
+  async summary(): Promise<Omit<AdminHealth, 'status'>> {
+    const commits = await this.commitSeconds.get();
+    const buckets: Bucket[] = [];
+    let sum = 0;
+    for (const v of commits.values) {
+      if (v.metricName?.endsWith('_bucket')) {
+        const le = v.labels.le;
+        buckets.push({ le: le === '+Inf' || le === undefined ? null : Number(le) * 1000, count: v.value });
+      } else if (v.metricName?.endsWith('_sum')) sum = v.value;
+    }
+    const count = buckets.at(-1)?.count ?? 0;
+    const quantile = (q: number) => round(histogramQuantile(buckets, q));
+    const single = async (metric: Gauge | Counter | undefined, labels: Record<string, string> = {}) => {
+      if (metric === undefined) return 0;
+      const values = (await metric.get()).values;
+      const found = values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l));
+      return found?.value ?? 0;
+    };
+    const events = (await this.events.get()).values.reduce((total, v) => total + v.value, 0);
+    const memory = process.memoryUsage();
+    return {
+      uptime_seconds: Math.round(process.uptime()),
+      commits: {
+        count,
+        failures: await single(this.commitFailures),
+        mean_ms: count === 0 ? null : round((sum * 1000) / count),
+        p50_ms: quantile(0.5),
+        p95_ms: quantile(0.95),
+        p99_ms: quantile(0.99),
+        buckets: buckets.map((b) => ({ le_ms: b.le, count: b.count })),
+      },
+      websocket: {
+        connections: await single(this.wsConnections),
+        subscriptions: await single(this.wsSubscriptions),
+        refused_per_ip: await single(this.wsRefused, { reason: 'per_ip' }),
+        refused_upgrade_rate: await single(this.wsRefused, { reason: 'upgrade_rate' }),
+      },
+      events,
+      memory: { rss_bytes: memory.rss, heap_used_bytes: memory.heapUsed },
+    };
   }
 
   /** HTTP timing for every route, and `GET /metrics` behind the admin token. */
@@ -152,3 +202,6 @@ export class Metrics {
     });
   }
 }
+
+/** Milliseconds to 3 decimals (microseconds): enough for a display, stable in JSON. */
+const round = (ms: number | null): number | null => (ms === null ? null : Math.round(ms * 1000) / 1000);

@@ -18,9 +18,10 @@ import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
+import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
-import type { AdminApi } from './simulator/demo.js';
+import type { AdminApi, DemoAccount } from './simulator/demo.js';
 import {
   DEFAULT_REFERENCE_PRICES,
   provisionDemo,
@@ -58,6 +59,8 @@ export interface ServerOptions {
   readonly catalogue?: CatalogueFile;
   /** Simulator reference prices by slash pair, added to the default catalogue's. */
   readonly referencePrices?: Readonly<Record<string, string>>;
+  /** The built web pages (default dist/web; the browser tests build their own). */
+  readonly webDir?: string;
 }
 
 export async function startServer(
@@ -126,12 +129,12 @@ export async function startServer(
   // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
   await app.register(httpRateLimit, config.rateLimit);
   metrics.mount(app, admin.token);
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const ready = !shuttingDown && exchange.isWritable();
-    return reply
-      .code(ready ? 200 : 503)
-      .send({ status: ready ? 'ready' : shuttingDown ? 'shutting down' : 'store unavailable' });
+  const readiness = () =>
+    shuttingDown ? 'shutting down' : exchange.isWritable() ? 'ready' : ('store unavailable' as const);
+  app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
+    const status = readiness();
+    return reply.code(status === 'ready' ? 200 : 503).send({ status });
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
@@ -170,6 +173,19 @@ export async function startServer(
     vault,
     token: admin.token,
     onApiKeyRevoked: (userId) => realtime.realtime.disconnectUserPrivateChannels(userId),
+    health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
+  });
+
+  // The web pages (`/`, `/admin`, `/assets/*`, `/ui/*`; src/http/pages.ts). The demo account is
+  // provisioned after listen (through the admin API): until then the page offers no demo.
+  let demoAccount: DemoCredentials | undefined;
+  await app.register(pagesPlugin, {
+    ...(options.webDir === undefined ? {} : { webDir: options.webDir }),
+    production: config.production,
+    adminUi: config.adminUi,
+    wsAppKey: ws.appKey,
+    balanceCurrency: config.balanceCurrency,
+    demoCredentials: () => demoAccount,
   });
 
   await app.listen({ port: config.port, host: config.host });
@@ -177,7 +193,15 @@ export async function startServer(
   const port = typeof address === 'object' && address !== null ? address.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url }, 'OpenSpot is listening');
-  const simulator = await startDemo(config, logger, app, admin.token, exchange, port, { ...options, replay });
+  logger.info(
+    { terminal: `${url}/`, console: `${url}/admin` },
+    'web pages: trading terminal, operator console',
+  );
+  const { simulator, demo } = await startDemo(config, logger, app, admin.token, exchange, port, {
+    ...options,
+    replay,
+  });
+  if (config.demo) demoAccount = demo;
   // After a checkpoint restore the simulator's remembered quotes are void: it starts over (seed kept).
   if (simulator !== undefined) exchange.onRestored(() => void simulator.restart());
   // Right after provisioning, in the same turn: the simulator's first order needs several round
@@ -217,12 +241,31 @@ function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | unde
     return market === undefined ? undefined : { pair, ...market };
   });
 }
+const PROBE_SCHEMAS = {
+  healthz: {
+    tags: ['health'],
+    summary: 'Liveness: the process answers',
+    response: { 200: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } },
+  },
+  readyz: {
+    tags: ['health'],
+    summary: 'Readiness: the store accepts changes and the server is not shutting down',
+    response: {
+      200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
+      503: {
+        type: 'object',
+        description: 'Not ready: a load balancer should send traffic elsewhere',
+        properties: { status: { type: 'string', enum: ['store unavailable', 'shutting down'] } },
+      },
+    },
+  },
+} as const;
 
 /**
  * Development conveniences: the demo account (and the simulator's accounts), provisioned through
  * the admin API in-process, and the market simulator trading over the public HTTP API like any
- * client. The demo's credentials go to DATA_DIR/demo-credentials.json (0600); outside production
- * they are also logged once, when created — the one secret ever logged, for an account of play money.
+ * client. The demo's credentials go to DATA_DIR/demo-credentials.json (0600); the log names the
+ * file and the key, never the secret.
  */
 async function startDemo(
   config: Config,
@@ -232,8 +275,8 @@ async function startDemo(
   exchange: OpenExchange,
   port: number,
   options: ServerOptions & { readonly replay?: PreparedReplay | undefined },
-): Promise<Simulator | undefined> {
-  if (!config.demo && !config.simulator.enabled) return undefined;
+): Promise<{ simulator?: Simulator; demo?: DemoAccount }> {
+  if (!config.demo && !config.simulator.enabled) return {};
   const adminApi: AdminApi = async (method, path, body) => {
     const response = await app.inject({
       method: method as 'GET',
@@ -269,14 +312,14 @@ async function startDemo(
     // the demo file (0600); an in-memory venue hands it to its caller instead.
     logger.info(credentials, 'demo account created (play money); its secret is in the file');
   }
-  if (!config.simulator.enabled) return undefined;
+  if (!config.simulator.enabled) return { demo: provision.demo };
   logger.info({ rate: config.simulator.ratePerSecond }, 'market simulator on (SIMULATOR=off to stop it)');
   if (options.replay !== undefined)
     logger.info(
       { file: options.replay.name, pair: options.replay.pair, speed: options.replay.speed },
       `replaying ${options.replay.trades.length} trades`,
     );
-  return startSimulator({
+  const simulator = await startSimulator({
     baseUrl: `http://${reachableHost.includes(':') ? `[${reachableHost}]` : reachableHost}:${port}/v1`,
     makers: provision.makers,
     takers: provision.takers,
@@ -287,4 +330,5 @@ async function startDemo(
     logger,
     ...(options.replay === undefined ? {} : { replay: options.replay }),
   });
+  return { simulator, demo: provision.demo };
 }

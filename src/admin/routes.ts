@@ -3,6 +3,7 @@
  * withdrawals, balances and the ledger check. Bearer-token guarded; JSON in and out; errors are
  * `{"error": {"code", "message", "field"?}}` with a 4xx status.
  */
+import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenExchange } from '../app/exchange.js';
 import { parseAllowlist } from '../auth/key-policy.js';
@@ -14,6 +15,31 @@ import { type ApiKeyScope, StoreUnavailableError } from '../store/store.js';
 import { bearerMatches } from './admin-token.js';
 import { checkpointRoutes } from './checkpoint-routes.js';
 import { asObject, assetCommand, decimalField, InputError, marketCommand, stringField } from './inputs.js';
+import {
+  AdminErrorSchema,
+  type AdminHealth,
+  ApiKeyCreatedSchema,
+  ApiKeyParam,
+  ApiKeySchema,
+  AssetSchema,
+  adminDoc,
+  adminSecurity,
+  BalanceSchema,
+  CreateApiKeyBody,
+  CreateAssetBody,
+  CreateMarketBody,
+  CreateUserBody,
+  HealthSchema,
+  LedgerCheckSchema,
+  LedgerEntryBody,
+  LedgerResultSchema,
+  MarketSchema,
+  ReferenceConflictSchema,
+  responses,
+  USER_NOT_FOUND,
+  UserIdParam,
+  UserSchema,
+} from './schemas.js';
 import {
   apiKeyView,
   assetView,
@@ -31,6 +57,8 @@ export interface AdminOptions {
   readonly token: string;
   /** Called after a key is revoked (closes that user's private WebSocket subscriptions). */
   readonly onApiKeyRevoked?: (userId: UserId, apiKey: string) => void;
+  /** Readiness and metrics figures for GET /health (the route exists only when given). */
+  readonly health?: () => Promise<AdminHealth>;
 }
 
 class AdminError extends Error {
@@ -57,6 +85,19 @@ const SCOPES: readonly ApiKeyScope[] = ['read', 'trade'];
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { exchange, vault } = options;
   const store = exchange.store;
+
+  // The schemas are for the OpenAPI document only: input is checked by hand (inputs.ts, one 422
+  // naming the field, with the operator-facing messages), and answers are written as built (a
+  // schema serializer would drop members it does not list, such as a conflict's `recorded`).
+  app.setValidatorCompiler(() => (value) => ({ value }));
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Every route of this scope is behind the bearer check below: its OpenAPI entry says so, and is
+  // listed under `admin`, even when the route itself (a later addition) forgets to.
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ?? {}) as Record<string, unknown>;
+    if (schema.hide === true) return;
+    route.schema = { tags: ['admin'], security: adminSecurity, ...schema };
+  });
 
   // JSON bodies must be UTF-8 (RFC 8259): Fastify's own parser would decode other bytes into
   // U+FFFD and carry on, storing replacement characters in e-mails and references.
@@ -139,90 +180,177 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     return id as UserId;
   };
 
-  app.get('/assets', async () => ({ data: exchange.catalogue.assets().map(assetView) }));
+  app.get(
+    '/assets',
+    adminDoc('List assets', { response: responses({ 200: Type.Object({ data: Type.Array(AssetSchema) }) }) }),
+    async () => ({ data: exchange.catalogue.assets().map(assetView) }),
+  );
 
-  app.post('/assets', async (request, reply) => {
-    const command = assetCommand(request.body);
-    await submit(command);
-    return reply.code(201).send(assetView(exchange.catalogue.asset(command.code)!));
-  });
+  app.post(
+    '/assets',
+    adminDoc(
+      'Create an asset',
+      {
+        body: CreateAssetBody,
+        response: responses({ 201: AssetSchema, 409: AdminErrorSchema }, { body: true, writes: true }),
+      },
+      'At most 10 decimals: with more, an amount (2^53 − 1 of the smallest unit) could not reach 100,000 units; the 422 says so.',
+    ),
+    async (request, reply) => {
+      const command = assetCommand(request.body);
+      await submit(command);
+      return reply.code(201).send(assetView(exchange.catalogue.asset(command.code)!));
+    },
+  );
 
-  app.get('/markets', async () => ({ data: exchange.catalogue.markets().map(marketView) }));
+  app.get(
+    '/markets',
+    adminDoc('List markets', {
+      response: responses({ 200: Type.Object({ data: Type.Array(MarketSchema) }) }),
+    }),
+    async () => ({ data: exchange.catalogue.markets().map(marketView) }),
+  );
 
-  app.post('/markets', async (request, reply) => {
-    const command = marketCommand(request.body, exchange.catalogue);
-    const result = await submit(command);
-    const created = result.events.find((e) => e.type === 'marketCreated');
-    if (created?.type !== 'marketCreated') throw new AdminError(500, 'internal', 'Market was not created.');
-    return reply.code(201).send(marketView(created.market));
-  });
+  app.post(
+    '/markets',
+    adminDoc('Create a market', {
+      body: CreateMarketBody,
+      response: responses({ 201: MarketSchema, 409: AdminErrorSchema }, { body: true, writes: true }),
+    }),
+    async (request, reply) => {
+      const command = marketCommand(request.body, exchange.catalogue);
+      const result = await submit(command);
+      const created = result.events.find((e) => e.type === 'marketCreated');
+      if (created?.type !== 'marketCreated') throw new AdminError(500, 'internal', 'Market was not created.');
+      return reply.code(201).send(marketView(created.market));
+    },
+  );
 
-  app.get('/users', async () => ({ data: store.listUsers().map(userView) }));
+  app.get(
+    '/users',
+    adminDoc('List users', { response: responses({ 200: Type.Object({ data: Type.Array(UserSchema) }) }) }),
+    async () => ({ data: store.listUsers().map(userView) }),
+  );
 
-  app.post('/users', async (request, reply) => {
-    const body = asObject(request.body ?? {});
-    const email = stringField(body, 'email', true);
-    if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email))
-      throw new InputError('email', 'The email must be a valid email address.');
-    if (email !== undefined && store.listUsers().some((u) => u.email === email)) {
-      throw new AdminError(409, 'user_exists', 'A user with this email already exists.', 'email');
-    }
-    const user = store.createUser(email ?? null, exchange.clock());
-    return reply.code(201).send(userView(user));
-  });
+  app.post(
+    '/users',
+    adminDoc('Create a user', {
+      body: CreateUserBody,
+      response: responses({ 201: UserSchema, 409: AdminErrorSchema }, { body: true, writes: true }),
+    }),
+    async (request, reply) => {
+      const body = asObject(request.body ?? {});
+      const email = stringField(body, 'email', true);
+      if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email))
+        throw new InputError('email', 'The email must be a valid email address.');
+      if (email !== undefined && store.listUsers().some((u) => u.email === email)) {
+        throw new AdminError(409, 'user_exists', 'A user with this email already exists.', 'email');
+      }
+      const user = store.createUser(email ?? null, exchange.clock());
+      return reply.code(201).send(userView(user));
+    },
+  );
 
-  app.get('/users/:id', async (request) => userView(store.getUser(userParam(request))!));
+  app.get(
+    '/users/:id',
+    adminDoc('Get a user', {
+      params: UserIdParam,
+      response: responses({ 200: UserSchema, ...USER_NOT_FOUND }),
+    }),
+    async (request) => userView(store.getUser(userParam(request))!),
+  );
 
-  app.get('/users/:id/balances', async (request) => {
-    const userId = userParam(request);
-    return {
-      data: exchange.balances(userId).map((b) => balanceView(b, exchange.catalogue.asset(b.asset)!.decimals)),
-    };
-  });
+  app.get(
+    '/users/:id/balances',
+    adminDoc("A user's balances", {
+      params: UserIdParam,
+      response: responses({ 200: Type.Object({ data: Type.Array(BalanceSchema) }), ...USER_NOT_FOUND }),
+    }),
+    async (request) => {
+      const userId = userParam(request);
+      return {
+        data: exchange
+          .balances(userId)
+          .map((b) => balanceView(b, exchange.catalogue.asset(b.asset)!.decimals)),
+      };
+    },
+  );
 
-  app.post('/users/:id/api-keys', async (request, reply) => {
-    const userId = userParam(request);
-    const body = asObject(request.body ?? {});
-    const scopes = parseScopes(body.scopes);
-    const allowlist = parseAllowlist(body.ip_allowlist);
-    if (!allowlist.ok) throw new InputError('ip_allowlist', allowlist.message);
-    const nonceRequired = parseNonceRequired(body.nonce_required);
-    const { apiKey, apiSecret } = generateApiCredentials();
-    store.createApiKey({
-      key: apiKey,
-      userId,
-      sealedSecret: vault.seal(apiSecret),
-      scopes,
-      createdAt: exchange.clock(),
-      revokedAt: null,
-      ipAllowlist: allowlist.value,
-      nonceRequired,
-    });
-    // The secret is shown once, here, and never stored or logged in the clear.
-    return reply.code(201).send({
-      api_key: apiKey,
-      api_secret: apiSecret,
-      user_id: userId,
-      scopes,
-      ip_allowlist: allowlist.value,
-      nonce_required: nonceRequired,
-    });
-  });
+  app.post(
+    '/users/:id/api-keys',
+    adminDoc('Issue an API key', {
+      params: UserIdParam,
+      body: CreateApiKeyBody,
+      response: responses({ 201: ApiKeyCreatedSchema, ...USER_NOT_FOUND }, { body: true, writes: true }),
+    }),
+    async (request, reply) => {
+      const userId = userParam(request);
+      const body = asObject(request.body ?? {});
+      const scopes = parseScopes(body.scopes);
+      const allowlist = parseAllowlist(body.ip_allowlist);
+      if (!allowlist.ok) throw new InputError('ip_allowlist', allowlist.message);
+      const nonceRequired = parseNonceRequired(body.nonce_required);
+      const { apiKey, apiSecret } = generateApiCredentials();
+      store.createApiKey({
+        key: apiKey,
+        userId,
+        sealedSecret: vault.seal(apiSecret),
+        scopes,
+        createdAt: exchange.clock(),
+        revokedAt: null,
+        ipAllowlist: allowlist.value,
+        nonceRequired,
+      });
+      // The secret is shown once, here, and never stored or logged in the clear.
+      return reply.code(201).send({
+        api_key: apiKey,
+        api_secret: apiSecret,
+        user_id: userId,
+        scopes,
+        ip_allowlist: allowlist.value,
+        nonce_required: nonceRequired,
+      });
+    },
+  );
 
-  app.get('/users/:id/api-keys', async (request) => ({
-    data: store.listApiKeys(userParam(request)).map(apiKeyView),
-  }));
+  app.get(
+    '/users/:id/api-keys',
+    adminDoc("A user's API keys (without secrets)", {
+      params: UserIdParam,
+      response: responses({ 200: Type.Object({ data: Type.Array(ApiKeySchema) }), ...USER_NOT_FOUND }),
+    }),
+    async (request) => ({
+      data: store.listApiKeys(userParam(request)).map(apiKeyView),
+    }),
+  );
 
-  app.delete('/api-keys/:key', async (request) => {
-    const key = (request.params as { key: string }).key;
-    const record = store.getApiKey(key);
-    if (record === undefined) throw new AdminError(404, 'not_found', 'API key not found.');
-    if (record.revokedAt === null) {
-      store.revokeApiKey(key, exchange.clock());
-      options.onApiKeyRevoked?.(record.userId, key);
-    }
-    return apiKeyView(store.getApiKey(key)!);
-  });
+  app.delete(
+    '/api-keys/:key',
+    adminDoc(
+      'Revoke an API key',
+      {
+        params: ApiKeyParam,
+        response: responses(
+          {
+            200: ApiKeySchema,
+            404: Type.Object(AdminErrorSchema.properties, { description: 'No such key' }),
+          },
+          { writes: true },
+        ),
+      },
+      'Idempotent: revoking a revoked key answers 200 with its record. Closes the private channels of the key.',
+    ),
+    async (request) => {
+      const key = (request.params as { key: string }).key;
+      const record = store.getApiKey(key);
+      if (record === undefined) throw new AdminError(404, 'not_found', 'API key not found.');
+      if (record.revokedAt === null) {
+        store.revokeApiKey(key, exchange.clock());
+        options.onApiKeyRevoked?.(record.userId, key);
+      }
+      return apiKeyView(store.getApiKey(key)!);
+    },
+  );
 
   const ledgerRoute =
     (kind: 'deposit' | 'withdraw') => async (request: FastifyRequest, reply: FastifyReply) => {
@@ -263,8 +391,29 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       });
     };
 
-  app.post('/users/:id/deposits', ledgerRoute('deposit'));
-  app.post('/users/:id/withdrawals', ledgerRoute('withdraw'));
+  const ledgerDoc = (summary: string) =>
+    adminDoc(
+      summary,
+      {
+        params: UserIdParam,
+        body: LedgerEntryBody,
+        response: responses(
+          {
+            200: Type.Object(LedgerResultSchema.properties, {
+              description:
+                'Duplicate: this reference was already applied with this asset and amount; nothing changed',
+            }),
+            201: Type.Object(LedgerResultSchema.properties, { description: 'Applied and committed' }),
+            ...USER_NOT_FOUND,
+            409: ReferenceConflictSchema,
+          },
+          { body: true, writes: true },
+        ),
+      },
+      'Idempotent on `reference`. An engine refusal (insufficient_funds for a withdrawal, …) is a 422 with its code.',
+    );
+  app.post('/users/:id/deposits', ledgerDoc('Deposit'), ledgerRoute('deposit'));
+  app.post('/users/:id/withdrawals', ledgerDoc('Withdraw'), ledgerRoute('withdraw'));
 
   checkpointRoutes(
     app,
@@ -273,9 +422,27 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   );
 
   // Always 200: the report itself says whether the books balance (`ok`); monitoring reads the flag.
-  app.get('/ledger/check', async () =>
-    auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0),
+  app.get(
+    '/ledger/check',
+    adminDoc(
+      'Ledger check',
+      { response: responses({ 200: LedgerCheckSchema }) },
+      'Per asset: balances + fees = deposits − withdrawals, and no negative balance.',
+    ),
+    async () => auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0),
   );
+
+  const { health } = options;
+  if (health !== undefined)
+    app.get(
+      '/health',
+      adminDoc(
+        'Health summary',
+        { response: responses({ 200: HealthSchema }) },
+        'Readiness (as /readyz), group-commit latency, WebSocket connections, events and memory: the figures of GET /metrics, as JSON for the operator console. Always 200; `status` says whether the venue accepts changes.',
+      ),
+      async () => health(),
+    );
 }
 
 function parseNonceRequired(value: unknown): boolean {

@@ -15,10 +15,13 @@ const TABLE: Uint32Array = (() => {
   return table;
 })();
 
+const utf8 = new TextEncoder();
+
 /** CRC-32 of the UTF-8 bytes of a string, unsigned. */
 export function crc32(text: string): number {
   let crc = 0xffffffff;
-  for (const byte of Buffer.from(text, 'utf8')) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
+  // TextEncoder, not Buffer: the browser pages (web/) keep their local book with this module too.
+  for (const byte of utf8.encode(text)) crc = TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
   return (crc ^ 0xffffffff) >>> 0;
 }
 

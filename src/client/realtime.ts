@@ -15,9 +15,8 @@ import {
   type TickerMessage,
   type TradeMessage,
 } from './channels.js';
-import type { OpenSpotClient } from './client.js';
 import { type BookApplyResult, LocalBook } from './local-book.js';
-import type { Interval } from './types.js';
+import type { ChannelAuth, Interval } from './types.js';
 
 // pusher-js's typings declare `exports.default`, while its Node build assigns `module.exports`:
 // take whichever the runtime has.
@@ -26,13 +25,22 @@ export type PusherClient = InstanceType<PusherClass>;
 const Pusher: PusherClass =
   (pusherModule as unknown as { default?: PusherClass }).default ?? (pusherModule as unknown as PusherClass);
 
+/**
+ * What private channels need of a client: a signed POST /broadcasting/auth. OpenSpotClient is
+ * one; the browser pages (web/) pass their own WebCrypto signer.
+ */
+export interface ChannelAuthorizer {
+  readonly hasCredentials: boolean;
+  broadcastingAuth(socketId: string, channelName: string): Promise<ChannelAuth>;
+}
+
 export interface RealtimeOptions {
   readonly wsHost: string;
   readonly wsPort: number;
   /** The server's public application key (OpenSpot: WS_APP_KEY, `openspot-key` in development). */
   readonly appKey: string;
   /** Signs POST /broadcasting/auth for private channels; public channels need none. */
-  readonly client?: OpenSpotClient;
+  readonly client?: ChannelAuthorizer;
   /** wss instead of ws. Default false. */
   readonly forceTLS?: boolean;
   /** Client ping interval in ms. Default 10000, the interface's client setting. */

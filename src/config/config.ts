@@ -66,6 +66,8 @@ export interface Config {
   readonly chaos: boolean;
   /** CHAOS_SEED: the fault decisions' random seed (reproducible rehearsals); unset: Math.random. */
   readonly chaosSeed: number | undefined;
+  /** ADMIN_UI=on: serve the operator console page (`/admin`) to non-local clients too. */
+  readonly adminUi: boolean;
 }
 
 export interface ReplaySettings {
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: oneOf(env, 'TRUST_PROXY', ['true', 'false'] as const, 'false') === 'true',
     chaos: oneOf(env, 'CHAOS', ['on', 'off'] as const, production ? 'off' : 'on') === 'on',
     chaosSeed: env.CHAOS_SEED ? integer(env, 'CHAOS_SEED', 0, 0, 2 ** 31 - 1) : undefined,
+    adminUi: oneOf(env, 'ADMIN_UI', ['on', 'off'] as const, 'off') === 'on',
   };
 }
 

@@ -76,6 +76,12 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
             name: 'X-API-Sign',
             description: 'Signature of the request; see the API description.',
           },
+          // The operator's admin API (/admin/v1): the admin token as a bearer token.
+          adminBearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'The admin token (ADMIN_TOKEN, or the generated DATA_DIR/admin-token).',
+          },
         },
       },
       tags: [
@@ -83,6 +89,11 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
         { name: 'account', description: 'Private: balances and trades' },
         { name: 'trading', description: 'Private: orders' },
         { name: 'websocket', description: 'Private channel authorization' },
+        {
+          name: 'admin',
+          description: "The operator's admin API (bearer token): users, keys, funds, catalogue",
+        },
+        { name: 'health', description: 'Liveness and readiness probes (no authentication)' },
       ],
     },
   });

@@ -1,7 +1,9 @@
 /** The operator's metrics endpoint. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import type { AdminHealth } from '../../src/admin/schemas.js';
 import { startTestServer, type TestServer } from '../support/server-fixture.js';
+import { FrameLog } from '../ws/helpers.js';
 
 let t: TestServer;
 before(async () => {
@@ -27,4 +29,28 @@ test('GET /metrics needs the admin token and reports commits, events and HTTP ti
   );
   assert.match(text, /openspot_ws_connections 0/);
   assert.match(text, /openspot_process_resident_memory_bytes/);
+});
+
+test('GET /admin/v1/health reports readiness, commit latency and open WebSocket connections', async () => {
+  await t.trader({ EUR: '5' });
+  const health = async () => (await t.admin('GET', '/health')).body as AdminHealth;
+  const before = await health();
+  assert.equal(before.status, 'ready');
+  assert.ok(before.commits.count >= 1, 'the deposit was committed');
+  assert.ok(before.commits.p50_ms !== null && before.commits.p50_ms > 0);
+  assert.ok(before.commits.mean_ms !== null && before.commits.mean_ms > 0);
+  assert.equal(before.commits.buckets.at(-1)?.le_ms, null);
+  assert.equal(before.commits.buckets.at(-1)?.count, before.commits.count);
+  const { log } = await FrameLog.open(`${t.url.replace('http', 'ws')}/app/openspot-key?protocol=7`);
+  try {
+    assert.equal((await health()).websocket.connections, before.websocket.connections + 1);
+  } finally {
+    log.socket.close();
+  }
+  // The same figure as the Prometheus text.
+  const text = await (
+    await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.server.adminToken}` } })
+  ).text();
+  const count = Number(/openspot_commit_duration_seconds_count (\d+)/.exec(text)?.[1]);
+  assert.ok(count >= before.commits.count);
 });

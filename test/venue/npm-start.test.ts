@@ -185,6 +185,10 @@ test('SIGTERM to the `npm start` process stops the server cleanly and leaves no 
   const startedAt = Date.now();
   const run = await npmStart({});
   assert.ok(statSync(main).mtimeMs >= startedAt - 1000, `npm start did not rebuild dist/:\n${run.output()}`);
+  // The web pages are part of the build: the terminal answers at the address npm start prints.
+  const page = await fetch(`${run.url}/`);
+  assert.equal(page.status, 200, `npm start serves the trading terminal at /:\n${run.output()}`);
+  assert.match(await page.text(), /<script type="module"[^>]* src="\/assets\//);
   await sigtermLeavesNothing(run);
 });
 

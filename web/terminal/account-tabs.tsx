@@ -1,0 +1,363 @@
+/**
+ * The account's tables: open orders (with cancel), order history and trade history, each
+ * paginated by the API (`page-size`, `page`, `meta`), and the balances with their valuation.
+ * `version` changes whenever the account may have changed (an order placed or canceled, a
+ * private-channel event): the visible table is then fetched again.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { Market, Order, PagedEnvelope, UserTrade, WalletEntry } from '../../src/client/types.js';
+import { ApiError } from '../shared/api.js';
+import { formatUnits, group, parseUnits, trimZeros } from '../shared/decimal.js';
+import type { Session } from './session.js';
+
+type Tab = 'open' | 'history' | 'trades' | 'balances';
+const TABS: readonly { id: Tab; label: string }[] = [
+  { id: 'open', label: 'Open orders' },
+  { id: 'history', label: 'Order history' },
+  { id: 'trades', label: 'Trade history' },
+  { id: 'balances', label: 'Balances' },
+];
+const PAGE_SIZE = 10;
+
+const when = (unixSeconds: string | null) =>
+  unixSeconds === null ? '—' : new Date(Number(unixSeconds) * 1000).toLocaleString([], { hour12: false });
+
+function Pager(props: { meta: PagedEnvelope<unknown>['meta'] | undefined; onPage: (page: number) => void }) {
+  const { meta } = props;
+  if (meta === undefined || meta.last_page <= 1) return null;
+  return (
+    <nav class="pager" aria-label="Pages">
+      <button
+        type="button"
+        disabled={meta.current_page <= 1}
+        onClick={() => props.onPage(meta.current_page - 1)}
+      >
+        Previous
+      </button>
+      <span class="muted">
+        Page {meta.current_page} of {meta.last_page} · {meta.total} in all
+      </span>
+      <button
+        type="button"
+        disabled={meta.current_page >= meta.last_page}
+        onClick={() => props.onPage(meta.current_page + 1)}
+      >
+        Next
+      </button>
+    </nav>
+  );
+}
+
+function usePaged<T>(
+  session: Session,
+  path: string,
+  query: Record<string, string | number | readonly string[] | undefined>,
+  deps: unknown[],
+) {
+  const [page, setPage] = useState(1);
+  const [data, setData] = useState<PagedEnvelope<T>>();
+  const [error, setError] = useState<string>();
+  const key = JSON.stringify(query);
+  // A new filter starts again from the first page.
+  useEffect(() => setPage(1), [key]);
+  useEffect(() => {
+    let live = true;
+    session.client
+      .request<PagedEnvelope<T>>('GET', path, { query: { ...query, 'page-size': PAGE_SIZE, page } })
+      .then(
+        (answer) => {
+          if (!live) return;
+          // A page past the end (the list shrank): go to the last one.
+          if (answer.data.length === 0 && (answer.meta?.last_page ?? 1) < page && page > 1)
+            setPage(answer.meta?.last_page ?? 1);
+          setData(answer);
+          setError(undefined);
+        },
+        (reason: unknown) => live && setError(reason instanceof Error ? reason.message : String(reason)),
+      );
+    return () => {
+      live = false;
+    };
+  }, [session, path, key, page, ...deps]);
+  return { data, error, setPage };
+}
+
+function OpenOrders(props: {
+  session: Session;
+  pair: string | undefined;
+  version: number;
+  onChanged: () => void;
+}) {
+  const { data, error, setPage } = usePaged<Order>(props.session, '/open-orders', { pair: props.pair }, [
+    props.version,
+  ]);
+  const [canceling, setCanceling] = useState<number>();
+  const [cancelError, setCancelError] = useState<string>();
+  const cancel = async (order: Order) => {
+    setCanceling(order.id);
+    setCancelError(undefined);
+    try {
+      await props.session.client.request('DELETE', `/orders/${order.id}`);
+      props.onChanged();
+    } catch (reason) {
+      setCancelError(`Order #${order.id}: ${reason instanceof ApiError ? reason.message : String(reason)}`);
+    } finally {
+      setCanceling(undefined);
+    }
+  };
+  return (
+    <>
+      {cancelError !== undefined && (
+        <p class="field-error" role="alert">
+          {cancelError}
+        </p>
+      )}
+      <Table error={error} empty={data?.data.length === 0 ? 'No open orders.' : undefined}>
+        <thead>
+          <tr>
+            <th scope="col">Opened</th>
+            <th scope="col">Market</th>
+            <th scope="col">Side</th>
+            <th scope="col">Type</th>
+            <th scope="col">Price</th>
+            <th scope="col">Volume</th>
+            <th scope="col">Filled</th>
+            <th scope="col">
+              <span class="visually-hidden">Action</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {data?.data.map((o) => (
+            <tr key={o.id} data-order-id={o.id}>
+              <td class="num muted">{when(o.open_time)}</td>
+              <td>{o.asset_pair.display_name}</td>
+              <td class={o.type}>{o.type}</td>
+              <td>{o.order_type}</td>
+              <td class="num">{group(o.price.amount)}</td>
+              <td class="num">{trimZeros(o.volume.amount)}</td>
+              <td class="num">{trimZeros(o.volume_executed.amount)}</td>
+              <td>
+                <button
+                  type="button"
+                  class="small"
+                  disabled={canceling === o.id}
+                  onClick={() => void cancel(o)}
+                  aria-label={`Cancel order ${o.id}`}
+                >
+                  Cancel
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </Table>
+      <Pager meta={data?.meta} onPage={setPage} />
+    </>
+  );
+}
+
+function OrderHistory(props: { session: Session; pair: string | undefined; version: number }) {
+  const { data, error, setPage } = usePaged<Order>(props.session, '/closed-orders', { pair: props.pair }, [
+    props.version,
+  ]);
+  return (
+    <>
+      <Table error={error} empty={data?.data.length === 0 ? 'No closed orders.' : undefined}>
+        <thead>
+          <tr>
+            <th scope="col">Closed</th>
+            <th scope="col">Market</th>
+            <th scope="col">Side</th>
+            <th scope="col">Type</th>
+            <th scope="col">Price</th>
+            <th scope="col">Volume</th>
+            <th scope="col">Filled</th>
+            <th scope="col">Status</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data?.data.map((o) => (
+            <tr key={o.id} data-order-id={o.id}>
+              <td class="num muted">{when(o.close_time)}</td>
+              <td>{o.asset_pair.display_name}</td>
+              <td class={o.type}>{o.type}</td>
+              <td>{o.order_type}</td>
+              <td class="num">{o.order_type === 'market' ? 'market' : group(o.price.amount)}</td>
+              <td class="num">{trimZeros(o.volume.amount)}</td>
+              <td class="num">{trimZeros(o.volume_executed.amount)}</td>
+              <td>{o.status}</td>
+            </tr>
+          ))}
+        </tbody>
+      </Table>
+      <Pager meta={data?.meta} onPage={setPage} />
+    </>
+  );
+}
+
+function TradeHistory(props: { session: Session; pair: string | undefined; version: number }) {
+  const query = { 'pairs[]': props.pair === undefined ? undefined : [props.pair] };
+  const { data, error, setPage } = usePaged<UserTrade>(props.session, '/trades', query, [props.version]);
+  return (
+    <>
+      <Table error={error} empty={data?.data.length === 0 ? 'No trades.' : undefined}>
+        <thead>
+          <tr>
+            <th scope="col">Time</th>
+            <th scope="col">Market</th>
+            <th scope="col">Side</th>
+            <th scope="col">Price</th>
+            <th scope="col">Volume</th>
+            <th scope="col">Cost</th>
+            <th scope="col">Fee</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data?.data.map((t) => (
+            <tr key={t.id} data-trade-id={t.id}>
+              <td class="num muted">{t.timestamp}</td>
+              <td>{t.pair}</td>
+              <td class={t.type}>{t.type}</td>
+              <td class="num">{group(t.price.amount)}</td>
+              <td class="num">{trimZeros(t.volume.amount)}</td>
+              <td class="num">{group(t.cost.amount)}</td>
+              <td class="num">
+                {t.fee.amount} {t.fee.currency}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </Table>
+      <Pager meta={data?.meta} onPage={setPage} />
+    </>
+  );
+}
+
+/** The sum of decimal strings, exactly. */
+function sum(values: readonly string[]): string {
+  const decimals = Math.max(0, ...values.map((v) => v.split('.')[1]?.length ?? 0));
+  return formatUnits(
+    values.reduce((acc, v) => acc + parseUnits(v, decimals), 0n),
+    decimals,
+  );
+}
+
+export function Balances(props: { wallet: readonly WalletEntry[] | undefined; error: string | undefined }) {
+  const wallet = props.wallet ?? [];
+  const currency = wallet[0]?.balance_currency ?? '';
+  const total = wallet.length === 0 ? undefined : sum(wallet.map((w) => w.balance.balance_total_in_fiat));
+  return (
+    <Table error={props.error} empty={props.wallet?.length === 0 ? 'No balances.' : undefined}>
+      <thead>
+        <tr>
+          <th scope="col">Asset</th>
+          <th scope="col">Name</th>
+          <th scope="col">Total</th>
+          <th scope="col">Pending</th>
+          <th scope="col">Value ({currency})</th>
+        </tr>
+      </thead>
+      <tbody>
+        {wallet.map((w) => (
+          <tr key={w.asset_id} data-asset={w.asset_id}>
+            <td>{w.asset_id}</td>
+            <td class="muted">{w.asset_name}</td>
+            <td class="num balance-total">{group(w.balance.balance_total)}</td>
+            <td class="num muted">{w.pending.has_pending ? group(w.pending.balance_pending) : '—'}</td>
+            <td class="num">{group(w.balance.balance_total_in_fiat)}</td>
+          </tr>
+        ))}
+      </tbody>
+      {total !== undefined && (
+        <tfoot>
+          <tr>
+            <th scope="row" colSpan={4}>
+              Total value
+            </th>
+            <td class="num" data-testid="wallet-total">
+              {group(total)} {currency}
+            </td>
+          </tr>
+        </tfoot>
+      )}
+    </Table>
+  );
+}
+
+function Table(props: {
+  error: string | undefined;
+  empty: string | undefined;
+  children: preact.ComponentChildren;
+}) {
+  return (
+    <div class="scroll">
+      {props.error !== undefined && (
+        <p class="field-error" role="alert">
+          {props.error}
+        </p>
+      )}
+      <table class="data">{props.children}</table>
+      {props.empty !== undefined && <p class="empty">{props.empty}</p>}
+    </div>
+  );
+}
+
+export function AccountTabs(props: {
+  readonly session: Session | undefined;
+  readonly market: Market;
+  readonly version: number;
+  readonly wallet: readonly WalletEntry[] | undefined;
+  readonly walletError: string | undefined;
+  readonly onChanged: () => void;
+}) {
+  const [tab, setTab] = useState<Tab>('open');
+  const [onlyThis, setOnlyThis] = useState(false);
+  const { session } = props;
+  const pair = onlyThis ? props.market.wsname : undefined;
+  return (
+    <section class="panel account" aria-label="Orders, trades and balances">
+      <header class="panel-head tabs-head">
+        <div role="tablist" class="tabs" aria-label="Account">
+          {TABS.map((t) => (
+            <button
+              key={t.id}
+              type="button"
+              role="tab"
+              id={`tab-${t.id}`}
+              aria-selected={tab === t.id}
+              aria-controls="account-panel"
+              class={tab === t.id ? 'tab active' : 'tab'}
+              onClick={() => setTab(t.id)}
+            >
+              {t.label}
+            </button>
+          ))}
+        </div>
+        {tab !== 'balances' && (
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={onlyThis}
+              onChange={(e) => setOnlyThis((e.currentTarget as HTMLInputElement).checked)}
+            />
+            Only {props.market.wsname}
+          </label>
+        )}
+      </header>
+      <div id="account-panel" role="tabpanel" aria-labelledby={`tab-${tab}`} class="tab-panel">
+        {session === undefined ? (
+          <p class="empty">Sign in to see your orders, trades and balances.</p>
+        ) : tab === 'open' ? (
+          <OpenOrders session={session} pair={pair} version={props.version} onChanged={props.onChanged} />
+        ) : tab === 'history' ? (
+          <OrderHistory session={session} pair={pair} version={props.version} />
+        ) : tab === 'trades' ? (
+          <TradeHistory session={session} pair={pair} version={props.version} />
+        ) : (
+          <Balances wallet={props.wallet} error={props.walletError} />
+        )}
+      </div>
+    </section>
+  );
+}

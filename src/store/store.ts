@@ -177,6 +177,9 @@ export interface Store {
    */
   findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): LedgerEntry | undefined;
 
+  /** Every referenced deposit and withdrawal: the oldest per (user, kind, reference), in commit order. */
+  loadLedgerReferences(): LedgerEntry[];
+
   /** The record of a user's Idempotency-Key, however old (the caller judges expiry). */
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined;
 

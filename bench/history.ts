@@ -47,7 +47,7 @@ export async function historyReplayRow(days = 1, runs = 5): Promise<HistoryRepla
   const to = 1_767_225_600_000_000 as Micros; // 2026-01-01T00:00:00Z: fixed, so runs compare
   const from = (to - days * 86_400_000_000) as Micros;
   const clock = simulatedClock(from);
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store, clock });
   const recorded: Recorded[] = [];
   // Every command the history submits is recorded, in submission order (the sequencer's
   // application order), with the time it is applied at: the clock only moves between steps,

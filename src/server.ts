@@ -89,7 +89,7 @@ export async function startServer(
       ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
     }),
   );
-  const exchange = openExchange({ store, logger });
+  const exchange = await openExchange({ store, logger });
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
@@ -208,7 +208,7 @@ export async function startServer(
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;
   try {
-    initialCheckpoint = keepInitialState(exchange);
+    initialCheckpoint = await keepInitialState(exchange);
     if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
   } catch (error) {
     // Only `reset` needs it: the venue runs without, and a reset then says there is none.

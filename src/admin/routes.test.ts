@@ -13,7 +13,7 @@ let app: FastifyInstance;
 let exchange: OpenExchange;
 
 before(async () => {
-  exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   app = Fastify();
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

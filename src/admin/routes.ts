@@ -269,9 +269,9 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     async (request) => {
       const userId = userParam(request);
       return {
-        data: exchange
-          .balances(userId)
-          .map((b) => balanceView(b, exchange.catalogue.asset(b.asset)!.decimals)),
+        data: (await exchange.readCommitted(() => exchange.balances(userId))).map((b) =>
+          balanceView(b, exchange.catalogue.asset(b.asset)!.decimals),
+        ),
       };
     },
   );
@@ -378,7 +378,8 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
           { recorded: view },
         );
       }
-      const balance = exchange.balances(userId).find((b) => b.asset === asset.code)!;
+      const balances = await exchange.readCommitted(() => exchange.balances(userId));
+      const balance = balances.find((b) => b.asset === asset.code)!;
       return reply.code(result.duplicate ? 200 : 201).send({
         user_id: userId,
         asset: asset.code,
@@ -429,7 +430,11 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       { response: responses({ 200: LedgerCheckSchema }) },
       'Per asset: balances + fees = deposits − withdrawals, and no negative balance.',
     ),
-    async () => auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0),
+    async () =>
+      auditView(
+        await exchange.readCommitted(() => exchange.audit()),
+        (code) => exchange.catalogue.asset(code)?.decimals ?? 0,
+      ),
   );
 
   const { health } = options;

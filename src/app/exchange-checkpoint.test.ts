@@ -20,7 +20,7 @@ let now = 1_700_000_000_000_000;
 const clock = () => now as Micros;
 
 async function venue(): Promise<{ exchange: OpenExchange; id: MarketId }> {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }), clock });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }), clock });
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
   await exchange.submit({
@@ -69,7 +69,7 @@ test('a restore reloads the engine and every read model from the checkpoint', as
   await exchange.submit(order(ALICE, id, 'buy', 400)); // resting
   await nextTurn();
   const saved = view(exchange, id);
-  exchange.saveCheckpoint('one');
+  await exchange.saveCheckpoint('one');
 
   now += 30 * 60_000_000;
   await exchange.submit(order(ALICE, id, 'buy', 700));
@@ -81,7 +81,7 @@ test('a restore reloads the engine and every read model from the checkpoint', as
 
   let restoredCalls = 0;
   exchange.onRestored(() => restoredCalls++);
-  exchange.restoreCheckpoint('one');
+  await exchange.restoreCheckpoint('one');
   assert.deepEqual(view(exchange, id), saved);
   assert.equal(restoredCalls, 1);
   assert.equal(exchange.book(id, 0).sequence, sequence + 1);
@@ -100,9 +100,9 @@ test('a restore reloads the engine and every read model from the checkpoint', as
 
 test('commands queued before a restore are committed first, then rolled back with the rest', async () => {
   const { exchange, id } = await venue();
-  exchange.saveCheckpoint('empty-book');
+  await exchange.saveCheckpoint('empty-book');
   const queued = exchange.submit(order(ALICE, id, 'buy', 100));
-  exchange.restoreCheckpoint('empty-book');
+  await exchange.restoreCheckpoint('empty-book');
   const result = await queued;
   assert.equal(result.ok, true, 'the queued command was answered as committed');
   assert.deepEqual(exchange.book(id, 0).bids, []);
@@ -117,7 +117,7 @@ test('a restore that cannot be done changes nothing', async () => {
   const { exchange, id } = await venue();
   await exchange.submit(order(ALICE, id, 'buy', 100));
   const before = view(exchange, id);
-  assert.throws(() => exchange.restoreCheckpoint('missing'), CheckpointError);
+  await assert.rejects(exchange.restoreCheckpoint('missing'), CheckpointError);
   assert.deepEqual(view(exchange, id), before);
   await exchange.close();
 });

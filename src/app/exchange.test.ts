@@ -19,7 +19,7 @@ const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 async function market(): Promise<{ exchange: OpenExchange; id: MarketId }> {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   return { exchange, id: await seedMarket(exchange) };
 }
 
@@ -160,7 +160,7 @@ function failingStore(failing: { on: boolean }): Store {
 
 test('a failed commit publishes nothing and leaves the book sequence where it was', async () => {
   const failing = { on: false };
-  const exchange = openExchange({ store: failingStore(failing), probeIntervalMs: 60_000 });
+  const exchange = await openExchange({ store: failingStore(failing), probeIntervalMs: 60_000 });
   const id = await seedMarket(exchange);
   await exchange.submit(bid(id, 200));
   await nextTurn();
@@ -197,7 +197,7 @@ function engineThrowsFor(throwsFor: (command: Command) => boolean, error: () => 
 }
 
 test('a command that throws is refused alone: its batch-mates are committed and the store stays writable', async (t) => {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   const id = await seedMarket(exchange);
   const BOB = 2 as UserId;
   await exchange.submit({ kind: 'deposit', userId: BOB, asset: BTC, amount: 100_000_000 as Amount });
@@ -242,7 +242,7 @@ test('a command that throws is refused alone: its batch-mates are committed and 
 });
 
 test('a command that throws a range error is answered as a rejection (too large), not an outage', async (t) => {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   const id = await seedMarket(exchange);
   t.after(
     engineThrowsFor(

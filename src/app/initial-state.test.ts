@@ -6,7 +6,7 @@ import { openExchange } from './exchange.js';
 import { INITIAL_CHECKPOINT, keepInitialState } from './initial-state.js';
 
 async function seeded() {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   await exchange.submit({
     kind: 'createAsset',
     code: 'BTC' as AssetCode,
@@ -45,7 +45,7 @@ const names = (exchange: Awaited<ReturnType<typeof seeded>>) =>
 
 test('the freshly seeded state is kept once, before any order, and never replaced by a later start', async () => {
   const exchange = await seeded();
-  assert.equal(keepInitialState(exchange), true);
+  assert.equal(await keepInitialState(exchange), true);
   assert.deepEqual(names(exchange), [INITIAL_CHECKPOINT]);
   const first = exchange.store.listCheckpoints()[0]!.bytes;
   await exchange.submit({
@@ -57,11 +57,11 @@ test('the freshly seeded state is kept once, before any order, and never replace
     price: 10 as Price,
     volume: 100 as Volume,
   });
-  assert.equal(keepInitialState(exchange), false, 'already kept');
+  assert.equal(await keepInitialState(exchange), false, 'already kept');
   exchange.store.deleteCheckpoint(INITIAL_CHECKPOINT);
-  assert.equal(keepInitialState(exchange), false, 'an order was placed: the state is no longer fresh');
+  assert.equal(await keepInitialState(exchange), false, 'an order was placed: the state is no longer fresh');
   assert.deepEqual(names(exchange), []);
-  assert.equal(keepInitialState(exchange, { replace: true }), true);
+  assert.equal(await keepInitialState(exchange, { replace: true }), true);
   assert.ok(exchange.store.listCheckpoints()[0]!.bytes >= first);
   await exchange.close();
 });

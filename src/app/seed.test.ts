@@ -6,7 +6,7 @@ import { openExchange } from './exchange.js';
 import { seedCatalogue } from './seed.js';
 
 test('seeding completes a catalogue that a killed first start left half-made, and then does nothing', async () => {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
   // What a first start killed after its first command leaves behind.
   await exchange.submit({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 4 });
   const created = await seedCatalogue(exchange, undefined);

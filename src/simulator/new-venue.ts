@@ -84,7 +84,7 @@ export async function simulateNewVenue(options: NewVenueOptions): Promise<NewVen
     // NORMAL: the draft is worth nothing until it is complete, so no fsync per commit.
     const store = SqliteStore.open({ path: draft, synchronous: 'NORMAL' });
     const clock = simulatedClock(from);
-    const exchange = openExchange({ store, clock });
+    const exchange = await openExchange({ store, clock });
     let summary: HistorySummary;
     try {
       await seedCatalogue(exchange, options.catalogue);

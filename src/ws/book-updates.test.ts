@@ -33,7 +33,7 @@ const USERS = [1, 2, 3].map((u) => u as UserId);
 
 async function market() {
   const store = SqliteStore.open({ path: ':memory:' });
-  const exchange = openExchange({ store });
+  const exchange = await openExchange({ store });
   const commands: Command[] = [
     { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },

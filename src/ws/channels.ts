@@ -30,6 +30,12 @@ export interface ChannelProvider {
    * its snapshot then shows the state those updates lead to, and its first update is the next.
    */
   catchUp?(): void;
+  /**
+   * Runs `run` when no batch is being committed: at once when none is, otherwise as soon as the
+   * commit in flight has settled. A subscription's catch-up, registration and snapshot run inside
+   * it, so the snapshot shows committed state only.
+   */
+  betweenCommits?(run: () => void): void;
 }
 
 /** Private channels need a signed `auth`; the prefix is Pusher's. */

@@ -23,7 +23,7 @@ const TAKER = 2 as UserId;
 
 async function setup() {
   const store = SqliteStore.open({ path: ':memory:' });
-  const exchange = openExchange({ store });
+  const exchange = await openExchange({ store });
   const submit = async (command: Command) => {
     const result = await exchange.submit(command);
     assert.ok(result.ok, JSON.stringify(result));

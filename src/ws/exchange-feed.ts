@@ -149,6 +149,11 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
   return {
     resolve,
     catchUp: () => exchange.publishCommitted(),
+    betweenCommits: (run) => {
+      const done = exchange.readCommitted(run);
+      if (done instanceof Promise)
+        done.catch((error: unknown) => context.logger.error({ err: error }, 'a subscription failed'));
+    },
     snapshot(_channel, resolved) {
       if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
       const m = context.market(resolved.marketId!);

@@ -87,10 +87,16 @@ export function subscribe(
   } else if (resolved !== undefined) {
     // Subscribing again is allowed (Pusher answers again); it re-sends the snapshot, which is
     // what a client that re-subscribes to resynchronize wants.
-    context.provider.catchUp?.();
-    context.registry.add(connection, channel, resolved);
-    connection.send(subscriptionSucceededFrame(channel));
-    sendSnapshot(context, connection, channel, resolved);
+    const join = () => {
+      if (!connection.isOpen) return;
+      context.provider.catchUp?.();
+      context.registry.add(connection, channel, resolved);
+      connection.send(subscriptionSucceededFrame(channel));
+      sendSnapshot(context, connection, channel, resolved);
+    };
+    // Catch-up, registration and snapshot in one synchronous run between two commits.
+    if (context.provider.betweenCommits === undefined) join();
+    else context.provider.betweenCommits(join);
   }
 }
 

@@ -27,7 +27,7 @@ before(async () => {
     time += 1_000_000;
     return time as Micros;
   };
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store, clock });
   await seedCatalogue(exchange, undefined);
   const market = exchange.catalogue.marketByName('BTCEUR')!.id;
   for (const userId of [1, 2, 3] as UserId[]) {

@@ -21,7 +21,7 @@ const random = (): number => {
 };
 
 const store = SqliteStore.open({ path: join(dir, 'openspot.db') });
-const exchange = openExchange({ store });
+const exchange = await openExchange({ store });
 const USERS = [1, 2, 3, 4] as UserId[];
 
 async function main(): Promise<void> {

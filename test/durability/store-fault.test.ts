@@ -129,7 +129,7 @@ beforeEach(async () => {
   file = join(dir, 'openspot.db');
   store = SqliteStore.open({ path: file });
   faults = { commits: 0 };
-  exchange = openExchange({ store: faultyStore(store, faults), probeIntervalMs: PROBE_MS });
+  exchange = await openExchange({ store: faultyStore(store, faults), probeIntervalMs: PROBE_MS });
   await seedCatalogue(exchange, undefined);
   market = exchange.catalogue.marketByName('BTCEUR')!.id;
   for (const userId of [1, 2, 3] as UserId[]) {

@@ -188,7 +188,7 @@ describe('the reported outage: one trader moving 60,000,000 units at a tiny pric
     const TOK = 'TOK' as AssetCode;
     const EURO = 'EUR' as AssetCode;
     const [A, B] = [1 as UserId, 2 as UserId];
-    let exchange = openExchange({ store: SqliteStore.open({ path }) });
+    let exchange = await openExchange({ store: SqliteStore.open({ path }) });
     await exchange.submit({ kind: 'createAsset', code: TOK, name: 'Token', type: 'crypto', decimals: 8 });
     await exchange.submit({ kind: 'createAsset', code: EURO, name: 'Euro', type: 'fiat', decimals: 2 });
     const created = await exchange.submit({
@@ -235,7 +235,7 @@ describe('the reported outage: one trader moving 60,000,000 units at a tiny pric
     assert.equal(stats.volume, 36_000_000_000_000_000n);
     await exchange.close();
 
-    exchange = openExchange({ store: SqliteStore.open({ path }) });
+    exchange = await openExchange({ store: SqliteStore.open({ path }) });
     t.after(() => exchange.close());
     assert.deepEqual(exchange.stats24h(market, exchange.clock()), stats);
     assert.deepEqual(exchange.store.listCandles(market, 1, 0, 10), [before]);

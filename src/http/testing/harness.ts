@@ -85,7 +85,7 @@ export async function startHarness(config: HarnessOptions = {}): Promise<Harness
   const store = SqliteStore.open({ path: ':memory:' });
   let now: number = START;
   const clock = () => now as Micros;
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store, clock });
   const assets = [
     { code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },

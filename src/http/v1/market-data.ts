@@ -128,17 +128,21 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         markets = [market];
         dependency = market.id;
       }
-      // Stamped in the same synchronous run as the reads below: no commit can come in between.
-      const stamp = cache.stamp(dependency);
-      const now = deps.clock();
-      const tickers = markets.map((market) => {
-        const top = exchange.book(market.id, 1);
-        return serializeTicker(market, catalogue, {
-          today: exchange.statsToday(market.id, now),
-          last: exchange.lastPrice(market.id),
-          bestBid: top.bids[0]?.[0] ?? null,
-          bestAsk: top.asks[0]?.[0] ?? null,
+      // Stamped in the same synchronous run as the reads below, between two commits: no commit
+      // can come in between, and the book read is committed state.
+      const { stamp, now, tickers } = await exchange.readCommitted(() => {
+        const stamp = cache.stamp(dependency);
+        const now = deps.clock();
+        const tickers = markets.map((market) => {
+          const top = exchange.book(market.id, 1);
+          return serializeTicker(market, catalogue, {
+            today: exchange.statsToday(market.id, now),
+            last: exchange.lastPrice(market.id),
+            bestBid: top.bids[0]?.[0] ?? null,
+            bestAsk: top.asks[0]?.[0] ?? null,
+          });
         });
+        return { stamp, now, tickers };
       });
       if (request.method !== 'GET') return tickers;
       return sendJson(reply, cache.store(request.url, stamp, utcDay(now), reply.serialize(tickers)));
@@ -201,9 +205,12 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const market = tickerMarket(deps, ticker_id);
       const total = depth === undefined ? ORDERBOOK_DEFAULT_DEPTH : Number(depth);
       const perSide = total === 0 ? 0 : Math.ceil(total / 2);
-      // Stamped in the same synchronous run as the reads below: no commit can come in between.
-      const stamp = cache.stamp(market.id);
-      const book = exchange.book(market.id, perSide);
+      // Stamped in the same synchronous run as the read below, between two commits: no commit
+      // can come in between, and the book read is committed state.
+      const { stamp, book } = await exchange.readCommitted(() => ({
+        stamp: cache.stamp(market.id),
+        book: exchange.book(market.id, perSide),
+      }));
       const timestamp = unixSeconds(deps.clock());
       const body = [
         {

@@ -26,6 +26,7 @@
 import type { Logger } from 'pino';
 import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
+import { LedgerReferences } from '../engine/ledger-references.js';
 import type {
   BalanceState,
   ChangeSet,
@@ -129,7 +130,9 @@ export interface OpenExchange extends Exchange {
 /** Loads the committed state through the commit log, then starts the sequencer. */
 export async function openExchange(options: ExchangeOptions): Promise<OpenExchange> {
   const ports = options.ports ?? asyncStore(options.store);
-  const exchange = new SequencedExchange(options, ports, Engine.restore(await ports.loadSnapshot()));
+  const engine = Engine.restore(await ports.loadSnapshot());
+  const references = LedgerReferences.restore(await ports.loadLedgerReferences());
+  const exchange = new SequencedExchange(options, ports, engine, references);
   await exchange.start();
   return exchange;
 }
@@ -148,6 +151,8 @@ class SequencedExchange implements OpenExchange {
   readonly catalogue: EngineCatalogue;
   private readonly ports: AsyncStore;
   private engine: Engine;
+  /** Deposit and withdrawal references committed so far: restored and replaced with the engine. */
+  private references: LedgerReferences<LedgerEntry>;
   private candles = new CandleAggregator([]);
   private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
@@ -188,7 +193,12 @@ class SequencedExchange implements OpenExchange {
   private closed = false;
   private readonly logger: ExchangeOptions['logger'];
 
-  constructor(options: ExchangeOptions, ports: AsyncStore, engine: Engine) {
+  constructor(
+    options: ExchangeOptions,
+    ports: AsyncStore,
+    engine: Engine,
+    references: LedgerReferences<LedgerEntry>,
+  ) {
     this.store = options.store;
     this.ports = ports;
     this.clock = options.clock ?? systemClock();
@@ -197,6 +207,7 @@ class SequencedExchange implements OpenExchange {
     if (!Number.isSafeInteger(this.probeIntervalMs) || this.probeIntervalMs <= 0)
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
     this.engine = engine;
+    this.references = references;
     this.catalogue = new EngineCatalogue(engine);
   }
 
@@ -335,7 +346,8 @@ class SequencedExchange implements OpenExchange {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    const { results, events, changes, trades, touched } = applied;
+    const { results, events, changes, trades, touched, ledger } = applied;
+    for (const entry of ledger) this.references.record(entry);
     for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
     this.stats.record(touched);
     this.catalogue.committed(this.engine);
@@ -405,9 +417,9 @@ class SequencedExchange implements OpenExchange {
   }
 
   publishCommitted(): void {
+    this.publicationScheduled = false;
     // During a step the engine is ahead of the batches to publish; the step's end schedules them.
     if (this.stepping) return;
-    this.publicationScheduled = false;
     if (this.unpublished.length === 0) return;
     const batches = this.unpublished;
     this.unpublished = [];
@@ -461,7 +473,7 @@ class SequencedExchange implements OpenExchange {
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
         await this.ports.commit(commit);
-      return { results, events, changes, trades, touched };
+      return { results, events, changes, trades, touched, ledger };
     }
   }
 
@@ -543,7 +555,10 @@ class SequencedExchange implements OpenExchange {
     return new CommandFailedError(command.kind, { cause });
   }
 
-  /** The entry already recorded under this request's reference (earlier in the batch or committed). */
+  /**
+   * The entry already recorded under this request's reference: earlier in the batch, or committed
+   * (in memory, `references`: nothing is read from the store in the middle of a batch).
+   */
   private duplicateLedger(
     pending: Pending,
     seen: ReadonlyMap<string, LedgerEntry>,
@@ -554,7 +569,7 @@ class SequencedExchange implements OpenExchange {
     const kind = command.kind === 'deposit' ? 'deposit' : 'withdrawal';
     const recorded =
       seen.get(referenceKey({ userId: command.userId, kind, reference: ledger.reference })) ??
-      this.store.findLedgerEntry(command.userId, kind, ledger.reference);
+      this.references.find(command.userId, kind, ledger.reference);
     return recorded === undefined ? undefined : { ok: true, events: [], duplicate: true, recorded };
   }
 
@@ -569,7 +584,10 @@ class SequencedExchange implements OpenExchange {
   /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
   private async rebuild(): Promise<boolean> {
     try {
-      this.engine = Engine.restore(await this.ports.loadSnapshot());
+      const engine = Engine.restore(await this.ports.loadSnapshot());
+      const references = LedgerReferences.restore(await this.ports.loadLedgerReferences());
+      this.engine = engine;
+      this.references = references;
       await this.loadReadModels();
       this.stale = false;
       return true;
@@ -876,6 +894,8 @@ interface AppliedBatch {
   readonly changes: ChangeSet;
   readonly trades: Map<MarketId, Trade[]>;
   readonly touched: Candle[];
+  /** The batch's deposit and withdrawal entries, as committed. */
+  readonly ledger: readonly LedgerEntry[];
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */

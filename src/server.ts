@@ -140,7 +140,7 @@ export async function startServer(
     allowed: config.chaos,
     seed: config.chaosSeed,
     adminToken: admin.token,
-    isKnownKey: (apiKey) => exchange.store.getApiKey(apiKey) !== undefined,
+    isKnownKey: async (apiKey) => (await exchange.credentials.getApiKey(apiKey)) !== undefined,
     keysOf: (socketId) => channelGrants.keysOf(socketId),
     onInjected: ({ fault, apiKey, detail }) => {
       metrics.chaosFault(fault);

@@ -49,7 +49,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
     return { restored: name, ledger };
   };
 
-  app.get('/checkpoints', async () => ({ data: exchange.store.listCheckpoints().map(checkpointView) }));
+  app.get('/checkpoints', async () => ({ data: (await exchange.listCheckpoints()).map(checkpointView) }));
 
   app.post('/checkpoints', async (request, reply) => {
     const body = asObject(request.body ?? {});
@@ -61,7 +61,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
         `The checkpoint ${INITIAL_CHECKPOINT} holds the freshly seeded state (reset); choose another name.`,
         'name',
       );
-    const existed = exchange.store.listCheckpoints().some((c) => c.name === name);
+    const existed = (await exchange.listCheckpoints()).some((c) => c.name === name);
     const saved = await attempt(() => exchange.saveCheckpoint(name ?? ''));
     return reply.code(201).send({ ...checkpointView(saved), replaced: existed });
   });
@@ -72,13 +72,13 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
     const name = nameParam(request.params);
     if (name === INITIAL_CHECKPOINT)
       throw fail(409, 'checkpoint_reserved', `The checkpoint ${INITIAL_CHECKPOINT} is kept for reset.`);
-    if (!(await attempt(() => exchange.store.deleteCheckpoint(name))))
+    if (!(await attempt(() => exchange.deleteCheckpoint(name))))
       throw fail(404, 'not_found', `No checkpoint named ${name}.`);
     return { name, deleted: true };
   });
 
   app.post('/reset', async () => {
-    if (!exchange.store.listCheckpoints().some((c) => c.name === INITIAL_CHECKPOINT))
+    if (!(await exchange.listCheckpoints()).some((c) => c.name === INITIAL_CHECKPOINT))
       throw fail(
         409,
         'no_initial_state',

@@ -39,7 +39,7 @@ import type {
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
 import { asyncStore } from '../store/async-store.js';
-import type { AsyncStore } from '../store/ports.js';
+import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../store/ports.js';
 import {
   type CheckpointInfo,
   type CommitBatch,
@@ -120,6 +120,12 @@ export interface OpenExchange extends Exchange {
    * `onRestored` listeners. Rejects with CheckpointError or StoreUnavailableError, having changed nothing.
    */
   restoreCheckpoint(name: string): Promise<void>;
+  /** By name. */
+  listCheckpoints(): Promise<CheckpointInfo[]>;
+  /** False when there was no such checkpoint. */
+  deleteCheckpoint(name: string): Promise<boolean>;
+  /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
+  readonly commitLog: CommitLog;
   /** Commits whatever is queued, then stops accepting commands. */
   close(): Promise<void>;
   /** The engine's conservation audit (per asset); between steps only (see readCommitted). */
@@ -150,6 +156,8 @@ class SequencedExchange implements OpenExchange {
   readonly clock: Clock;
   readonly catalogue: EngineCatalogue;
   private readonly ports: AsyncStore;
+  readonly history: HistoryQueries;
+  readonly credentials: CredentialStore;
   private engine: Engine;
   /** Deposit and withdrawal references committed so far: restored and replaced with the engine. */
   private references: LedgerReferences<LedgerEntry>;
@@ -201,6 +209,8 @@ class SequencedExchange implements OpenExchange {
   ) {
     this.store = options.store;
     this.ports = ports;
+    this.history = ports;
+    this.credentials = ports;
     this.clock = options.clock ?? systemClock();
     this.logger = options.logger;
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
@@ -727,6 +737,18 @@ class SequencedExchange implements OpenExchange {
   onRestored(listener: () => void): () => void {
     this.restoredListeners.add(listener);
     return () => this.restoredListeners.delete(listener);
+  }
+
+  get commitLog(): CommitLog {
+    return this.ports;
+  }
+
+  listCheckpoints(): Promise<CheckpointInfo[]> {
+    return this.ports.listCheckpoints();
+  }
+
+  deleteCheckpoint(name: string): Promise<boolean> {
+    return this.ports.deleteCheckpoint(name);
   }
 
   async saveCheckpoint(name: string): Promise<CheckpointInfo> {

@@ -22,8 +22,8 @@ export async function keepInitialState(
     await exchange.saveCheckpoint(INITIAL_CHECKPOINT);
     return true;
   }
-  if (exchange.store.listCheckpoints().some((c) => c.name === INITIAL_CHECKPOINT)) return false;
-  if (exchange.store.loadSnapshot().sequences.nextOrderId !== 1) return false;
+  if ((await exchange.listCheckpoints()).some((c) => c.name === INITIAL_CHECKPOINT)) return false;
+  if ((await exchange.commitLog.loadSnapshot()).sequences.nextOrderId !== 1) return false;
   await exchange.saveCheckpoint(INITIAL_CHECKPOINT);
   return true;
 }

@@ -24,6 +24,7 @@ import type {
   Trade,
 } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
+import type { CredentialStore, HistoryQueries } from '../store/ports.js';
 import type { LedgerKind, Store } from '../store/store.js';
 
 export interface Catalogue {
@@ -110,8 +111,15 @@ export interface BookView {
 
 export interface Exchange {
   readonly catalogue: Catalogue;
-  /** History queries (orders, trades, candles, users, keys). */
+  /**
+   * The synchronous store, for the readers not yet moved to `history` and `credentials` (the
+   * WebSocket feed); goes away with them.
+   */
   readonly store: Store;
+  /** Paged history (orders, trades, candles, ledger), committed rows only. */
+  readonly history: HistoryQueries;
+  /** Users, API keys, nonces. */
+  readonly credentials: CredentialStore;
 
   /** Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it could not be. */
   submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult>;

@@ -82,7 +82,10 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchange' | 'vault'>): Caller {
+export async function authenticate(
+  request: FastifyRequest,
+  deps: Pick<V1Deps, 'exchange' | 'vault'>,
+): Promise<Caller> {
   const key = header(request, 'x-api-key');
   const sign = header(request, 'x-api-sign');
   if (
@@ -94,7 +97,7 @@ export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchan
   ) {
     throw invalidSignature();
   }
-  const record = deps.exchange.store.getApiKey(key);
+  const record = await deps.exchange.credentials.getApiKey(key);
   if (record === undefined || record.revokedAt !== null) throw invalidSignature();
   let secret: SignatureKey;
   try {
@@ -111,13 +114,13 @@ export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchan
   const body = rawBody(request);
   if (!secret.verify(request.method, body, sign)) throw invalidSignature();
   // Only now that the caller holds the secret: the key's allow-list, its rate limit, its nonce.
-  const policy = checkKeyPolicy({
+  const policy = await checkKeyPolicy({
     record,
     ip: request.ip,
     method: request.method,
     rawBody: body,
     contentType: request.headers['content-type'],
-    store: deps.exchange.store,
+    store: deps.exchange.credentials,
     rateLimit: () => enforceKeyRateLimit(request, key),
   });
   if (!policy.ok) throw errorE(policy.status, policy.error);

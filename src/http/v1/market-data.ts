@@ -176,7 +176,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
       if (after === undefined) throw errorB(422, [rule.format('since')]);
-      const candles = exchange.store.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
+      const candles = await exchange.history.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
       return candles.map((candle) => serializeCandle(candle, market));
     },
   );
@@ -260,18 +260,18 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const since: Micros | undefined =
         start_time === undefined ? undefined : parseUnixTime(start_time)?.micros;
       if (start_time !== undefined && since === undefined) throw errorB(422, [rule.format('start_time')]);
-      const side = (takerSide: Side) =>
+      const side = async (takerSide: Side) =>
         type !== undefined && type !== takerSide
           ? []
-          : exchange.store
-              .listPublicTrades({
+          : (
+              await exchange.history.listPublicTrades({
                 marketId: market.id,
                 takerSide,
                 limit: count,
                 ...(since === undefined ? {} : { since }),
               })
-              .map((trade) => serializePublicTrade(trade, market, catalogue));
-      return { buy: side('buy'), sell: side('sell') };
+            ).map((trade) => serializePublicTrade(trade, market, catalogue));
+      return { buy: await side('buy'), sell: await side('sell') };
     },
   );
 }

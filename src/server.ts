@@ -30,6 +30,7 @@ import {
   websocketEndpoint,
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
+import { asyncStore } from './store/async-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
@@ -89,7 +90,7 @@ export async function startServer(
       ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
     }),
   );
-  const exchange = await openExchange({ store, logger });
+  const exchange = await openExchange({ store: asyncStore(store), logger });
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
@@ -114,7 +115,7 @@ export async function startServer(
 
   // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
   const channelGrants = new ChannelGrants({
-    isKeyActive: (apiKey) => exchange.store.getApiKey(apiKey)?.revokedAt === null,
+    isKeyActive: async (apiKey) => (await exchange.credentials.getApiKey(apiKey))?.revokedAt === null,
     maxPerConnection: config.ws.maxSubscriptionsPerConnection,
   });
   let shuttingDown = false;

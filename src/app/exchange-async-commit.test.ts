@@ -51,7 +51,7 @@ class GatedLog {
 
 async function venue(): Promise<{ exchange: OpenExchange; log: GatedLog; id: MarketId }> {
   const log = new GatedLog();
-  const exchange = await openExchange({ store: log.sqlite, ports: log.ports, probeIntervalMs: 60_000 });
+  const exchange = await openExchange({ store: log.ports, probeIntervalMs: 60_000 });
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
   await exchange.submit({

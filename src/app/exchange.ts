@@ -38,14 +38,12 @@ import type {
 } from '../engine/types.js';
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
-import { asyncStore } from '../store/async-store.js';
 import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../store/ports.js';
 import {
   type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
-  type Store,
   StoreUnavailableError,
 } from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
@@ -64,13 +62,11 @@ import type {
 import { TradeStatsBook } from './trade-stats.js';
 
 export interface ExchangeOptions {
-  /** The synchronous store the readers still query (history, credentials). */
-  readonly store: Store;
   /**
-   * The asynchronous ports the sequencer commits through and loads from; by default `store` seen
-   * through them (settled promises: SQLite stays synchronous inside).
+   * The store, through its asynchronous ports: the sequencer commits to and loads from it, the
+   * readers query its history and credentials. SQLite: `asyncStore(SqliteStore.open(…))`.
    */
-  readonly ports?: AsyncStore;
+  readonly store: AsyncStore;
   readonly clock?: Clock;
   readonly logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** While the store is unavailable, how often to try a write (and, if needed, the rebuild). Default 1000 ms. */
@@ -126,6 +122,8 @@ export interface OpenExchange extends Exchange {
   deleteCheckpoint(name: string): Promise<boolean>;
   /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
   readonly commitLog: CommitLog;
+  /** The whole store (the composition root, tools and tests); adapters use `history` and `credentials`. */
+  readonly store: AsyncStore;
   /** Commits whatever is queued, then stops accepting commands. */
   close(): Promise<void>;
   /** The engine's conservation audit (per asset); between steps only (see readCommitted). */
@@ -135,7 +133,7 @@ export interface OpenExchange extends Exchange {
 
 /** Loads the committed state through the commit log, then starts the sequencer. */
 export async function openExchange(options: ExchangeOptions): Promise<OpenExchange> {
-  const ports = options.ports ?? asyncStore(options.store);
+  const ports = options.store;
   const engine = Engine.restore(await ports.loadSnapshot());
   const references = LedgerReferences.restore(await ports.loadLedgerReferences());
   const exchange = new SequencedExchange(options, ports, engine, references);
@@ -152,7 +150,7 @@ export class UncommittedReadError extends Error {
 }
 
 class SequencedExchange implements OpenExchange {
-  readonly store: Store;
+  readonly store: AsyncStore;
   readonly clock: Clock;
   readonly catalogue: EngineCatalogue;
   private readonly ports: AsyncStore;
@@ -187,6 +185,8 @@ class SequencedExchange implements OpenExchange {
    * engine equals the committed state again: no other step starts, and engine reads wait.
    */
   private stepping = false;
+  /** Counts the steps that changed the committed state (batches committed, restores). */
+  private commits = 0;
   /** Called when the step in flight ends (readers and steps waiting for their turn). */
   private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
@@ -207,7 +207,7 @@ class SequencedExchange implements OpenExchange {
     engine: Engine,
     references: LedgerReferences<LedgerEntry>,
   ) {
-    this.store = options.store;
+    this.store = ports;
     this.ports = ports;
     this.history = ports;
     this.credentials = ports;
@@ -357,6 +357,7 @@ class SequencedExchange implements OpenExchange {
       return;
     }
     const { results, events, changes, trades, touched, ledger } = applied;
+    this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
     for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
     this.stats.record(touched);
@@ -407,6 +408,10 @@ class SequencedExchange implements OpenExchange {
     } finally {
       this.endStep();
     }
+  }
+
+  commitMark(): number {
+    return this.commits;
   }
 
   readCommitted<T>(read: () => T): T | Promise<T> {
@@ -779,6 +784,7 @@ class SequencedExchange implements OpenExchange {
       if (!this.writable) throw new StoreUnavailableError('The store could not commit; retry later.');
       // Rejects having changed nothing (one transaction): the engine still matches the store.
       await this.ports.restoreCheckpoint(name);
+      this.commits += 1;
       if (!(await this.rebuild())) {
         // The store holds the checkpoint but the engine could not load it: as after a failed commit.
         this.writable = false;

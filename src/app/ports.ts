@@ -25,7 +25,7 @@ import type {
 } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
 import type { CredentialStore, HistoryQueries } from '../store/ports.js';
-import type { LedgerKind, Store } from '../store/store.js';
+import type { LedgerKind } from '../store/store.js';
 
 export interface Catalogue {
   assets(): readonly AssetSpec[];
@@ -111,11 +111,6 @@ export interface BookView {
 
 export interface Exchange {
   readonly catalogue: Catalogue;
-  /**
-   * The synchronous store, for the readers not yet moved to `history` and `credentials` (the
-   * WebSocket feed); goes away with them.
-   */
-  readonly store: Store;
   /** Paged history (orders, trades, candles, ledger), committed rows only. */
   readonly history: HistoryQueries;
   /** Users, API keys, nonces. */
@@ -138,6 +133,12 @@ export interface Exchange {
    * commit is in flight throws (UncommittedReadError).
    */
   readCommitted<T>(read: () => T): T | Promise<T>;
+  /**
+   * Changes whenever the committed state does (a batch committed, a checkpoint restored): a reader
+   * that read the store asynchronously compares it before and after to know whether its read
+   * still matches the engine and the feed.
+   */
+  commitMark(): number;
 
   /** Aggregated levels, best first; `maxLevels` per side (0 = all). Engine state: see readCommitted. */
   book(marketId: MarketId, maxLevels: number): BookView;

@@ -33,6 +33,7 @@ import type {
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
 import { buildHttpApp } from '../../src/http/app.js';
+import { asyncStore } from '../../src/store/async-store.js';
 import { toStoreError } from '../../src/store/sqlite/errors.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../../src/store/store.js';
@@ -129,7 +130,7 @@ beforeEach(async () => {
   file = join(dir, 'openspot.db');
   store = SqliteStore.open({ path: file });
   faults = { commits: 0 };
-  exchange = await openExchange({ store: faultyStore(store, faults), probeIntervalMs: PROBE_MS });
+  exchange = await openExchange({ store: asyncStore(faultyStore(store, faults)), probeIntervalMs: PROBE_MS });
   await seedCatalogue(exchange, undefined);
   market = exchange.catalogue.marketByName('BTCEUR')!.id;
   for (const userId of [1, 2, 3] as UserId[]) {

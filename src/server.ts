@@ -82,15 +82,13 @@ export async function startServer(
   }
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
-  const store = metrics.instrumentStore(
-    SqliteStore.open({
-      path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
-      synchronous: config.sqliteSynchronous,
-      // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
-      ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
-    }),
-  );
-  const exchange = await openExchange({ store: asyncStore(store), logger });
+  const store = SqliteStore.open({
+    path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
+    synchronous: config.sqliteSynchronous,
+    // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
+    ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
+  });
+  const exchange = await openExchange({ store: metrics.instrumentStore(asyncStore(store)), logger });
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');

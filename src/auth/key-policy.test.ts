@@ -268,7 +268,7 @@ describe('checkKeyPolicy', () => {
   test('the rate limit runs before the nonce is spent: a limited request keeps its nonce usable', async () => {
     const store = fakeStore();
     const record = { key: 'k', ipAllowlist: null, nonceRequired: true };
-    await assert.rejects(
+    assert.throws(
       () =>
         checkKeyPolicy(
           input({

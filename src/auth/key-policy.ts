@@ -271,9 +271,10 @@ const OK: KeyPolicyResult = { ok: true };
  *    route would refuse it too), 422 Invalid Nonce when it has no valid nonce or one not greater
  *    than the last accepted; otherwise the nonce is accepted (durably) and the request goes on.
  * A GET or HEAD passes step 3 without a nonce; any other body-less request is 422 Invalid Nonce.
- * May throw what `rateLimit` throws, or StoreUnavailableError when the nonce cannot be recorded.
+ * May throw what `rateLimit` throws; a promise only for a nonce (it rejects with
+ * StoreUnavailableError when the nonce cannot be recorded, RangeError for a non-canonical one).
  */
-export async function checkKeyPolicy(input: KeyPolicyInput): Promise<KeyPolicyResult> {
+export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult | Promise<KeyPolicyResult> {
   const { record } = input;
   if (!ipAllowed(record.ipAllowlist, input.ip)) return { ok: false, status: 403, error: ACCESS_DENIED };
   input.rateLimit?.();
@@ -287,8 +288,11 @@ export async function checkKeyPolicy(input: KeyPolicyInput): Promise<KeyPolicyRe
     case 'invalid':
       return { ok: false, status: 422, error: INVALID_NONCE };
     case 'nonce':
-      return (await input.store.acceptNonce(record.key, nonce.value))
-        ? OK
-        : { ok: false, status: 422, error: INVALID_NONCE };
+      // The only read of the store: a promise (every other answer is synchronous).
+      return input.store
+        .acceptNonce(record.key, nonce.value)
+        .then(
+          (accepted): KeyPolicyResult => (accepted ? OK : { ok: false, status: 422, error: INVALID_NONCE }),
+        );
   }
 }

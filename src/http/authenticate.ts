@@ -6,9 +6,9 @@
  */
 import { inspect } from 'node:util';
 import type { FastifyRequest } from 'fastify';
-import { checkKeyPolicy } from '../auth/key-policy.js';
+import { checkKeyPolicy, type KeyPolicyResult } from '../auth/key-policy.js';
 import { SignatureKey } from '../auth/signature.js';
-import type { ApiKeyScope } from '../store/store.js';
+import type { ApiKeyRecord, ApiKeyScope } from '../store/store.js';
 import type { SecretOpener, V1Deps } from './context.js';
 import { ACCESS_DENIED, errorE, INVALID_SIGNATURE } from './errors.js';
 import { enforceKeyRateLimit } from './rate-limit.js';
@@ -82,7 +82,12 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export async function authenticate(
+/**
+ * The caller of a signed request: one read of the key's record from the credential store (a
+ * promise), then everything else synchronously, except a nonce, which is recorded in the store.
+ * Throws (synchronously) or rejects with the request's refusal.
+ */
+export function authenticate(
   request: FastifyRequest,
   deps: Pick<V1Deps, 'exchange' | 'vault'>,
 ): Promise<Caller> {
@@ -97,7 +102,16 @@ export async function authenticate(
   ) {
     throw invalidSignature();
   }
-  const record = await deps.exchange.credentials.getApiKey(key);
+  return deps.exchange.credentials.getApiKey(key).then((record) => verify(request, deps, key, sign, record));
+}
+
+function verify(
+  request: FastifyRequest,
+  deps: Pick<V1Deps, 'exchange' | 'vault'>,
+  key: string,
+  sign: string,
+  record: ApiKeyRecord | undefined,
+): Caller | Promise<Caller> {
   if (record === undefined || record.revokedAt !== null) throw invalidSignature();
   let secret: SignatureKey;
   try {
@@ -114,7 +128,7 @@ export async function authenticate(
   const body = rawBody(request);
   if (!secret.verify(request.method, body, sign)) throw invalidSignature();
   // Only now that the caller holds the secret: the key's allow-list, its rate limit, its nonce.
-  const policy = await checkKeyPolicy({
+  const policy = checkKeyPolicy({
     record,
     ip: request.ip,
     method: request.method,
@@ -123,8 +137,11 @@ export async function authenticate(
     store: deps.exchange.credentials,
     rateLimit: () => enforceKeyRateLimit(request, key),
   });
-  if (!policy.ok) throw errorE(policy.status, policy.error);
-  return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
+  const caller = (result: KeyPolicyResult): Caller => {
+    if (!result.ok) throw errorE(result.status, result.error);
+    return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
+  };
+  return policy instanceof Promise ? policy.then(caller) : caller(policy);
 }
 
 export function requireScope(who: Caller, scope: ApiKeyScope): void {

@@ -22,7 +22,7 @@ import {
   INVALID_REQUEST,
   routeErrorShape,
 } from '../errors.js';
-import { isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
+import { type Caller, isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
 import { checkFirstValidatorCompiler } from '../validator.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
@@ -91,7 +91,14 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
         return;
       }
       // The key record (and a nonce) come from the credential store: one promise per request.
-      authenticate(request, deps).then(
+      let authenticated: Promise<Caller>;
+      try {
+        authenticated = authenticate(request, deps);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      authenticated.then(
         (who) => {
           try {
             requireScope(who, scope);

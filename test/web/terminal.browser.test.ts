@@ -363,6 +363,11 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     await page.waitForTimeout(300);
     await page.screenshot({ path: screenshotPath('terminal-desktop-depth.png') });
     await page.getByRole('button', { name: 'Candles' }).click();
+    await page.setViewportSize({ width: 1024, height: 768 });
+    await page.waitForTimeout(300);
+    const narrow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(narrow <= 0, `no sideways scrolling at 1024 px (${narrow}px too wide)`);
+    await page.screenshot({ path: screenshotPath('terminal-1024.png') });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForTimeout(500);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);

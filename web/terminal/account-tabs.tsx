@@ -361,3 +361,33 @@ export function AccountTabs(props: {
     </section>
   );
 }
+
+/** The selected market's two assets and the wallet's total value, beside the order form. */
+export function MarketBalances(props: { market: Market; wallet: readonly WalletEntry[] | undefined }) {
+  const { market, wallet } = props;
+  const entry = (asset: string) => wallet?.find((w) => w.asset_id === asset);
+  const currency = wallet?.[0]?.balance_currency ?? '';
+  const total =
+    wallet === undefined || wallet.length === 0
+      ? undefined
+      : sum(wallet.map((w) => w.balance.balance_total_in_fiat));
+  return (
+    <section class="panel market-balances" aria-label={`Balances for ${market.wsname}`}>
+      <header class="panel-head">
+        <h2>Assets</h2>
+      </header>
+      <dl>
+        {[market.base, market.quote].map((asset) => (
+          <div key={asset} class="summary">
+            <dt class="muted">{asset}</dt>
+            <dd class="num">{group(entry(asset)?.balance.balance_total ?? '0')}</dd>
+          </div>
+        ))}
+        <div class="summary">
+          <dt class="muted">Total value</dt>
+          <dd class="num">{total === undefined ? '—' : `${group(total)} ${currency}`}</dd>
+        </div>
+      </dl>
+    </section>
+  );
+}

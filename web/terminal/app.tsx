@@ -14,7 +14,7 @@ import {
   type WalletEntry,
 } from '../../src/client/types.js';
 import { type PageConfig, pageConfig, publicGet } from '../shared/api.js';
-import { AccountTabs } from './account-tabs.js';
+import { AccountTabs, MarketBalances } from './account-tabs.js';
 import { BookFeed } from './book-feed.js';
 import { BookPanel } from './book-panel.js';
 import { CandleChart } from './candle-chart.js';
@@ -220,11 +220,14 @@ export function App() {
       </header>
 
       <main class="grid">
-        <BookPanel
-          feed={feed}
-          market={market}
-          onPrice={(price) => setPicked((p) => ({ price, n: (p?.n ?? 0) + 1 }))}
-        />
+        <div class="left">
+          <BookPanel
+            feed={feed}
+            market={market}
+            onPrice={(price) => setPicked((p) => ({ price, n: (p?.n ?? 0) + 1 }))}
+          />
+          <TradeTape realtime={realtime} market={market} />
+        </div>
 
         <section class="panel chart" aria-label="Charts">
           <header class="panel-head chart-head">
@@ -293,7 +296,7 @@ export function App() {
               if (session !== undefined) void learnUserId(session);
             }}
           />
-          <TradeTape realtime={realtime} market={market} />
+          {session !== undefined && <MarketBalances market={market} wallet={wallet} />}
         </div>
 
         <AccountTabs

@@ -385,6 +385,33 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     assert.deepEqual(watch.problems, []);
   });
 
+  test('a key typed in by hand, created with nonce_required, trades and cancels', async () => {
+    const user = await admin('POST', '/users', { email: 'nonce-trader@example.test' });
+    const key = await admin('POST', `/users/${user.id}/api-keys`, { nonce_required: true });
+    await admin('POST', `/users/${user.id}/deposits`, { asset: 'EUR', amount: '1000' });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key', { exact: true }).fill(String(key.api_key));
+    await page.getByLabel('API secret', { exact: true }).fill(String(key.api_secret));
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10_000 });
+    assert.equal(await balanceOf('EUR'), '1000.0000');
+
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    await page.getByLabel('Price (EUR)').fill('20000');
+    await page.getByLabel('Volume (BTC)').fill('0.001');
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Buy order placed \(#\d+\)/ })
+      .waitFor({ timeout: 10_000 });
+    const id = /#(\d+)/.exec((await page.locator('.order-form .status').textContent()) ?? '')![1]!;
+    await page.locator(`tr[data-order-id="${id}"]`).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: `Cancel order ${id}` }).click();
+    await page.locator(`tr[data-order-id="${id}"]`).waitFor({ state: 'detached', timeout: 10_000 });
+    assert.equal(await balanceOf('EUR'), '1000.0000', 'nothing spent, nothing reserved');
+    assert.deepEqual(watch.problems, []);
+  });
+
   test('"Remember on this device" keeps the account across a reload; sign out forgets it', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Remember on this device').check();

@@ -97,7 +97,12 @@ function OpenOrders(props: {
     setCanceling(order.id);
     setCancelError(undefined);
     try {
-      await props.session.client.request('DELETE', `/orders/${order.id}`);
+      // A signed body naming the order (and a nonce): required of nonce keys, accepted from all,
+      // and it binds the signature to this order instead of any (docs/security.md).
+      const client = props.session.client;
+      await client.request('DELETE', `/orders/${order.id}`, {
+        body: { nonce: client.nextNonce(), order_id: order.id },
+      });
       props.onChanged();
     } catch (reason) {
       setCancelError(`Order #${order.id}: ${reason instanceof ApiError ? reason.message : String(reason)}`);

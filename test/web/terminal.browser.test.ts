@@ -385,12 +385,21 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     assert.deepEqual(watch.problems, []);
   });
 
-  test('a key typed in by hand, created with nonce_required, trades and cancels', async () => {
+  test('a key typed in by hand (a wrong secret refused first), created with nonce_required, trades and cancels', async () => {
     const user = await admin('POST', '/users', { email: 'nonce-trader@example.test' });
     const key = await admin('POST', `/users/${user.id}/api-keys`, { nonce_required: true });
     await admin('POST', `/users/${user.id}/deposits`, { asset: 'EUR', amount: '1000' });
     await page.getByRole('button', { name: 'Sign out' }).click();
+    // A wrong secret is refused with the server's words, and nothing is kept.
+    watch.allow(422, '/v1/spot-wallet');
     await page.getByLabel('API key', { exact: true }).fill(String(key.api_key));
+    await page.getByLabel('API secret', { exact: true }).fill(btoa('not the secret'));
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: 'Invalid Signature (HTTP 422)' })
+      .waitFor({ timeout: 10_000 });
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('openspot.terminal.credentials')), null);
     await page.getByLabel('API secret', { exact: true }).fill(String(key.api_secret));
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10_000 });

@@ -19,8 +19,14 @@ const TABS: readonly { id: Tab; label: string }[] = [
 ];
 const PAGE_SIZE = 10;
 
+/**
+ * Times in UTC, `YYYY-MM-DD HH:MM:SS`: the form the API gives trade timestamps in, the candles'
+ * time axis and the interface's day ("today's prices start at midnight UTC").
+ */
 const when = (unixSeconds: string | null) =>
-  unixSeconds === null ? '—' : new Date(Number(unixSeconds) * 1000).toLocaleString([], { hour12: false });
+  unixSeconds === null
+    ? '—'
+    : new Date(Number(unixSeconds) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 function Pager(props: { meta: PagedEnvelope<unknown>['meta'] | undefined; onPage: (page: number) => void }) {
   const { meta } = props;
@@ -120,7 +126,7 @@ function OpenOrders(props: {
       <Table error={error} empty={data?.data.length === 0 ? 'No open orders.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Opened</th>
+            <th scope="col">Opened (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Type</th>
@@ -171,7 +177,7 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
       <Table error={error} empty={data?.data.length === 0 ? 'No closed orders.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Closed</th>
+            <th scope="col">Closed (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Type</th>
@@ -209,7 +215,7 @@ function TradeHistory(props: { session: Session; pair: string | undefined; versi
       <Table error={error} empty={data?.data.length === 0 ? 'No trades.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Time</th>
+            <th scope="col">Time (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Price</th>

@@ -30,6 +30,11 @@
  * per scenario, with the number of trades each produced (the preload never trades). Identical workloads
  * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   type LimitOrderOptions,
   type MarketOrderOptions,
@@ -69,6 +74,11 @@ const COMMANDS = option('commands', 1_000_000);
 const RUNS = option('runs', 3);
 const SEED = option('seed', 20_240_601);
 const PRELOAD = option('preload', 100_000);
+const compareAt = process.argv.indexOf('--compare');
+/** A git ref whose engine runs as (b0), interleaved with this tree's, for a same-run ratio. */
+const COMPARE = compareAt === -1 ? undefined : process.argv[compareAt + 1];
+if (compareAt !== -1 && (COMPARE === undefined || COMPARE.startsWith('--')))
+  throw new Error('--compare needs a git ref');
 const scenarioAt = process.argv.indexOf('--scenario');
 const SCENARIO = scenarioAt === -1 ? 'both' : (process.argv[scenarioAt + 1] ?? '');
 if (SCENARIO !== 'shallow' && SCENARIO !== 'deep' && SCENARIO !== 'both')
@@ -319,9 +329,22 @@ function generate(name: string, n: number, seed: number, pre: number): Stream {
 interface RunResult {
   /** Of the timed stream only. */
   readonly seconds: number;
+  /**
+   * CPU time of the process over the same span (all threads: GC helpers included). On a shared
+   * machine wall time also counts waiting for a core; CPU time does not, so it varies less.
+   */
+  readonly cpuSeconds: number;
   /** All trades, preload included (the preload never crosses, so a preload trade is a mismatch). */
   readonly trades: number;
   readonly refused: number;
+}
+
+type Clock = readonly [bigint, NodeJS.CpuUsage];
+const startClock = (): Clock => [process.hrtime.bigint(), process.cpuUsage()];
+function stopClock([wall, cpu]: Clock): { seconds: number; cpuSeconds: number } {
+  const seconds = Number(process.hrtime.bigint() - wall) / 1e9;
+  const used = process.cpuUsage(cpu);
+  return { seconds, cpuSeconds: (used.user + used.system) / 1e6 };
 }
 
 /** Applies entries [from, to) of the stream to a MiniBook; returns how many cancels found nothing. */
@@ -341,10 +364,9 @@ function applyBook(book: MiniBook, s: Stream, from: number, to: number): number 
 function runBook(s: Stream): RunResult {
   const book = new MiniBook();
   let refused = applyBook(book, s, 0, s.pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   refused += applyBook(book, s, s.pre, s.pre + s.n);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: book.trades, refused };
+  return { ...stopClock(started), trades: book.trades, refused };
 }
 
 /** The engine's form of the whole scenario, preload included. */
@@ -369,8 +391,10 @@ function engineCommands(s: Stream): Command[] {
   return commands;
 }
 
-function freshEngine(): Engine {
-  const engine = new Engine();
+type EngineClass = new () => Engine;
+
+function freshEngine(EngineImpl: EngineClass): Engine {
+  const engine = new EngineImpl();
   const setup: Command[] = [
     { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },
@@ -419,13 +443,12 @@ function applyEngine(engine: Engine, commands: readonly Command[], from: number,
 }
 
 /** Runs the first `pre` commands untimed, then times the rest. */
-function runEngine(commands: readonly Command[], pre: number): RunResult {
-  const engine = freshEngine();
+function runEngine(commands: readonly Command[], pre: number, EngineImpl: EngineClass = Engine): RunResult {
+  const engine = freshEngine(EngineImpl);
   let refused = applyEngine(engine, commands, 0, pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   refused += applyEngine(engine, commands, pre, commands.length);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: engine.sequences().nextTradeId - 1, refused };
+  return { ...stopClock(started), trades: engine.sequences().nextTradeId - 1, refused };
 }
 
 type ObCommand =
@@ -488,10 +511,9 @@ function applyOb(ob: OrderBook, commands: readonly ObCommand[], from: number, to
 function runNodejsOrderBook(commands: readonly ObCommand[], pre: number): RunResult {
   const ob = new OrderBook();
   const [preTrades, preRefused] = applyOb(ob, commands, 0, pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   const [trades, refused] = applyOb(ob, commands, pre, commands.length);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: trades + preTrades, refused: refused + preRefused };
+  return { ...stopClock(started), trades: trades + preTrades, refused: refused + preRefused };
 }
 
 // ---- main ----------------------------------------------------------------------------------
@@ -520,8 +542,13 @@ const NAMES = [
   '(a) order book only (BookSide)',
   '(b) full engine (Engine.apply)',
   '(c) nodejs-order-book',
+  `(b0) engine at ${COMPARE ?? ''}`.slice(0, 33),
 ] as const;
-const ACTIVE = [0, 1, 2].filter((k) => ONLY.includes('abc'[k]!));
+/** Letters of the implementations in the output; (b0) is the engine at the --compare ref. */
+const LETTERS = ['a', 'b', 'c', 'b0'] as const;
+const ACTIVE = [0, 1, 2, 3].filter((k) => (k === 3 ? COMPARE !== undefined : ONLY.includes('abc'[k]!)));
+/** The Engine class of the --compare ref, loaded by main(). */
+let CompareEngine: EngineClass | undefined;
 
 interface ScenarioResult {
   readonly title: string;
@@ -539,7 +566,7 @@ function runScenario(title: string, pre: number): ScenarioResult {
   console.log(`\n=== scenario: ${title} ${'='.repeat(Math.max(3, 95 - title.length))}`);
   const g0 = performance.now();
   const stream = generate(title, COMMANDS, SEED, pre);
-  const engineStream = ACTIVE.includes(1) ? engineCommands(stream) : [];
+  const engineStream = ACTIVE.includes(1) || ACTIVE.includes(3) ? engineCommands(stream) : [];
   const obStream = ACTIVE.includes(2) ? obCommands(stream) : [];
   const genSeconds = (performance.now() - g0) / 1000;
   const { limit, market, cancel } = stream.counts;
@@ -571,20 +598,27 @@ function runScenario(title: string, pre: number): ScenarioResult {
   if (ACTIVE.includes(0)) runBook({ ...stream, n: warm });
   if (ACTIVE.includes(1)) runEngine(engineStream.slice(0, pre + warm), pre);
   if (ACTIVE.includes(2)) runNodejsOrderBook(obStream.slice(0, pre + warm), pre);
+  if (ACTIVE.includes(3)) runEngine(engineStream.slice(0, pre + warm), pre, CompareEngine);
   console.log(
     `runs: ${RUNS} of each after an untimed warm-up on ${pre > 0 ? 'the preload + ' : ''}${fmt(warm)} commands; ` +
-      `fresh state each run${pre > 0 ? ' (preload untimed)' : ''}, interleaved a/b/c\n`,
+      `fresh state each run${pre > 0 ? ' (preload untimed)' : ''}, interleaved ` +
+      `${ACTIVE.map((k) => LETTERS[k]).join('/')} (reversed every other round)\n`,
   );
 
   const runners = [
     () => runBook(stream),
     () => runEngine(engineStream, pre),
     () => runNodejsOrderBook(obStream, pre),
+    () => runEngine(engineStream, pre, CompareEngine),
   ];
-  const results: RunResult[][] = [[], [], []];
+  const results: RunResult[][] = [[], [], [], []];
   for (let run = 0; run < RUNS; run++) {
-    for (const k of ACTIVE) results[k]!.push(runners[k]!());
-    const line = ACTIVE.map((k) => `${'abc'[k]} ${fmt(COMMANDS / results[k]![run]!.seconds)}/s`).join('  ');
+    // Every other round runs them in reverse order: here the second of two runs often wins.
+    for (const k of run % 2 === 0 ? ACTIVE : [...ACTIVE].reverse()) results[k]!.push(runners[k]!());
+    const line = ACTIVE.map((k) => {
+      const r = results[k]![run]!;
+      return `${LETTERS[k]} ${fmt(COMMANDS / r.seconds)}/s (${fmt(COMMANDS / r.cpuSeconds)}/CPU-s)`;
+    }).join('  ');
     console.log(`run ${run + 1}/${RUNS}: ${line}`);
   }
 
@@ -592,26 +626,40 @@ function runScenario(title: string, pre: number): ScenarioResult {
     rs.length === 0 ? Number.NaN : median(rs.map((r) => COMMANDS / r.seconds)),
   );
   console.log('');
+  const cpuMedians = results.map((rs) =>
+    rs.length === 0 ? Number.NaN : median(rs.map((r) => COMMANDS / r.cpuSeconds)),
+  );
   console.log(
-    `${'implementation'.padEnd(34)}${'median cmd/s'.padStart(14)}${'trades'.padStart(12)}${'refused'.padStart(10)}   runs (cmd/s)`,
+    `${'implementation'.padEnd(34)}${'median cmd/s'.padStart(14)}${'cmd/CPU-s'.padStart(12)}${'trades'.padStart(10)}${'refused'.padStart(9)}   runs (cmd/s)`,
   );
   for (const k of ACTIVE) {
     const rs = results[k]!;
     console.log(
-      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(rs[0]!.trades).padStart(12)}${fmt(rs[0]!.refused).padStart(10)}   ` +
+      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(cpuMedians[k]!).padStart(12)}${fmt(rs[0]!.trades).padStart(10)}${fmt(rs[0]!.refused).padStart(9)}   ` +
         rs.map((r) => fmt(COMMANDS / r.seconds)).join(', '),
     );
   }
-  const [book, engine, ob] = medians as [number, number, number];
+  const [book, engine, ob, old] = medians as [number, number, number, number];
   console.log('');
   console.log(`[${title}] engine / book              = ${ratio(engine, book)}`);
   console.log(`[${title}] engine / nodejs-order-book = ${ratio(engine, ob)}`);
+  if (COMPARE !== undefined) {
+    // Per-round ratios as well: rounds share the machine's load, whole runs need not.
+    const perRound = results[1]!.map((r, i) => results[3]![i]!.seconds / r.seconds);
+    const perRoundCpu = results[1]!.map((r, i) => results[3]![i]!.cpuSeconds / r.cpuSeconds);
+    const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(
+      `[${title}] engine / engine at ${COMPARE} = ${ratio(engine, old)} (medians of cmd/s); ` +
+        `per round ${list(perRound)}: median ${median(perRound).toFixed(2)}; ` +
+        `in CPU time per round ${list(perRoundCpu)}: median ${median(perRoundCpu).toFixed(2)}`,
+    );
+  }
 
   // Identical workloads must produce identical trade counts, in every run of every implementation.
   const consistent = ACTIVE.every((k) => results[k]!.every((r) => r.trades === stream.trades));
   if (!consistent) {
     const bar = '!'.repeat(110);
-    const got = ACTIVE.map((k) => `${'abc'[k]} ${results[k]!.map((r) => fmt(r.trades)).join('/')}`).join(
+    const got = ACTIVE.map((k) => `${LETTERS[k]} ${results[k]!.map((r) => fmt(r.trades)).join('/')}`).join(
       ', ',
     );
     console.log(`\n${bar}`);
@@ -640,11 +688,25 @@ function runScenario(title: string, pre: number): ScenarioResult {
   };
 }
 
-function main(): void {
+/** Extracts src/ at the --compare ref into a temporary directory and loads its Engine. */
+async function loadCompareEngine(ref: string): Promise<EngineClass> {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-engine-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const archive = execFileSync('git', ['archive', ref, 'src'], { maxBuffer: 1 << 28 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  const module = (await import(pathToFileURL(join(dir, 'src/engine/engine.ts')).href)) as {
+    Engine: EngineClass;
+  };
+  return module.Engine;
+}
+
+async function main(): Promise<void> {
+  if (COMPARE !== undefined) CompareEngine = await loadCompareEngine(COMPARE);
   console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
   console.log(`semi-space (young generation): ${semiSpaceSetting()}`);
   console.log(
-    `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}`,
+    `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}` +
+      (COMPARE === undefined ? '' : ` --compare ${COMPARE}`),
   );
   const scenarios: ScenarioResult[] = [];
   if (SCENARIO !== 'deep') scenarios.push(runScenario('shallow (as generated)', 0));
@@ -670,7 +732,7 @@ function main(): void {
     );
   for (const k of ACTIVE)
     row(
-      `trades ${'abc'[k]}`,
+      `trades ${LETTERS[k]}`,
       scenarios.map((r) => fmt(r.trades[k]!)),
     );
   const ratios = (r: ScenarioResult): [number, number, number] => r.medians as [number, number, number];
@@ -682,9 +744,14 @@ function main(): void {
     'engine / nodejs-order-book',
     scenarios.map((r) => ratio(ratios(r)[1], ratios(r)[2])),
   );
+  if (COMPARE !== undefined)
+    row(
+      `engine / engine at ${COMPARE}`.slice(0, 33),
+      scenarios.map((r) => ratio(ratios(r)[1], r.medians[3]!)),
+    );
   if (scenarios.some((r) => !r.consistent)) {
     console.log('!!! WARNING: trade counts differed in at least one scenario (see above); exit code 1');
   }
 }
 
-main();
+await main();

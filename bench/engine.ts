@@ -56,6 +56,7 @@ import type {
 import { BookSide, type RestingOrder } from '../src/engine/book-side.js';
 import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
+import { recordHistory } from './simulated-day.js';
 
 // ---- options -------------------------------------------------------------------------------
 
@@ -80,9 +81,15 @@ const COMPARE = compareAt === -1 ? undefined : process.argv[compareAt + 1];
 if (compareAt !== -1 && (COMPARE === undefined || COMPARE.startsWith('--')))
   throw new Error('--compare needs a git ref');
 const scenarioAt = process.argv.indexOf('--scenario');
-const SCENARIO = scenarioAt === -1 ? 'both' : (process.argv[scenarioAt + 1] ?? '');
-if (SCENARIO !== 'shallow' && SCENARIO !== 'deep' && SCENARIO !== 'both')
-  throw new Error('--scenario needs shallow, deep or both');
+const SCENARIO = scenarioAt === -1 ? 'all' : (process.argv[scenarioAt + 1] ?? '');
+if (!['shallow', 'deep', 'replay', 'both', 'all'].includes(SCENARIO))
+  throw new Error('--scenario needs shallow, deep, replay, both (shallow and deep) or all');
+const RUN_SHALLOW = SCENARIO === 'shallow' || SCENARIO === 'both' || SCENARIO === 'all';
+const RUN_DEEP = SCENARIO === 'deep' || SCENARIO === 'both' || SCENARIO === 'all';
+const RUN_REPLAY = SCENARIO === 'replay' || SCENARIO === 'all';
+/** Simulated seconds of history for the replay row (a day) and the simulator's actions per second. */
+const REPLAY_SECONDS = option('replay-seconds', 86_400);
+const REPLAY_RATE = option('replay-rate', 5);
 const USERS = 200;
 const DRAIN_EVERY = 1_000;
 const MID0 = 300_000; // 30000.0 EUR in ticks of 0.1
@@ -518,7 +525,7 @@ function runNodejsOrderBook(commands: readonly ObCommand[], pre: number): RunRes
 
 // ---- main ----------------------------------------------------------------------------------
 
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const fmt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -688,6 +695,103 @@ function runScenario(title: string, pre: number): ScenarioResult {
   };
 }
 
+/**
+ * The replay row: a simulated day of the market simulator's activity (bench/simulated-day.ts),
+ * recorded untimed as engine commands with their simulated times, then replayed through
+ * Engine.apply on a fresh engine (set-up untimed), draining every DRAIN_EVERY commands. Only the
+ * engines run it: the simulator uses five markets, market orders and refusals, which the book
+ * alone and nodejs-order-book do not model.
+ */
+async function runReplay(): Promise<ScenarioResult> {
+  const days = REPLAY_SECONDS / 86_400;
+  const title = `replay (${days === 1 ? 'a simulated day' : `${fmt(REPLAY_SECONDS)} simulated s`})`;
+  console.log(`\n=== scenario: ${title} ${'='.repeat(Math.max(3, 95 - title.length))}`);
+  const g0 = performance.now();
+  const history = await recordHistory({ seconds: REPLAY_SECONDS, ratePerSecond: REPLAY_RATE, seed: SEED });
+  const n = history.commands.length;
+  let limits = 0;
+  let markets = 0;
+  for (const c of history.commands)
+    if (c.kind === 'placeOrder') {
+      if (c.type === 'limit') limits++;
+      else markets++;
+    }
+  const pct = (x: number): string => `${((100 * x) / n).toFixed(1)}%`;
+  console.log(
+    `history: the simulator (2 makers, 3 takers, ${REPLAY_RATE} actions/s, seed ${SEED}) on the default catalogue's ` +
+      `5 markets for ${fmt(REPLAY_SECONDS)} simulated seconds: ${fmt(history.simulatorActions)} actions`,
+  );
+  console.log(
+    `         ${fmt(n)} commands: ${fmt(limits)} limit (${pct(limits)}), ${fmt(markets)} market (${pct(markets)}), ` +
+      `${fmt(n - limits - markets)} cancel (${pct(n - limits - markets)}); ${fmt(history.refused)} refused ` +
+      `(mostly cancels of orders already filled), ${fmt(history.trades)} trades; recorded in ` +
+      `${((performance.now() - g0) / 1000).toFixed(1)} s (not timed)`,
+  );
+  const replay = (EngineImpl: EngineClass, upTo = n): RunResult => {
+    const engine = new EngineImpl();
+    for (const c of history.setup) engine.apply(c, history.times[0]!);
+    engine.drainChanges();
+    let refused = 0;
+    const { commands, times } = history;
+    const started = startClock();
+    for (let i = 0; i < upTo; i++) {
+      if (!engine.apply(commands[i]!, times[i]!).ok) refused++;
+      if (i % DRAIN_EVERY === DRAIN_EVERY - 1) engine.drainChanges();
+    }
+    engine.drainChanges();
+    return { ...stopClock(started), trades: engine.sequences().nextTradeId - 1, refused };
+  };
+  const engines = ACTIVE.filter((k) => k === 1 || k === 3);
+  const implOf = (k: number): EngineClass => (k === 3 ? CompareEngine! : Engine);
+  for (const k of engines) replay(implOf(k), Math.min(n, 100_000));
+  console.log(`runs: ${RUNS} of each after an untimed warm-up on ${fmt(Math.min(n, 100_000))} commands\n`);
+  const results: RunResult[][] = [[], [], [], []];
+  for (let run = 0; run < RUNS; run++) {
+    for (const k of run % 2 === 0 ? engines : [...engines].reverse()) results[k]!.push(replay(implOf(k)));
+    const line = engines
+      .map((k) => {
+        const r = results[k]![run]!;
+        return `${LETTERS[k]} ${fmt(n / r.seconds)}/s (${fmt(n / r.cpuSeconds)}/CPU-s)`;
+      })
+      .join('  ');
+    console.log(`run ${run + 1}/${RUNS}: ${line}`);
+  }
+  const medians = results.map((rs) => (rs.length === 0 ? Number.NaN : median(rs.map((r) => n / r.seconds))));
+  console.log('');
+  for (const k of engines) {
+    const rs = results[k]!;
+    console.log(
+      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)} cmd/s (median)   runs: ${rs.map((r) => fmt(n / r.seconds)).join(', ')}`,
+    );
+  }
+  if (COMPARE !== undefined) {
+    const perRound = results[1]!.map((r, i) => results[3]![i]!.seconds / r.seconds);
+    console.log(
+      `[${title}] engine / engine at ${COMPARE} = ${ratio(medians[1]!, medians[3]!)} (medians); ` +
+        `per round ${perRound.map((x) => x.toFixed(2)).join(', ')}`,
+    );
+  }
+  // The replay must reproduce the recording: same refusals, same trades.
+  const consistent = engines.every((k) =>
+    results[k]!.every((r) => r.trades === history.trades && r.refused === history.refused),
+  );
+  if (!consistent) {
+    console.log(
+      `!!! WARNING [${title}]: a replay differed from the recording (trades or refusals); exit code 1`,
+    );
+    process.exitCode = 1;
+  } else
+    console.log(`[${title}] every replay made the recording's ${fmt(history.trades)} trades and refusals`);
+  return {
+    title,
+    meanResting: Number.NaN,
+    meanLevels: Number.NaN,
+    medians,
+    trades: results.map((rs) => rs[0]?.trades),
+    consistent,
+  };
+}
+
 /** Extracts src/ at the --compare ref into a temporary directory and loads its Engine. */
 async function loadCompareEngine(ref: string): Promise<EngineClass> {
   const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-engine-'));
@@ -709,8 +813,9 @@ async function main(): Promise<void> {
       (COMPARE === undefined ? '' : ` --compare ${COMPARE}`),
   );
   const scenarios: ScenarioResult[] = [];
-  if (SCENARIO !== 'deep') scenarios.push(runScenario('shallow (as generated)', 0));
-  if (SCENARIO !== 'shallow') scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
+  if (RUN_SHALLOW) scenarios.push(runScenario('shallow (as generated)', 0));
+  if (RUN_DEEP) scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
+  if (RUN_REPLAY) scenarios.push(await runReplay());
   if (scenarios.length < 2) return;
 
   console.log(`\n=== summary (median commands/s of the timed stream) ${'='.repeat(50)}`);

@@ -805,14 +805,15 @@ export class Engine {
     this.drainEpoch++;
     const levels: LevelKey[] = [];
     for (const market of this.markets.values()) {
-      for (const [key, before] of market.dirtyLevels) {
+      // forEach rather than for-of: no [key, value] array per entry.
+      market.dirtyLevels.forEach((before, key) => {
         const side = key > 0 ? 'buy' : 'sell';
         const price = Math.abs(key);
         // A level changed and changed back within the batch (placed then canceled) is no change.
         const after = (side === 'buy' ? market.bids : market.asks).level(price)?.total ?? 0;
-        if (after === before) continue;
-        levels.push({ marketId: market.spec.id, side, price: price as Price, before: before as Volume });
-      }
+        if (after !== before)
+          levels.push({ marketId: market.spec.id, side, price: price as Price, before: before as Volume });
+      });
       market.dirtyLevels.clear();
     }
     return {

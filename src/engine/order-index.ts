@@ -20,6 +20,8 @@ export class OrderIndex<T extends Indexed> {
   private readonly pages: (Array<T | null> | null)[] = [];
   /** Live entries per page. */
   private readonly counts: number[] = [];
+  /** One emptied page kept for the next new one (all null), so pages are not reallocated in turn. */
+  private sparePage: Array<T | null> | null = null;
   private count = 0;
 
   get size(): number {
@@ -43,7 +45,8 @@ export class OrderIndex<T extends Indexed> {
     }
     let page = this.pages[p]!;
     if (page === null) {
-      page = new Array<T | null>(PAGE).fill(null);
+      page = this.sparePage ?? new Array<T | null>(PAGE).fill(null);
+      this.sparePage = null;
       this.pages[p] = page;
     }
     if (page[item.id & MASK] !== null) throw new Error(`order ${item.id} is already indexed`);
@@ -58,7 +61,10 @@ export class OrderIndex<T extends Indexed> {
     const page = this.pages[p]!;
     page[item.id & MASK] = null;
     this.count--;
-    if (--this.counts[p]! === 0) this.pages[p] = null;
+    if (--this.counts[p]! === 0) {
+      this.pages[p] = null;
+      this.sparePage = page;
+    }
   }
 
   /** Every entry in ascending id order. */

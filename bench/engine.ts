@@ -1,11 +1,19 @@
 /**
  * Engine throughput benchmark:
  *   npm run bench:engine [-- --commands N] [--runs R] [--seed S] [--only abc]
- *                           [--scenario shallow|deep|both] [--preload P]
+ *                           [--scenario shallow|deep|replay|both|all] [--preload P]
+ *                           [--replay-seconds S] [--replay-rate A] [--compare GIT_REF]
  * (`--only b` runs the engine alone, e.g. under `node --cpu-prof`; `node --max-semi-space-size=64
- * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.)
+ * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.
+ * `--scenario both` is shallow and deep; the default, all, adds the replay.)
  *
- * Two scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
+ * `--compare REF` also runs the engine of a git ref (its src/ extracted with `git archive` into a
+ * temporary directory) as (b0), interleaved with this tree's, in every scenario: the ratio of the
+ * two measured in one run, round by round, is what to quote on this shared, noisy machine. Each
+ * run also reports commands per CPU-second of the process (GC threads included), which varies less
+ * than wall time when other jobs compete for the two cores.
+ *
+ * Two generated scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
  * the spread, ~35% cancels of orders that are live at that point, ~10% market orders; 200 users;
  * one BTC/EUR-style market) generated up front and not timed:
  *   shallow ("as generated"): the stream alone, on an empty book, its orders priced around a
@@ -28,7 +36,18 @@
  *       self-trade prevention, i.e. the same matching rules).
  * The median commands/s of each and the ratios engine/book and engine/nodejs-order-book are printed
  * per scenario, with the number of trades each produced (the preload never trades). Identical workloads
- * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1.
+ * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1. Rounds run
+ * the implementations in alternating order (the second of two runs tends to win here).
+ *
+ * A third scenario, replay: a simulated day of history replayed with simulated time. The market
+ * simulator (src/simulator: 2 makers quoting 3 levels a side, 3 takers sending market and crossing
+ * limit orders, 5 actions a second, the server's default SIMULATOR_RATE) trades the default
+ * catalogue's 5 markets for --replay-seconds (default 86,400) of simulated time, through its public
+ * interface with an in-process fetch and mocked timers (bench/simulated-day.ts); every request
+ * becomes an engine command, recorded with its simulated time (about 2.2 million commands, 1-2
+ * minutes to record, not timed). The engines then replay the recording through Engine.apply from a
+ * fresh state (catalogue and deposits untimed), draining every 1,000 commands; a replay must make
+ * the recording's trades and refusals. Only (b) and (b0) run it.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -785,9 +785,12 @@ async function runReplay(): Promise<ScenarioResult> {
   }
   if (COMPARE !== undefined) {
     const perRound = results[1]!.map((r, i) => results[3]![i]!.seconds / r.seconds);
+    const perRoundCpu = results[1]!.map((r, i) => results[3]![i]!.cpuSeconds / r.cpuSeconds);
+    const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
     console.log(
-      `[${title}] engine / engine at ${COMPARE} = ${ratio(medians[1]!, medians[3]!)} (medians); ` +
-        `per round ${perRound.map((x) => x.toFixed(2)).join(', ')}`,
+      `[${title}] engine / engine at ${COMPARE} = ${ratio(medians[1]!, medians[3]!)} (medians of cmd/s); ` +
+        `per round ${list(perRound)}: median ${median(perRound).toFixed(2)}; ` +
+        `in CPU time per round ${list(perRoundCpu)}: median ${median(perRoundCpu).toFixed(2)}`,
     );
   }
   // The replay must reproduce the recording: same refusals, same trades.

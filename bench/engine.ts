@@ -1,11 +1,19 @@
 /**
  * Engine throughput benchmark:
  *   npm run bench:engine [-- --commands N] [--runs R] [--seed S] [--only abc]
- *                           [--scenario shallow|deep|both] [--preload P]
+ *                           [--scenario shallow|deep|replay|both|all] [--preload P]
+ *                           [--replay-seconds S] [--replay-rate A] [--compare GIT_REF]
  * (`--only b` runs the engine alone, e.g. under `node --cpu-prof`; `node --max-semi-space-size=64
- * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.)
+ * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.
+ * `--scenario both` is shallow and deep; the default, all, adds the replay.)
  *
- * Two scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
+ * `--compare REF` also runs the engine of a git ref (its src/ extracted with `git archive` into a
+ * temporary directory) as (b0), interleaved with this tree's, in every scenario: the ratio of the
+ * two measured in one run, round by round, is what to quote on this shared, noisy machine. Each
+ * run also reports commands per CPU-second of the process (GC threads included), which varies less
+ * than wall time when other jobs compete for the two cores.
+ *
+ * Two generated scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
  * the spread, ~35% cancels of orders that are live at that point, ~10% market orders; 200 users;
  * one BTC/EUR-style market) generated up front and not timed:
  *   shallow ("as generated"): the stream alone, on an empty book, its orders priced around a
@@ -28,8 +36,24 @@
  *       self-trade prevention, i.e. the same matching rules).
  * The median commands/s of each and the ratios engine/book and engine/nodejs-order-book are printed
  * per scenario, with the number of trades each produced (the preload never trades). Identical workloads
- * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1.
+ * produce identical trade counts: a mismatch prints a loud warning and sets exit code 1. Rounds run
+ * the implementations in alternating order (the second of two runs tends to win here).
+ *
+ * A third scenario, replay: a simulated day of history replayed with simulated time. The market
+ * simulator (src/simulator: 2 makers quoting 3 levels a side, 3 takers sending market and crossing
+ * limit orders, 5 actions a second, the server's default SIMULATOR_RATE) trades the default
+ * catalogue's 5 markets for --replay-seconds (default 86,400) of simulated time, through its public
+ * interface with an in-process fetch and mocked timers (bench/simulated-day.ts); every request
+ * becomes an engine command, recorded with its simulated time (about 2.2 million commands, 1-2
+ * minutes to record, not timed). The engines then replay the recording through Engine.apply from a
+ * fresh state (catalogue and deposits untimed), draining every 1,000 commands; a replay must make
+ * the recording's trades and refusals. Only (b) and (b0) run it.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import {
   type LimitOrderOptions,
   type MarketOrderOptions,
@@ -51,6 +75,7 @@ import type {
 import { BookSide, type RestingOrder } from '../src/engine/book-side.js';
 import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
+import { recordHistory } from './simulated-day.js';
 
 // ---- options -------------------------------------------------------------------------------
 
@@ -69,10 +94,21 @@ const COMMANDS = option('commands', 1_000_000);
 const RUNS = option('runs', 3);
 const SEED = option('seed', 20_240_601);
 const PRELOAD = option('preload', 100_000);
+const compareAt = process.argv.indexOf('--compare');
+/** A git ref whose engine runs as (b0), interleaved with this tree's, for a same-run ratio. */
+const COMPARE = compareAt === -1 ? undefined : process.argv[compareAt + 1];
+if (compareAt !== -1 && (COMPARE === undefined || COMPARE.startsWith('--')))
+  throw new Error('--compare needs a git ref');
 const scenarioAt = process.argv.indexOf('--scenario');
-const SCENARIO = scenarioAt === -1 ? 'both' : (process.argv[scenarioAt + 1] ?? '');
-if (SCENARIO !== 'shallow' && SCENARIO !== 'deep' && SCENARIO !== 'both')
-  throw new Error('--scenario needs shallow, deep or both');
+const SCENARIO = scenarioAt === -1 ? 'all' : (process.argv[scenarioAt + 1] ?? '');
+if (!['shallow', 'deep', 'replay', 'both', 'all'].includes(SCENARIO))
+  throw new Error('--scenario needs shallow, deep, replay, both (shallow and deep) or all');
+const RUN_SHALLOW = SCENARIO === 'shallow' || SCENARIO === 'both' || SCENARIO === 'all';
+const RUN_DEEP = SCENARIO === 'deep' || SCENARIO === 'both' || SCENARIO === 'all';
+const RUN_REPLAY = SCENARIO === 'replay' || SCENARIO === 'all';
+/** Simulated seconds of history for the replay row (a day) and the simulator's actions per second. */
+const REPLAY_SECONDS = option('replay-seconds', 86_400);
+const REPLAY_RATE = option('replay-rate', 5);
 const USERS = 200;
 const DRAIN_EVERY = 1_000;
 const MID0 = 300_000; // 30000.0 EUR in ticks of 0.1
@@ -319,9 +355,22 @@ function generate(name: string, n: number, seed: number, pre: number): Stream {
 interface RunResult {
   /** Of the timed stream only. */
   readonly seconds: number;
+  /**
+   * CPU time of the process over the same span (all threads: GC helpers included). On a shared
+   * machine wall time also counts waiting for a core; CPU time does not, so it varies less.
+   */
+  readonly cpuSeconds: number;
   /** All trades, preload included (the preload never crosses, so a preload trade is a mismatch). */
   readonly trades: number;
   readonly refused: number;
+}
+
+type Clock = readonly [bigint, NodeJS.CpuUsage];
+const startClock = (): Clock => [process.hrtime.bigint(), process.cpuUsage()];
+function stopClock([wall, cpu]: Clock): { seconds: number; cpuSeconds: number } {
+  const seconds = Number(process.hrtime.bigint() - wall) / 1e9;
+  const used = process.cpuUsage(cpu);
+  return { seconds, cpuSeconds: (used.user + used.system) / 1e6 };
 }
 
 /** Applies entries [from, to) of the stream to a MiniBook; returns how many cancels found nothing. */
@@ -341,10 +390,9 @@ function applyBook(book: MiniBook, s: Stream, from: number, to: number): number 
 function runBook(s: Stream): RunResult {
   const book = new MiniBook();
   let refused = applyBook(book, s, 0, s.pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   refused += applyBook(book, s, s.pre, s.pre + s.n);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: book.trades, refused };
+  return { ...stopClock(started), trades: book.trades, refused };
 }
 
 /** The engine's form of the whole scenario, preload included. */
@@ -369,8 +417,10 @@ function engineCommands(s: Stream): Command[] {
   return commands;
 }
 
-function freshEngine(): Engine {
-  const engine = new Engine();
+type EngineClass = new () => Engine;
+
+function freshEngine(EngineImpl: EngineClass): Engine {
+  const engine = new EngineImpl();
   const setup: Command[] = [
     { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },
@@ -419,13 +469,12 @@ function applyEngine(engine: Engine, commands: readonly Command[], from: number,
 }
 
 /** Runs the first `pre` commands untimed, then times the rest. */
-function runEngine(commands: readonly Command[], pre: number): RunResult {
-  const engine = freshEngine();
+function runEngine(commands: readonly Command[], pre: number, EngineImpl: EngineClass = Engine): RunResult {
+  const engine = freshEngine(EngineImpl);
   let refused = applyEngine(engine, commands, 0, pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   refused += applyEngine(engine, commands, pre, commands.length);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: engine.sequences().nextTradeId - 1, refused };
+  return { ...stopClock(started), trades: engine.sequences().nextTradeId - 1, refused };
 }
 
 type ObCommand =
@@ -488,15 +537,14 @@ function applyOb(ob: OrderBook, commands: readonly ObCommand[], from: number, to
 function runNodejsOrderBook(commands: readonly ObCommand[], pre: number): RunResult {
   const ob = new OrderBook();
   const [preTrades, preRefused] = applyOb(ob, commands, 0, pre);
-  const started = process.hrtime.bigint();
+  const started = startClock();
   const [trades, refused] = applyOb(ob, commands, pre, commands.length);
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { seconds, trades: trades + preTrades, refused: refused + preRefused };
+  return { ...stopClock(started), trades: trades + preTrades, refused: refused + preRefused };
 }
 
 // ---- main ----------------------------------------------------------------------------------
 
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const fmt = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -520,8 +568,13 @@ const NAMES = [
   '(a) order book only (BookSide)',
   '(b) full engine (Engine.apply)',
   '(c) nodejs-order-book',
+  `(b0) engine at ${COMPARE ?? ''}`.slice(0, 33),
 ] as const;
-const ACTIVE = [0, 1, 2].filter((k) => ONLY.includes('abc'[k]!));
+/** Letters of the implementations in the output; (b0) is the engine at the --compare ref. */
+const LETTERS = ['a', 'b', 'c', 'b0'] as const;
+const ACTIVE = [0, 1, 2, 3].filter((k) => (k === 3 ? COMPARE !== undefined : ONLY.includes('abc'[k]!)));
+/** The Engine class of the --compare ref, loaded by main(). */
+let CompareEngine: EngineClass | undefined;
 
 interface ScenarioResult {
   readonly title: string;
@@ -539,7 +592,7 @@ function runScenario(title: string, pre: number): ScenarioResult {
   console.log(`\n=== scenario: ${title} ${'='.repeat(Math.max(3, 95 - title.length))}`);
   const g0 = performance.now();
   const stream = generate(title, COMMANDS, SEED, pre);
-  const engineStream = ACTIVE.includes(1) ? engineCommands(stream) : [];
+  const engineStream = ACTIVE.includes(1) || ACTIVE.includes(3) ? engineCommands(stream) : [];
   const obStream = ACTIVE.includes(2) ? obCommands(stream) : [];
   const genSeconds = (performance.now() - g0) / 1000;
   const { limit, market, cancel } = stream.counts;
@@ -571,20 +624,27 @@ function runScenario(title: string, pre: number): ScenarioResult {
   if (ACTIVE.includes(0)) runBook({ ...stream, n: warm });
   if (ACTIVE.includes(1)) runEngine(engineStream.slice(0, pre + warm), pre);
   if (ACTIVE.includes(2)) runNodejsOrderBook(obStream.slice(0, pre + warm), pre);
+  if (ACTIVE.includes(3)) runEngine(engineStream.slice(0, pre + warm), pre, CompareEngine);
   console.log(
     `runs: ${RUNS} of each after an untimed warm-up on ${pre > 0 ? 'the preload + ' : ''}${fmt(warm)} commands; ` +
-      `fresh state each run${pre > 0 ? ' (preload untimed)' : ''}, interleaved a/b/c\n`,
+      `fresh state each run${pre > 0 ? ' (preload untimed)' : ''}, interleaved ` +
+      `${ACTIVE.map((k) => LETTERS[k]).join('/')} (reversed every other round)\n`,
   );
 
   const runners = [
     () => runBook(stream),
     () => runEngine(engineStream, pre),
     () => runNodejsOrderBook(obStream, pre),
+    () => runEngine(engineStream, pre, CompareEngine),
   ];
-  const results: RunResult[][] = [[], [], []];
+  const results: RunResult[][] = [[], [], [], []];
   for (let run = 0; run < RUNS; run++) {
-    for (const k of ACTIVE) results[k]!.push(runners[k]!());
-    const line = ACTIVE.map((k) => `${'abc'[k]} ${fmt(COMMANDS / results[k]![run]!.seconds)}/s`).join('  ');
+    // Every other round runs them in reverse order: here the second of two runs often wins.
+    for (const k of run % 2 === 0 ? ACTIVE : [...ACTIVE].reverse()) results[k]!.push(runners[k]!());
+    const line = ACTIVE.map((k) => {
+      const r = results[k]![run]!;
+      return `${LETTERS[k]} ${fmt(COMMANDS / r.seconds)}/s (${fmt(COMMANDS / r.cpuSeconds)}/CPU-s)`;
+    }).join('  ');
     console.log(`run ${run + 1}/${RUNS}: ${line}`);
   }
 
@@ -592,26 +652,40 @@ function runScenario(title: string, pre: number): ScenarioResult {
     rs.length === 0 ? Number.NaN : median(rs.map((r) => COMMANDS / r.seconds)),
   );
   console.log('');
+  const cpuMedians = results.map((rs) =>
+    rs.length === 0 ? Number.NaN : median(rs.map((r) => COMMANDS / r.cpuSeconds)),
+  );
   console.log(
-    `${'implementation'.padEnd(34)}${'median cmd/s'.padStart(14)}${'trades'.padStart(12)}${'refused'.padStart(10)}   runs (cmd/s)`,
+    `${'implementation'.padEnd(34)}${'median cmd/s'.padStart(14)}${'cmd/CPU-s'.padStart(12)}${'trades'.padStart(10)}${'refused'.padStart(9)}   runs (cmd/s)`,
   );
   for (const k of ACTIVE) {
     const rs = results[k]!;
     console.log(
-      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(rs[0]!.trades).padStart(12)}${fmt(rs[0]!.refused).padStart(10)}   ` +
+      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)}${fmt(cpuMedians[k]!).padStart(12)}${fmt(rs[0]!.trades).padStart(10)}${fmt(rs[0]!.refused).padStart(9)}   ` +
         rs.map((r) => fmt(COMMANDS / r.seconds)).join(', '),
     );
   }
-  const [book, engine, ob] = medians as [number, number, number];
+  const [book, engine, ob, old] = medians as [number, number, number, number];
   console.log('');
   console.log(`[${title}] engine / book              = ${ratio(engine, book)}`);
   console.log(`[${title}] engine / nodejs-order-book = ${ratio(engine, ob)}`);
+  if (COMPARE !== undefined) {
+    // Per-round ratios as well: rounds share the machine's load, whole runs need not.
+    const perRound = results[1]!.map((r, i) => results[3]![i]!.seconds / r.seconds);
+    const perRoundCpu = results[1]!.map((r, i) => results[3]![i]!.cpuSeconds / r.cpuSeconds);
+    const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(
+      `[${title}] engine / engine at ${COMPARE} = ${ratio(engine, old)} (medians of cmd/s); ` +
+        `per round ${list(perRound)}: median ${median(perRound).toFixed(2)}; ` +
+        `in CPU time per round ${list(perRoundCpu)}: median ${median(perRoundCpu).toFixed(2)}`,
+    );
+  }
 
   // Identical workloads must produce identical trade counts, in every run of every implementation.
   const consistent = ACTIVE.every((k) => results[k]!.every((r) => r.trades === stream.trades));
   if (!consistent) {
     const bar = '!'.repeat(110);
-    const got = ACTIVE.map((k) => `${'abc'[k]} ${results[k]!.map((r) => fmt(r.trades)).join('/')}`).join(
+    const got = ACTIVE.map((k) => `${LETTERS[k]} ${results[k]!.map((r) => fmt(r.trades)).join('/')}`).join(
       ', ',
     );
     console.log(`\n${bar}`);
@@ -640,15 +714,130 @@ function runScenario(title: string, pre: number): ScenarioResult {
   };
 }
 
-function main(): void {
+/**
+ * The replay row: a simulated day of the market simulator's activity (bench/simulated-day.ts),
+ * recorded untimed as engine commands with their simulated times, then replayed through
+ * Engine.apply on a fresh engine (set-up untimed), draining every DRAIN_EVERY commands. Only the
+ * engines run it: the simulator uses five markets, market orders and refusals, which the book
+ * alone and nodejs-order-book do not model.
+ */
+async function runReplay(): Promise<ScenarioResult> {
+  const days = REPLAY_SECONDS / 86_400;
+  const title = `replay (${days === 1 ? 'a simulated day' : `${fmt(REPLAY_SECONDS)} simulated s`})`;
+  console.log(`\n=== scenario: ${title} ${'='.repeat(Math.max(3, 95 - title.length))}`);
+  const g0 = performance.now();
+  const history = await recordHistory({ seconds: REPLAY_SECONDS, ratePerSecond: REPLAY_RATE, seed: SEED });
+  const n = history.commands.length;
+  let limits = 0;
+  let markets = 0;
+  for (const c of history.commands)
+    if (c.kind === 'placeOrder') {
+      if (c.type === 'limit') limits++;
+      else markets++;
+    }
+  const pct = (x: number): string => `${((100 * x) / n).toFixed(1)}%`;
+  console.log(
+    `history: the simulator (2 makers, 3 takers, ${REPLAY_RATE} actions/s, seed ${SEED}) on the default catalogue's ` +
+      `5 markets for ${fmt(REPLAY_SECONDS)} simulated seconds: ${fmt(history.simulatorActions)} actions`,
+  );
+  console.log(
+    `         ${fmt(n)} commands: ${fmt(limits)} limit (${pct(limits)}), ${fmt(markets)} market (${pct(markets)}), ` +
+      `${fmt(n - limits - markets)} cancel (${pct(n - limits - markets)}); ${fmt(history.refused)} refused ` +
+      `(mostly cancels of orders already filled), ${fmt(history.trades)} trades; recorded in ` +
+      `${((performance.now() - g0) / 1000).toFixed(1)} s (not timed)`,
+  );
+  const replay = (EngineImpl: EngineClass, upTo = n): RunResult => {
+    const engine = new EngineImpl();
+    for (const c of history.setup) engine.apply(c, history.times[0]!);
+    engine.drainChanges();
+    let refused = 0;
+    const { commands, times } = history;
+    const started = startClock();
+    for (let i = 0; i < upTo; i++) {
+      if (!engine.apply(commands[i]!, times[i]!).ok) refused++;
+      if (i % DRAIN_EVERY === DRAIN_EVERY - 1) engine.drainChanges();
+    }
+    engine.drainChanges();
+    return { ...stopClock(started), trades: engine.sequences().nextTradeId - 1, refused };
+  };
+  const engines = ACTIVE.filter((k) => k === 1 || k === 3);
+  const implOf = (k: number): EngineClass => (k === 3 ? CompareEngine! : Engine);
+  for (const k of engines) replay(implOf(k), Math.min(n, 100_000));
+  console.log(`runs: ${RUNS} of each after an untimed warm-up on ${fmt(Math.min(n, 100_000))} commands\n`);
+  const results: RunResult[][] = [[], [], [], []];
+  for (let run = 0; run < RUNS; run++) {
+    for (const k of run % 2 === 0 ? engines : [...engines].reverse()) results[k]!.push(replay(implOf(k)));
+    const line = engines
+      .map((k) => {
+        const r = results[k]![run]!;
+        return `${LETTERS[k]} ${fmt(n / r.seconds)}/s (${fmt(n / r.cpuSeconds)}/CPU-s)`;
+      })
+      .join('  ');
+    console.log(`run ${run + 1}/${RUNS}: ${line}`);
+  }
+  const medians = results.map((rs) => (rs.length === 0 ? Number.NaN : median(rs.map((r) => n / r.seconds))));
+  console.log('');
+  for (const k of engines) {
+    const rs = results[k]!;
+    console.log(
+      `${NAMES[k]!.padEnd(34)}${fmt(medians[k]!).padStart(14)} cmd/s (median)   runs: ${rs.map((r) => fmt(n / r.seconds)).join(', ')}`,
+    );
+  }
+  if (COMPARE !== undefined) {
+    const perRound = results[1]!.map((r, i) => results[3]![i]!.seconds / r.seconds);
+    const perRoundCpu = results[1]!.map((r, i) => results[3]![i]!.cpuSeconds / r.cpuSeconds);
+    const list = (xs: number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+    console.log(
+      `[${title}] engine / engine at ${COMPARE} = ${ratio(medians[1]!, medians[3]!)} (medians of cmd/s); ` +
+        `per round ${list(perRound)}: median ${median(perRound).toFixed(2)}; ` +
+        `in CPU time per round ${list(perRoundCpu)}: median ${median(perRoundCpu).toFixed(2)}`,
+    );
+  }
+  // The replay must reproduce the recording: same refusals, same trades.
+  const consistent = engines.every((k) =>
+    results[k]!.every((r) => r.trades === history.trades && r.refused === history.refused),
+  );
+  if (!consistent) {
+    console.log(
+      `!!! WARNING [${title}]: a replay differed from the recording (trades or refusals); exit code 1`,
+    );
+    process.exitCode = 1;
+  } else
+    console.log(`[${title}] every replay made the recording's ${fmt(history.trades)} trades and refusals`);
+  return {
+    title,
+    meanResting: Number.NaN,
+    meanLevels: Number.NaN,
+    medians,
+    trades: results.map((rs) => rs[0]?.trades),
+    consistent,
+  };
+}
+
+/** Extracts src/ at the --compare ref into a temporary directory and loads its Engine. */
+async function loadCompareEngine(ref: string): Promise<EngineClass> {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-bench-engine-'));
+  process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const archive = execFileSync('git', ['archive', ref, 'src'], { maxBuffer: 1 << 28 });
+  execFileSync('tar', ['-x', '-C', dir], { input: archive });
+  const module = (await import(pathToFileURL(join(dir, 'src/engine/engine.ts')).href)) as {
+    Engine: EngineClass;
+  };
+  return module.Engine;
+}
+
+async function main(): Promise<void> {
+  if (COMPARE !== undefined) CompareEngine = await loadCompareEngine(COMPARE);
   console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
   console.log(`semi-space (young generation): ${semiSpaceSetting()}`);
   console.log(
-    `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}`,
+    `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}` +
+      (COMPARE === undefined ? '' : ` --compare ${COMPARE}`),
   );
   const scenarios: ScenarioResult[] = [];
-  if (SCENARIO !== 'deep') scenarios.push(runScenario('shallow (as generated)', 0));
-  if (SCENARIO !== 'shallow') scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
+  if (RUN_SHALLOW) scenarios.push(runScenario('shallow (as generated)', 0));
+  if (RUN_DEEP) scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
+  if (RUN_REPLAY) scenarios.push(await runReplay());
   if (scenarios.length < 2) return;
 
   console.log(`\n=== summary (median commands/s of the timed stream) ${'='.repeat(50)}`);
@@ -670,7 +859,7 @@ function main(): void {
     );
   for (const k of ACTIVE)
     row(
-      `trades ${'abc'[k]}`,
+      `trades ${LETTERS[k]}`,
       scenarios.map((r) => fmt(r.trades[k]!)),
     );
   const ratios = (r: ScenarioResult): [number, number, number] => r.medians as [number, number, number];
@@ -682,9 +871,14 @@ function main(): void {
     'engine / nodejs-order-book',
     scenarios.map((r) => ratio(ratios(r)[1], ratios(r)[2])),
   );
+  if (COMPARE !== undefined)
+    row(
+      `engine / engine at ${COMPARE}`.slice(0, 33),
+      scenarios.map((r) => ratio(ratios(r)[1], r.medians[3]!)),
+    );
   if (scenarios.some((r) => !r.consistent)) {
     console.log('!!! WARNING: trade counts differed in at least one scenario (see above); exit code 1');
   }
 }
 
-main();
+await main();

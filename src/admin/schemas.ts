@@ -5,7 +5,9 @@
  * test/admin/openapi.test.ts checks that the document and the answers agree.
  */
 import { type Static, type TSchema, Type } from '@fastify/type-provider-typebox';
+import { INITIAL_CHECKPOINT } from '../app/initial-state.js';
 import { StringEnum } from '../http/schemas.js';
+import { CHECKPOINT_NAME } from '../store/store.js';
 import { MAX_ASSET_DECIMALS } from './inputs.js';
 
 /** The name of the security scheme in components.securitySchemes (src/http/app.ts). */
@@ -38,7 +40,8 @@ export const AdminErrorSchema = Type.Object(
       code: Type.String({
         description:
           'unauthorized, bad_request, invalid_input, not_found, user_exists, asset_exists, market_exists, ' +
-          'reference_conflict, unavailable, or an engine refusal (insufficient_funds, …)',
+          'reference_conflict, checkpoint_reserved, checkpoint_incompatible, no_initial_state, ' +
+          'chaos_disabled, unavailable, or an engine refusal (insufficient_funds, …)',
       }),
       message: Type.String({ description: 'for people; not a contract' }),
       field: Type.Optional(Type.String({ description: 'the input field at fault' })),
@@ -67,7 +70,9 @@ export const ReferenceConflictSchema = Type.Object(
   { description: 'The reference was already used for another asset or amount; nothing was changed' },
 );
 
-const err = (description: string) => Type.Object(AdminErrorSchema.properties, { description });
+/** An admin error answer, described for one status of one route. */
+export const adminError = (description: string) => Type.Object(AdminErrorSchema.properties, { description });
+const err = adminError;
 
 /** Answers every admin route can give. */
 const COMMON = {
@@ -283,3 +288,41 @@ export const LedgerEntryBody = Type.Object({
 
 export const UserIdParam = Type.Object({ id: Type.String({ description: 'numeric user id' }) });
 export const ApiKeyParam = Type.Object({ key: Type.String({ description: 'the public API key' }) });
+
+// ---- checkpoints -----------------------------------------------------------------------------
+
+const CheckpointName = (description: string) =>
+  Type.String({
+    pattern: CHECKPOINT_NAME.source,
+    description: `${description}: 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+  });
+
+export const CheckpointSchema = Type.Object({
+  name: Type.String(),
+  created_at: Time,
+  bytes: Type.Integer({ description: 'size of the saved database image' }),
+});
+
+export const CheckpointSavedSchema = Type.Object(
+  {
+    ...CheckpointSchema.properties,
+    replaced: Type.Boolean({ description: 'true: a checkpoint of this name existed and was replaced' }),
+  },
+  { description: 'Saved (a checkpoint of the same name is replaced)' },
+);
+
+export const CheckpointRestoredSchema = Type.Object(
+  {
+    restored: Type.String({ description: 'the checkpoint restored' }),
+    ledger: Type.Object(LedgerCheckSchema.properties, {
+      description: 'the ledger check of the restored state',
+    }),
+  },
+  { description: 'Restored and reloaded; every WebSocket connection was closed with 4200' },
+);
+
+export const SaveCheckpointBody = Type.Object({
+  name: CheckpointName(`the checkpoint's name (not ${INITIAL_CHECKPOINT}, kept for reset)`),
+});
+
+export const CheckpointParam = Type.Object({ name: CheckpointName('a checkpoint name') });

@@ -153,15 +153,20 @@ function numberField(
   return raw;
 }
 
-const RATE = { min: 0, max: 1 };
-const MILLIS = { min: 0, max: MAX_DELAY_MS, integer: true };
+export const RATE = { min: 0, max: 1 };
+export const MILLIS = { min: 0, max: MAX_DELAY_MS, integer: true };
+
+export const COUNT = { min: 1, max: 1_000_000_000, integer: true };
+export const RETRY_AFTER = { min: 1, max: 3600, integer: true };
+export const MAX_ROUTES = 32;
 
 function count(value: Json, field: string): Counted {
   if (value.count === undefined) return {};
-  return { count: numberField(value, field, 'count', { min: 1, max: 1_000_000_000, integer: true }) };
+  return { count: numberField(value, field, 'count', COUNT) };
 }
 
-const ROUTE = /^(GET|POST|DELETE) \/v1\/[A-Za-z0-9_\-/:.]*$/;
+/** A route a REST fault may be narrowed to (`routes`): `METHOD /v1/template`. */
+export const ROUTE = /^(GET|POST|DELETE) \/v1\/[A-Za-z0-9_\-/:.]*$/;
 
 function routes(value: Json, field: string): Routed {
   const raw = value.routes;
@@ -170,7 +175,7 @@ function routes(value: Json, field: string): Routed {
   if (
     !Array.isArray(raw) ||
     raw.length === 0 ||
-    raw.length > 32 ||
+    raw.length > MAX_ROUTES ||
     !raw.every((r) => typeof r === 'string' && ROUTE.test(r))
   )
     throw new FaultInputError(
@@ -216,7 +221,7 @@ const parsers: { readonly [K in FaultKind]-?: (value: Json, field: K) => NonNull
     return {
       rate: numberField(v, f, 'rate', RATE),
       status: choice(v, f, 'status', [503, 429] as const, 503),
-      retry_after: numberField(v, f, 'retry_after', { min: 1, max: 3600, integer: true }, 1),
+      retry_after: numberField(v, f, 'retry_after', RETRY_AFTER, 1),
       ...routes(v, f),
       ...count(v, f),
     };

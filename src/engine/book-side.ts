@@ -23,6 +23,8 @@ export class Level {
   left: Level | null = null;
   right: Level | null = null;
   height = 1;
+  /** Free for the engine's use: it marks levels it has recorded as changed since its last drain. */
+  mark = 0;
   constructor(readonly price: number) {}
 }
 
@@ -129,9 +131,11 @@ export class BookSide {
     return this.descending ? price >= other : price <= other;
   }
 
-  /** Appends at the back of its price level's queue (time priority). */
-  append(order: RestingOrder): void {
-    let level = this.levels.get(order.price);
+  /**
+   * Appends at the back of its price level's queue (time priority). `level` is the level at the
+   * order's price when the caller has already looked it up (undefined: there is none yet).
+   */
+  append(order: RestingOrder, level: Level | undefined = this.levels.get(order.price)): void {
     if (level === undefined) {
       level = new Level(order.price);
       this.levels.set(order.price, level);
@@ -173,6 +177,20 @@ export class BookSide {
     if (this.best === level) {
       this.best = this.root === null ? null : this.descending ? maxNode(this.root) : minNode(this.root);
     }
+  }
+
+  /** The level after `level` from best to worst (null after the worst); allocates nothing. */
+  after(level: Level): Level | null {
+    const price = level.price;
+    let found: Level | null = null;
+    let node = this.root;
+    while (node !== null) {
+      if (this.descending ? node.price < price : node.price > price) {
+        found = node;
+        node = this.descending ? node.right : node.left;
+      } else node = this.descending ? node.left : node.right;
+    }
+    return found;
   }
 
   /** Levels from best to worst, at most `max` of them (0 = all). */

@@ -436,6 +436,60 @@ describe('cancel and self-trade prevention', () => {
   });
 });
 
+describe('open orders by id (paged index, recycled order records)', () => {
+  test('a cancel naming no order, whatever the id, is not found and changes nothing', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 10_000_000);
+    ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000), T));
+    const before = engine.snapshot();
+    for (const id of [0, -1, 1.5, 2, 512, 2 ** 31, 2 ** 53 - 1, 2 ** 53, Number.NaN, Infinity]) {
+      const result = engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id as OrderId }, T);
+      assert.ok(!result.ok && result.error.code === 'order_not_found', `id ${id}`);
+    }
+    assert.deepEqual(engine.snapshot(), before);
+  });
+
+  test('thousands of orders placed and canceled across drains: every survivor stays exact and in time order', () => {
+    const { engine, market } = venue(0, 0);
+    fund(engine, bob, EUR, 1_000_000_000_000);
+    const open = new Map<number, number>();
+    // Rounds of 700 orders at 7 prices; each round cancels all but every 97th order, then drains,
+    // so finished order records are recycled into the next round's orders and whole id pages empty.
+    for (let round = 0; round < 6; round++) {
+      const ids: OrderId[] = [];
+      for (let i = 0; i < 700; i++) {
+        const volume = 10_000 + round * 1000 + i;
+        const id = idOf(ok(engine.apply(order(market, bob, 'buy', 290_000 + (i % 7), volume), T)));
+        ids.push(id);
+        open.set(id, volume);
+      }
+      for (const [i, id] of ids.entries()) {
+        if (i % 97 === 0) continue;
+        ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id }, T));
+        open.delete(id);
+      }
+      const changed = engine.drainChanges().orders;
+      assert.equal(changed.length, 700, 'each order of the round changed once');
+    }
+    const expected = [...open].sort((a, b) => a[0] - b[0]);
+    assert.deepEqual(
+      engine.snapshot().openOrders.map((o) => [o.id, o.volume]),
+      expected,
+    );
+    for (const [id, volume] of expected) assert.equal(engine.openOrder(id as OrderId)?.volume, volume);
+    const total = expected.reduce((sum, [, v]) => sum + v, 0);
+    assert.equal(
+      engine.levels(market, 'buy').reduce((sum, [, v]) => sum + v, 0),
+      total,
+    );
+    // The next orders get fresh ids and records; the old survivors keep theirs.
+    const next = idOf(ok(engine.apply(order(market, bob, 'buy', 289_000, 10_000), T)));
+    assert.equal(next, 4201);
+    assert.equal(engine.openOrder(expected[0]![0] as OrderId)?.status, 'open');
+    auditOk(engine);
+  });
+});
+
 test('restore from a snapshot continues exactly where the engine stopped', () => {
   const { engine, market } = venue();
   fund(engine, alice, BTC, 100_000_000);

@@ -10,8 +10,12 @@ import type { AssetTotals, BalanceState } from './types.js';
 export class Account {
   readonly available: number[] = [];
   readonly reserved: number[] = [];
-  /** Asset indexes touched since the last drain (deduplicated through `dirtyMark`). */
+  /**
+   * Asset indexes touched since the last drain: the first `dirtyCount` entries (deduplicated
+   * through `dirtyMark`). Overwritten rather than emptied at each drain, so it never regrows.
+   */
   readonly dirty: number[] = [];
+  dirtyCount = 0;
   readonly dirtyMark: boolean[] = [];
   constructor(readonly userId: number) {}
 }
@@ -20,7 +24,9 @@ export class Ledger {
   private readonly accounts = new Map<number, Account>();
   readonly netDeposits: number[] = [];
   readonly fees: number[] = [];
-  private readonly dirtyAccounts = new Set<Account>();
+  /** Accounts with touched assets since the last drain: the first `dirtyAccountCount` entries. */
+  private readonly dirtyAccounts: Account[] = [];
+  private dirtyAccountCount = 0;
   private readonly dirtyTotals = new Set<number>();
 
   constructor(private readonly assetCode: (index: number) => AssetCode) {}
@@ -54,8 +60,16 @@ export class Ledger {
   touch(account: Account, asset: number): void {
     if (account.dirtyMark[asset] !== true) {
       account.dirtyMark[asset] = true;
-      account.dirty.push(asset);
-      this.dirtyAccounts.add(account);
+      // An account is listed when its first asset is touched (dirtyCount 0 means not listed).
+      if (account.dirtyCount === 0) {
+        if (this.dirtyAccountCount < this.dirtyAccounts.length)
+          this.dirtyAccounts[this.dirtyAccountCount] = account;
+        else this.dirtyAccounts.push(account);
+        this.dirtyAccountCount++;
+      }
+      if (account.dirtyCount < account.dirty.length) account.dirty[account.dirtyCount] = asset;
+      else account.dirty.push(asset);
+      account.dirtyCount++;
     }
   }
 
@@ -113,14 +127,16 @@ export class Ledger {
   /** Balance rows touched since the last drain, then forgets them. */
   drainBalances(): BalanceState[] {
     const rows: BalanceState[] = [];
-    for (const account of this.dirtyAccounts) {
-      for (const asset of account.dirty) {
+    for (let a = 0; a < this.dirtyAccountCount; a++) {
+      const account = this.dirtyAccounts[a]!;
+      for (let i = 0; i < account.dirtyCount; i++) {
+        const asset = account.dirty[i]!;
         account.dirtyMark[asset] = false;
         rows.push(this.balanceRow(account, asset));
       }
-      account.dirty.length = 0;
+      account.dirtyCount = 0;
     }
-    this.dirtyAccounts.clear();
+    this.dirtyAccountCount = 0;
     return rows;
   }
 

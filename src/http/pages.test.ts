@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { ConfigError, loadConfig } from '../config/config.js';
 import { type PagesOptions, pagesPlugin } from './pages.js';
 
 let webDir: string;
@@ -170,5 +171,21 @@ describe('the demo credentials', () => {
       assert.equal((await app.inject({ url: '/ui/config.json', ...LOCAL })).json().demo_available, false);
       await app.close();
     }
+  });
+});
+
+describe('ADMIN_UI', () => {
+  test('is off unless set to on; any other value stops the start with a message naming it', () => {
+    assert.equal(loadConfig({}).adminUi, false);
+    assert.equal(loadConfig({ ADMIN_UI: 'on' }).adminUi, true);
+    assert.equal(loadConfig({ ADMIN_UI: 'off' }).adminUi, false);
+    assert.throws(
+      () => loadConfig({ ADMIN_UI: 'yes' }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.match(error.message, /ADMIN_UI/);
+        return true;
+      },
+    );
   });
 });

@@ -4,7 +4,8 @@
  *  - every operation has the bearer security scheme, declares 401, and a request schema when it
  *    takes a body (POST, PUT, PATCH; one that reads none says "No request body." in its description);
  *  - every operation, called without the token, answers 401;
- *  - a sample of real calls (every status the console relies on): the status answered is
+ *  - a sample of real calls (every status the console relies on, and fault injection and
+ *    checkpoints): the status answered is
  *    declared, a body the server accepted fits the documented request schema, and the answer
  *    fits the documented response schema for its status.
  */
@@ -66,12 +67,13 @@ async function call(
   method: string,
   url: string,
   body?: unknown,
-  init: { contentType?: string; raw?: string } = {},
+  init: { contentType?: string; raw?: string; server?: TestServer } = {},
 ): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${t.url}${url}`, {
+  const server = init.server ?? t;
+  const response = await fetch(`${server.url}${url}`, {
     method,
     headers: {
-      authorization: `Bearer ${t.server.adminToken}`,
+      authorization: `Bearer ${server.server.adminToken}`,
       ...(body === undefined && init.raw === undefined
         ? {}
         : { 'content-type': init.contentType ?? 'application/json' }),
@@ -207,5 +209,88 @@ describe('the admin API in the OpenAPI document', () => {
     assert.equal(check.status, 200);
     assert.equal(check.body.ok, true);
     assert.equal((await call('GET', '/admin/v1/health')).status, 200);
+
+    // Fault injection: replace and merge one key's faults (defaults filled in the answer), read
+    // them, refuse a typo (422 naming it), clear them.
+    const scoped = { api_key: key.body.api_key, faults: { errors: { rate: 1, status: 429 } } };
+    const replaced = (await call('PUT', '/admin/v1/chaos', scoped)) as {
+      status: number;
+      body: { keys: Record<string, { errors?: { retry_after: number } }> };
+    };
+    assert.equal(replaced.status, 200);
+    assert.equal(replaced.body.keys[key.body.api_key]?.errors?.retry_after, 1);
+    const merged = { api_key: key.body.api_key, faults: { errors: null, latency: { ms: 5, count: 2 } } };
+    assert.equal((await call('POST', '/admin/v1/chaos', merged)).status, 200);
+    assert.equal((await call('GET', '/admin/v1/chaos')).status, 200);
+    const typo = await call('PUT', '/admin/v1/chaos', { faults: { lantecy: { ms: 5 } } });
+    assert.equal(typo.status, 422);
+    assert.equal((typo.body as { error: { field: string } }).error.field, 'faults.lantecy');
+    const cleared = (await call('DELETE', `/admin/v1/chaos?api_key=${key.body.api_key}`)) as {
+      status: number;
+      body: { keys: Record<string, unknown> };
+    };
+    assert.equal(cleared.status, 200);
+    assert.deepEqual(cleared.body.keys, {});
+
+    // Checkpoints: save (201, then replaced), the reserved name (409), list, restore (with the
+    // ledger check), an unknown (404) or impossible (422) name, delete, reset.
+    assert.equal((await call('POST', '/admin/v1/checkpoints', { name: 'openapi-1' })).status, 201);
+    const again = (await call('POST', '/admin/v1/checkpoints', { name: 'openapi-1' })) as {
+      status: number;
+      body: { replaced: boolean };
+    };
+    assert.deepEqual([again.status, again.body.replaced], [201, true]);
+    assert.equal((await call('POST', '/admin/v1/checkpoints', { name: 'initial' })).status, 409);
+    assert.equal((await call('POST', '/admin/v1/checkpoints', { name: '../up' })).status, 422);
+    const list = (await call('GET', '/admin/v1/checkpoints')) as {
+      status: number;
+      body: { data: { name: string }[] };
+    };
+    assert.equal(list.status, 200);
+    assert.ok(list.body.data.some((c) => c.name === 'openapi-1'));
+    const restore = (await call('POST', '/admin/v1/checkpoints/openapi-1/restore')) as {
+      status: number;
+      body: { restored: string; ledger: { ok: boolean } };
+    };
+    assert.deepEqual(
+      [restore.status, restore.body.restored, restore.body.ledger.ok],
+      [200, 'openapi-1', true],
+    );
+    assert.equal((await call('POST', '/admin/v1/checkpoints/no-such-checkpoint/restore')).status, 404);
+    assert.equal((await call('POST', '/admin/v1/checkpoints/.hidden/restore')).status, 422);
+    assert.equal((await call('DELETE', '/admin/v1/checkpoints/openapi-1')).status, 200);
+    assert.equal((await call('DELETE', '/admin/v1/checkpoints/openapi-1')).status, 404);
+    assert.equal((await call('DELETE', '/admin/v1/checkpoints/initial')).status, 409);
+    assert.equal((await call('POST', '/admin/v1/reset')).status, 200);
+  });
+
+  test('fault injection is documented and served at /admin/v1/chaos, without a trailing slash', async () => {
+    assert.deepEqual(Object.keys(doc.paths['/admin/v1/chaos'] ?? {}).sort(), [
+      'delete',
+      'get',
+      'post',
+      'put',
+    ]);
+    assert.equal(doc.paths['/admin/v1/chaos/'], undefined);
+    const auth = { authorization: `Bearer ${t.server.adminToken}` };
+    assert.equal((await fetch(`${t.url}/admin/v1/chaos`, { headers: auth })).status, 200);
+    // One address for one resource, as every other admin route.
+    assert.equal((await fetch(`${t.url}/admin/v1/chaos/`, { headers: auth })).status, 404);
+  });
+
+  test('fault injection refused by the configuration (CHAOS=off): 403 as declared', async () => {
+    const off = await startTestServer({ CHAOS: 'off' });
+    try {
+      const faults = { faults: { latency: { ms: 5 } } };
+      for (const method of ['PUT', 'POST']) {
+        const refused = await call(method, '/admin/v1/chaos', faults, { server: off });
+        assert.equal(refused.status, 403);
+        assert.equal((refused.body as { error: { code: string } }).error.code, 'chaos_disabled');
+      }
+      const state = await call('GET', '/admin/v1/chaos', undefined, { server: off });
+      assert.deepEqual([state.status, (state.body as { allowed: boolean }).allowed], [200, false]);
+    } finally {
+      await off.close();
+    }
   });
 });

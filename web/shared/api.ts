@@ -94,6 +94,19 @@ export class SignedClient {
     return this.#apiKey;
   }
 
+  #nonce = 0n;
+
+  /**
+   * A `nonce` for the next signed body: microseconds since the epoch, and strictly above the last
+   * one this page used. Keys created with `nonce_required` need one in every body (a reload keeps
+   * counting up with the clock); other keys ignore it, so the page always sends one.
+   */
+  nextNonce(): string {
+    const now = BigInt(Date.now()) * 1000n;
+    this.#nonce = now > this.#nonce ? now : this.#nonce + 1n;
+    return this.#nonce.toString();
+  }
+
   /**
    * A signed request. The body is serialized once, and that very string is signed and sent
    * (the signature covers the exact bytes); `rawBody` sends a string already serialized.

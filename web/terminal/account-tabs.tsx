@@ -19,8 +19,14 @@ const TABS: readonly { id: Tab; label: string }[] = [
 ];
 const PAGE_SIZE = 10;
 
+/**
+ * Times in UTC, `YYYY-MM-DD HH:MM:SS`: the form the API gives trade timestamps in, the candles'
+ * time axis and the interface's day ("today's prices start at midnight UTC").
+ */
 const when = (unixSeconds: string | null) =>
-  unixSeconds === null ? '—' : new Date(Number(unixSeconds) * 1000).toLocaleString([], { hour12: false });
+  unixSeconds === null
+    ? '—'
+    : new Date(Number(unixSeconds) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
 function Pager(props: { meta: PagedEnvelope<unknown>['meta'] | undefined; onPage: (page: number) => void }) {
   const { meta } = props;
@@ -97,7 +103,12 @@ function OpenOrders(props: {
     setCanceling(order.id);
     setCancelError(undefined);
     try {
-      await props.session.client.request('DELETE', `/orders/${order.id}`);
+      // A signed body naming the order (and a nonce): required of nonce keys, accepted from all,
+      // and it binds the signature to this order instead of any (docs/security.md).
+      const client = props.session.client;
+      await client.request('DELETE', `/orders/${order.id}`, {
+        body: { nonce: client.nextNonce(), order_id: order.id },
+      });
       props.onChanged();
     } catch (reason) {
       setCancelError(`Order #${order.id}: ${reason instanceof ApiError ? reason.message : String(reason)}`);
@@ -115,7 +126,7 @@ function OpenOrders(props: {
       <Table error={error} empty={data?.data.length === 0 ? 'No open orders.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Opened</th>
+            <th scope="col">Opened (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Type</th>
@@ -166,7 +177,7 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
       <Table error={error} empty={data?.data.length === 0 ? 'No closed orders.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Closed</th>
+            <th scope="col">Closed (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Type</th>
@@ -204,7 +215,7 @@ function TradeHistory(props: { session: Session; pair: string | undefined; versi
       <Table error={error} empty={data?.data.length === 0 ? 'No trades.' : undefined}>
         <thead>
           <tr>
-            <th scope="col">Time</th>
+            <th scope="col">Time (UTC)</th>
             <th scope="col">Market</th>
             <th scope="col">Side</th>
             <th scope="col">Price</th>
@@ -358,6 +369,36 @@ export function AccountTabs(props: {
           <Balances wallet={props.wallet} error={props.walletError} />
         )}
       </div>
+    </section>
+  );
+}
+
+/** The selected market's two assets and the wallet's total value, beside the order form. */
+export function MarketBalances(props: { market: Market; wallet: readonly WalletEntry[] | undefined }) {
+  const { market, wallet } = props;
+  const entry = (asset: string) => wallet?.find((w) => w.asset_id === asset);
+  const currency = wallet?.[0]?.balance_currency ?? '';
+  const total =
+    wallet === undefined || wallet.length === 0
+      ? undefined
+      : sum(wallet.map((w) => w.balance.balance_total_in_fiat));
+  return (
+    <section class="panel market-balances" aria-label={`Balances for ${market.wsname}`}>
+      <header class="panel-head">
+        <h2>Assets</h2>
+      </header>
+      <dl>
+        {[market.base, market.quote].map((asset) => (
+          <div key={asset} class="summary">
+            <dt class="muted">{asset}</dt>
+            <dd class="num">{group(entry(asset)?.balance.balance_total ?? '0')}</dd>
+          </div>
+        ))}
+        <div class="summary">
+          <dt class="muted">Total value</dt>
+          <dd class="num">{total === undefined ? '—' : `${group(total)} ${currency}`}</dd>
+        </div>
+      </dl>
     </section>
   );
 }

@@ -14,7 +14,7 @@ import {
   type WalletEntry,
 } from '../../src/client/types.js';
 import { type PageConfig, pageConfig, publicGet } from '../shared/api.js';
-import { AccountTabs } from './account-tabs.js';
+import { AccountTabs, MarketBalances } from './account-tabs.js';
 import { BookFeed } from './book-feed.js';
 import { BookPanel } from './book-panel.js';
 import { CandleChart } from './candle-chart.js';
@@ -41,15 +41,25 @@ const INTERVAL_LABELS: Record<Interval, string> = {
 /** The market in the address (`#BTC/EUR`), so a reload or a shared link keeps it. */
 const pairFromHash = () => decodeURIComponent(location.hash.slice(1));
 
-function useConnectionState(realtime: Realtime | undefined): string {
+/**
+ * The WebSocket's state; `onReconnected` runs when it is connected again after a loss (public
+ * channels come back with a snapshot each, but account events sent meanwhile are gone).
+ */
+function useConnectionState(realtime: Realtime | undefined, onReconnected: () => void): string {
   const [state, setState] = useState('connecting');
   useEffect(() => {
     if (realtime === undefined) return undefined;
-    const onChange = ({ current }: { current: string }) => setState(current);
+    let wasConnected = false;
+    const onChange = ({ current }: { current: string }) => {
+      setState(current);
+      if (current !== 'connected') return;
+      if (wasConnected) onReconnected();
+      wasConnected = true;
+    };
     setState(realtime.pusher.connection.state);
     realtime.pusher.connection.bind('state_change', onChange);
     return () => realtime.pusher.connection.unbind('state_change', onChange);
-  }, [realtime]);
+  }, [realtime, onReconnected]);
   return state;
 }
 
@@ -83,13 +93,11 @@ export function App() {
     [config, authorizer],
   );
   useEffect(() => () => realtime?.disconnect(), [realtime]);
-  const connection = useConnectionState(realtime);
 
   const market = markets.find((m) => m.wsname === pair) ?? markets[0];
   useEffect(() => {
     if (market === undefined) return;
     if (pairFromHash() !== market.wsname) history.replaceState(null, '', `#${market.wsname}`);
-    document.title = `${market.wsname} · OpenSpot`;
   }, [market]);
   useEffect(() => {
     const onHash = () => setPair(pairFromHash());
@@ -109,6 +117,7 @@ export function App() {
   }, [feed]);
 
   const changed = useCallback(() => setVersion((v) => v + 1), []);
+  const connection = useConnectionState(realtime, changed);
 
   // Balances: on sign-in and after every change of the account.
   useEffect(() => {
@@ -220,11 +229,14 @@ export function App() {
       </header>
 
       <main class="grid">
-        <BookPanel
-          feed={feed}
-          market={market}
-          onPrice={(price) => setPicked((p) => ({ price, n: (p?.n ?? 0) + 1 }))}
-        />
+        <div class="left">
+          <BookPanel
+            feed={feed}
+            market={market}
+            onPrice={(price) => setPicked((p) => ({ price, n: (p?.n ?? 0) + 1 }))}
+          />
+          <TradeTape realtime={realtime} market={market} />
+        </div>
 
         <section class="panel chart" aria-label="Charts">
           <header class="panel-head chart-head">
@@ -293,7 +305,7 @@ export function App() {
               if (session !== undefined) void learnUserId(session);
             }}
           />
-          <TradeTape realtime={realtime} market={market} />
+          {session !== undefined && <MarketBalances market={market} wallet={wallet} />}
         </div>
 
         <AccountTabs

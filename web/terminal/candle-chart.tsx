@@ -83,7 +83,7 @@ export function CandleChart(props: {
       },
       grid: { vertLines: { color: css('--border') }, horzLines: { color: css('--border') } },
       rightPriceScale: { borderColor: css('--border') },
-      timeScale: { borderColor: css('--border'), timeVisible: true, secondsVisible: false },
+      timeScale: { borderColor: css('--border'), timeVisible: true, secondsVisible: false, rightOffset: 6 },
       crosshair: { mode: 0 },
     });
     const candles = created.addSeries(CandlestickSeries, {

@@ -86,6 +86,7 @@ export function OrderForm(props: {
       volume,
     };
     if (type === 'limit') body.price = price;
+    body.nonce = session.client.nextNonce();
     try {
       // One Idempotency-Key per submitted order: a resent request never places it twice.
       const answer = await session.client.send('POST', '/orders', {

@@ -19,7 +19,8 @@ export class SessionAuthorizer implements ChannelAuthorizer {
     if (this.client === undefined) throw new Error('not signed in');
     if (!/^\d+\.\d+$/.test(socketId)) throw new TypeError(`not a socket id: ${socketId}`);
     // socket_id is a JSON number in the interface: written from the id's own digits, never a float.
-    const rawBody = `{"socket_id":${socketId},"channel_name":${JSON.stringify(channelName)}}`;
+    const nonce = JSON.stringify(this.client.nextNonce());
+    const rawBody = `{"socket_id":${socketId},"channel_name":${JSON.stringify(channelName)},"nonce":${nonce}}`;
     return this.client.request<ChannelAuth>('POST', '/broadcasting/auth', { rawBody });
   }
 }

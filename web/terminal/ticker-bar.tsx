@@ -15,6 +15,11 @@ export function TickerBar(props: { readonly realtime: Realtime | undefined; read
     return () => subscription.unsubscribe();
   }, [realtime, market]);
 
+  // The last price in the tab's title, as trading terminals do.
+  useEffect(() => {
+    document.title = `${ticker === undefined ? '' : `${group(ticker.last)} · `}${market.wsname} · OpenSpot`;
+  }, [ticker, market]);
+
   const change = ticker?.change ?? '';
   const direction = change.startsWith('-') ? 'sell' : /[1-9]/.test(change) ? 'buy' : '';
   const stat = (label: string, value: string | undefined, cls = '') => (

@@ -7,9 +7,10 @@ import { group } from '../shared/decimal.js';
 
 const KEEP = 60;
 
+/** HH:MM:SS in UTC, like every time on the page (the candles' axis, the account tables). */
 const clock = (iso: string) => {
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? '' : date.toLocaleTimeString([], { hour12: false });
+  return Number.isNaN(date.getTime()) ? '' : date.toISOString().slice(11, 19);
 };
 
 export function TradeTape(props: { readonly realtime: Realtime | undefined; readonly market: Market }) {
@@ -40,7 +41,7 @@ export function TradeTape(props: { readonly realtime: Realtime | undefined; read
             <tr>
               <th scope="col">Price ({market.quote})</th>
               <th scope="col">Amount ({market.base})</th>
-              <th scope="col">Time</th>
+              <th scope="col">Time (UTC)</th>
             </tr>
           </thead>
           <tbody>

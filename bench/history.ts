@@ -21,6 +21,7 @@ import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
 import { simulatedClock, simulateHistory } from '../src/simulator/history.js';
 import { DEFAULT_REFERENCE_PRICES } from '../src/simulator/index.js';
+import { asyncStore } from '../src/store/async-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 
 export interface HistoryReplayFigures {
@@ -47,7 +48,7 @@ export async function historyReplayRow(days = 1, runs = 5): Promise<HistoryRepla
   const to = 1_767_225_600_000_000 as Micros; // 2026-01-01T00:00:00Z: fixed, so runs compare
   const from = (to - days * 86_400_000_000) as Micros;
   const clock = simulatedClock(from);
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store: asyncStore(store), clock });
   const recorded: Recorded[] = [];
   // Every command the history submits is recorded, in submission order (the sequencer's
   // application order), with the time it is applied at: the clock only moves between steps,

@@ -10,7 +10,8 @@ import { type Bucket, histogramQuantile } from './admin/histogram.js';
 import type { AdminHealth } from './admin/schemas.js';
 import type { Exchange } from './app/ports.js';
 import { RequestHistogram } from './metrics-request-histogram.js';
-import type { CommitBatch, Store } from './store/store.js';
+import type { CommitLog } from './store/ports.js';
+import type { CommitBatch } from './store/store.js';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -49,20 +50,31 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'openspot_' });
   }
 
-  /** The same store, with each commit timed and counted. */
-  instrumentStore(store: Store): Store {
+  /**
+   * The same store, with each commit timed (until its promise settles) and counted: any adapter
+   * of the asynchronous ports (src/store/ports.ts).
+   */
+  instrumentStore<S extends Pick<CommitLog, 'commit'>>(store: S): S {
     const { commitSeconds, batchEvents, commitFailures } = this;
-    const commit = (batch: CommitBatch): void => {
+    const commit = (batch: CommitBatch): Promise<void> => {
       const stop = commitSeconds.startTimer();
+      let committed: Promise<void>;
       try {
-        store.commit(batch);
-        batchEvents.observe(batch.events.length);
+        committed = store.commit(batch);
       } catch (error) {
-        commitFailures.inc();
-        throw error;
-      } finally {
-        stop();
+        committed = Promise.reject(error);
       }
+      return committed.then(
+        () => {
+          stop();
+          batchEvents.observe(batch.events.length);
+        },
+        (error: unknown) => {
+          stop();
+          commitFailures.inc();
+          throw error;
+        },
+      );
     };
     // Bound once per method, not on every access: signed requests read the store through this
     // proxy (the API key record) on every call.

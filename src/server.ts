@@ -30,6 +30,7 @@ import {
   websocketEndpoint,
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
+import { asyncStore } from './store/async-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
@@ -81,15 +82,13 @@ export async function startServer(
   }
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
-  const store = metrics.instrumentStore(
-    SqliteStore.open({
-      path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
-      synchronous: config.sqliteSynchronous,
-      // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
-      ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
-    }),
-  );
-  const exchange = openExchange({ store, logger });
+  const store = SqliteStore.open({
+    path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
+    synchronous: config.sqliteSynchronous,
+    // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
+    ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
+  });
+  const exchange = await openExchange({ store: metrics.instrumentStore(asyncStore(store)), logger });
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
@@ -114,7 +113,7 @@ export async function startServer(
 
   // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
   const channelGrants = new ChannelGrants({
-    isKeyActive: (apiKey) => exchange.store.getApiKey(apiKey)?.revokedAt === null,
+    isKeyActive: async (apiKey) => (await exchange.credentials.getApiKey(apiKey))?.revokedAt === null,
     maxPerConnection: config.ws.maxSubscriptionsPerConnection,
   });
   let shuttingDown = false;
@@ -140,7 +139,7 @@ export async function startServer(
     allowed: config.chaos,
     seed: config.chaosSeed,
     adminToken: admin.token,
-    isKnownKey: (apiKey) => exchange.store.getApiKey(apiKey) !== undefined,
+    isKnownKey: async (apiKey) => (await exchange.credentials.getApiKey(apiKey)) !== undefined,
     keysOf: (socketId) => channelGrants.keysOf(socketId),
     onInjected: ({ fault, apiKey, detail }) => {
       metrics.chaosFault(fault);
@@ -208,7 +207,7 @@ export async function startServer(
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;
   try {
-    initialCheckpoint = keepInitialState(exchange);
+    initialCheckpoint = await keepInitialState(exchange);
     if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
   } catch (error) {
     // Only `reset` needs it: the venue runs without, and a reset then says there is none.

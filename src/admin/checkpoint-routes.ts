@@ -46,17 +46,18 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
     if (error.problem === 'not_found') return fail(404, 'not_found', error.message);
     return fail(409, 'checkpoint_incompatible', error.message);
   };
-  const attempt = <T>(operation: () => T): T => {
+  const attempt = async <T>(operation: () => T | Promise<T>): Promise<T> => {
     try {
-      return operation();
+      return await operation();
     } catch (error) {
       throw problem(error);
     }
   };
   const nameParam = (params: unknown): string => (params as { name: string }).name;
-  const restored = (name: string) => {
-    attempt(() => exchange.restoreCheckpoint(name));
-    const ledger = auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0);
+  const restored = async (name: string) => {
+    await attempt(() => exchange.restoreCheckpoint(name));
+    const audit = await exchange.readCommitted(() => exchange.audit());
+    const ledger = auditView(audit, (code) => exchange.catalogue.asset(code)?.decimals ?? 0);
     return { restored: name, ledger };
   };
 
@@ -75,7 +76,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
         200: Type.Object({ data: Type.Array(CheckpointSchema, { description: 'by name' }) }),
       }),
     }),
-    async () => ({ data: exchange.store.listCheckpoints().map(checkpointView) }),
+    async () => ({ data: (await exchange.listCheckpoints()).map(checkpointView) }),
   );
 
   app.post(
@@ -106,8 +107,8 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
           `The checkpoint ${INITIAL_CHECKPOINT} holds the freshly seeded state (reset); choose another name.`,
           'name',
         );
-      const existed = exchange.store.listCheckpoints().some((c) => c.name === name);
-      const saved = attempt(() => exchange.saveCheckpoint(name ?? ''));
+      const existed = (await exchange.listCheckpoints()).some((c) => c.name === name);
+      const saved = await attempt(() => exchange.saveCheckpoint(name ?? ''));
       return reply.code(201).send({ ...checkpointView(saved), replaced: existed });
     },
   );
@@ -148,7 +149,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
       const name = nameParam(request.params);
       if (name === INITIAL_CHECKPOINT)
         throw fail(409, 'checkpoint_reserved', `The checkpoint ${INITIAL_CHECKPOINT} is kept for reset.`);
-      if (!attempt(() => exchange.store.deleteCheckpoint(name)))
+      if (!(await attempt(() => exchange.deleteCheckpoint(name))))
         throw fail(404, 'not_found', `No checkpoint named ${name}.`);
       return { name, deleted: true };
     },
@@ -172,7 +173,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
       `${NO_BODY} Restores the checkpoint ${INITIAL_CHECKPOINT}, as a restore does.`,
     ),
     async () => {
-      if (!exchange.store.listCheckpoints().some((c) => c.name === INITIAL_CHECKPOINT))
+      if (!(await exchange.listCheckpoints()).some((c) => c.name === INITIAL_CHECKPOINT))
         throw fail(
           409,
           'no_initial_state',

@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type OpenExchange, openExchange } from '../app/exchange.js';
 import { CredentialVault } from '../auth/vault.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { adminRoutes } from './routes.js';
 
@@ -13,7 +14,7 @@ let app: FastifyInstance;
 let exchange: OpenExchange;
 
 before(async () => {
-  exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   app = Fastify();
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
@@ -42,7 +43,7 @@ test('a JSON body that is not UTF-8 is refused with 400 and changes nothing', as
   const r = await post('/admin/v1/users', body);
   assert.equal(r.statusCode, 400);
   assert.deepEqual(r.json(), { error: { code: 'bad_request', message: 'The body is not valid UTF-8.' } });
-  assert.equal(exchange.store.listUsers().length, 0);
+  assert.equal((await exchange.store.listUsers()).length, 0);
 });
 
 test('valid UTF-8 JSON (with or without a byte order mark) is still read; malformed JSON is still 400', async () => {
@@ -54,5 +55,5 @@ test('valid UTF-8 JSON (with or without a byte order mark) is still read; malfor
   assert.equal((broken.json() as { error: { code: string } }).error.code, 'bad_request');
   const poisoned = await post('/admin/v1/users', Buffer.from('{"__proto__":{"email":"x@y.z"}}'));
   assert.equal(poisoned.statusCode, 400);
-  assert.equal(exchange.store.listUsers().length, 1);
+  assert.equal((await exchange.store.listUsers()).length, 1);
 });

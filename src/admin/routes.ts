@@ -84,7 +84,7 @@ const SCOPES: readonly ApiKeyScope[] = ['read', 'trade'];
 
 export async function adminRoutes(app: FastifyInstance, options: AdminOptions): Promise<void> {
   const { exchange, vault } = options;
-  const store = exchange.store;
+  const store = exchange.credentials;
 
   // The schemas are for the OpenAPI document only: input is checked by hand (inputs.ts, one 422
   // naming the field, with the operator-facing messages), and answers are written as built (a
@@ -172,10 +172,10 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     return result;
   };
 
-  const userParam = (request: FastifyRequest): UserId => {
+  const userParam = async (request: FastifyRequest): Promise<UserId> => {
     const raw = (request.params as { id?: string }).id ?? '';
     const id = /^\d{1,15}$/.test(raw) ? Number(raw) : 0;
-    if (id <= 0 || store.getUser(id as UserId) === undefined)
+    if (id <= 0 || (await store.getUser(id as UserId)) === undefined)
       throw new AdminError(404, 'not_found', 'User not found.');
     return id as UserId;
   };
@@ -229,7 +229,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
   app.get(
     '/users',
     adminDoc('List users', { response: responses({ 200: Type.Object({ data: Type.Array(UserSchema) }) }) }),
-    async () => ({ data: store.listUsers().map(userView) }),
+    async () => ({ data: (await store.listUsers()).map(userView) }),
   );
 
   app.post(
@@ -243,10 +243,10 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       const email = stringField(body, 'email', true);
       if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email))
         throw new InputError('email', 'The email must be a valid email address.');
-      if (email !== undefined && store.listUsers().some((u) => u.email === email)) {
+      if (email !== undefined && (await store.listUsers()).some((u) => u.email === email)) {
         throw new AdminError(409, 'user_exists', 'A user with this email already exists.', 'email');
       }
-      const user = store.createUser(email ?? null, exchange.clock());
+      const user = await store.createUser(email ?? null, exchange.clock());
       return reply.code(201).send(userView(user));
     },
   );
@@ -257,7 +257,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       params: UserIdParam,
       response: responses({ 200: UserSchema, ...USER_NOT_FOUND }),
     }),
-    async (request) => userView(store.getUser(userParam(request))!),
+    async (request) => userView((await store.getUser(await userParam(request)))!),
   );
 
   app.get(
@@ -267,11 +267,11 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       response: responses({ 200: Type.Object({ data: Type.Array(BalanceSchema) }), ...USER_NOT_FOUND }),
     }),
     async (request) => {
-      const userId = userParam(request);
+      const userId = await userParam(request);
       return {
-        data: exchange
-          .balances(userId)
-          .map((b) => balanceView(b, exchange.catalogue.asset(b.asset)!.decimals)),
+        data: (await exchange.readCommitted(() => exchange.balances(userId))).map((b) =>
+          balanceView(b, exchange.catalogue.asset(b.asset)!.decimals),
+        ),
       };
     },
   );
@@ -284,14 +284,14 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       response: responses({ 201: ApiKeyCreatedSchema, ...USER_NOT_FOUND }, { body: true, writes: true }),
     }),
     async (request, reply) => {
-      const userId = userParam(request);
+      const userId = await userParam(request);
       const body = asObject(request.body ?? {});
       const scopes = parseScopes(body.scopes);
       const allowlist = parseAllowlist(body.ip_allowlist);
       if (!allowlist.ok) throw new InputError('ip_allowlist', allowlist.message);
       const nonceRequired = parseNonceRequired(body.nonce_required);
       const { apiKey, apiSecret } = generateApiCredentials();
-      store.createApiKey({
+      await store.createApiKey({
         key: apiKey,
         userId,
         sealedSecret: vault.seal(apiSecret),
@@ -320,7 +320,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       response: responses({ 200: Type.Object({ data: Type.Array(ApiKeySchema) }), ...USER_NOT_FOUND }),
     }),
     async (request) => ({
-      data: store.listApiKeys(userParam(request)).map(apiKeyView),
+      data: (await store.listApiKeys(await userParam(request))).map(apiKeyView),
     }),
   );
 
@@ -342,19 +342,19 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     ),
     async (request) => {
       const key = (request.params as { key: string }).key;
-      const record = store.getApiKey(key);
+      const record = await store.getApiKey(key);
       if (record === undefined) throw new AdminError(404, 'not_found', 'API key not found.');
       if (record.revokedAt === null) {
-        store.revokeApiKey(key, exchange.clock());
+        await store.revokeApiKey(key, exchange.clock());
         options.onApiKeyRevoked?.(record.userId, key);
       }
-      return apiKeyView(store.getApiKey(key)!);
+      return apiKeyView((await store.getApiKey(key))!);
     },
   );
 
   const ledgerRoute =
     (kind: 'deposit' | 'withdraw') => async (request: FastifyRequest, reply: FastifyReply) => {
-      const userId = userParam(request);
+      const userId = await userParam(request);
       const body = asObject(request.body);
       const code = stringField(body, 'asset')!;
       const asset = exchange.catalogue.asset(code);
@@ -378,7 +378,8 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
           { recorded: view },
         );
       }
-      const balance = exchange.balances(userId).find((b) => b.asset === asset.code)!;
+      const balances = await exchange.readCommitted(() => exchange.balances(userId));
+      const balance = balances.find((b) => b.asset === asset.code)!;
       return reply.code(result.duplicate ? 200 : 201).send({
         user_id: userId,
         asset: asset.code,
@@ -429,7 +430,11 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       { response: responses({ 200: LedgerCheckSchema }) },
       'Per asset: balances + fees = deposits − withdrawals, and no negative balance.',
     ),
-    async () => auditView(exchange.audit(), (code) => exchange.catalogue.asset(code)?.decimals ?? 0),
+    async () =>
+      auditView(
+        await exchange.readCommitted(() => exchange.audit()),
+        (code) => exchange.catalogue.asset(code)?.decimals ?? 0,
+      ),
   );
 
   const { health } = options;

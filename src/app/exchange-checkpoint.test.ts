@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { CheckpointError } from '../store/store.js';
 import { type OpenExchange, openExchange } from './exchange.js';
@@ -20,7 +21,7 @@ let now = 1_700_000_000_000_000;
 const clock = () => now as Micros;
 
 async function venue(): Promise<{ exchange: OpenExchange; id: MarketId }> {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }), clock });
+  const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })), clock });
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
   await exchange.submit({
@@ -50,14 +51,14 @@ const order = (userId: UserId, marketId: MarketId, side: 'buy' | 'sell', price: 
   }) as const;
 
 /** What readers derive from the state: book, balances, last price, statistics, current candle. */
-function view(exchange: OpenExchange, id: MarketId) {
+async function view(exchange: OpenExchange, id: MarketId) {
   const { sequence: _sequence, ...book } = exchange.book(id, 0);
   return {
     book,
     balances: [...exchange.balances(ALICE), ...exchange.balances(BOB)],
     last: exchange.lastPrice(id),
     stats: exchange.stats24h(id, clock()),
-    candles: exchange.store.latestCandles(id),
+    candles: await exchange.store.latestCandles(id),
     audit: exchange.audit(),
   };
 }
@@ -68,21 +69,21 @@ test('a restore reloads the engine and every read model from the checkpoint', as
   await exchange.submit(order(BOB, id, 'sell', 500)); // a trade at 50.0
   await exchange.submit(order(ALICE, id, 'buy', 400)); // resting
   await nextTurn();
-  const saved = view(exchange, id);
-  exchange.saveCheckpoint('one');
+  const saved = await view(exchange, id);
+  await exchange.saveCheckpoint('one');
 
   now += 30 * 60_000_000;
   await exchange.submit(order(ALICE, id, 'buy', 700));
   await exchange.submit(order(BOB, id, 'sell', 600)); // a trade at 70.0, in a later candle
   await exchange.submit(order(BOB, id, 'sell', 900)); // resting
   await nextTurn();
-  assert.notDeepEqual(view(exchange, id), saved);
+  assert.notDeepEqual(await view(exchange, id), saved);
   const sequence = exchange.book(id, 0).sequence;
 
   let restoredCalls = 0;
   exchange.onRestored(() => restoredCalls++);
-  exchange.restoreCheckpoint('one');
-  assert.deepEqual(view(exchange, id), saved);
+  await exchange.restoreCheckpoint('one');
+  assert.deepEqual(await view(exchange, id), saved);
   assert.equal(restoredCalls, 1);
   assert.equal(exchange.book(id, 0).sequence, sequence + 1);
 
@@ -90,7 +91,7 @@ test('a restore reloads the engine and every read model from the checkpoint', as
   // joins the saved candle, which knows nothing of the rolled-back trade.
   now -= 30 * 60_000_000;
   await exchange.submit(order(BOB, id, 'sell', 400));
-  const minute = exchange.store.latestCandles(id).find((c) => c.interval === 1);
+  const minute = (await exchange.store.latestCandles(id)).find((c) => c.interval === 1);
   const savedMinute = saved.candles.find((c) => c.interval === 1);
   assert.equal(minute?.start, savedMinute?.start);
   assert.equal(minute?.count, (savedMinute?.count ?? 0) + 1);
@@ -100,9 +101,9 @@ test('a restore reloads the engine and every read model from the checkpoint', as
 
 test('commands queued before a restore are committed first, then rolled back with the rest', async () => {
   const { exchange, id } = await venue();
-  exchange.saveCheckpoint('empty-book');
+  await exchange.saveCheckpoint('empty-book');
   const queued = exchange.submit(order(ALICE, id, 'buy', 100));
-  exchange.restoreCheckpoint('empty-book');
+  await exchange.restoreCheckpoint('empty-book');
   const result = await queued;
   assert.equal(result.ok, true, 'the queued command was answered as committed');
   assert.deepEqual(exchange.book(id, 0).bids, []);
@@ -116,8 +117,8 @@ test('commands queued before a restore are committed first, then rolled back wit
 test('a restore that cannot be done changes nothing', async () => {
   const { exchange, id } = await venue();
   await exchange.submit(order(ALICE, id, 'buy', 100));
-  const before = view(exchange, id);
-  assert.throws(() => exchange.restoreCheckpoint('missing'), CheckpointError);
-  assert.deepEqual(view(exchange, id), before);
+  const before = await view(exchange, id);
+  await assert.rejects(exchange.restoreCheckpoint('missing'), CheckpointError);
+  assert.deepEqual(await view(exchange, id), before);
   await exchange.close();
 });

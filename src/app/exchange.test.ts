@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
 import type { Command } from '../engine/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../store/store.js';
 import { type OpenExchange, openExchange } from './exchange.js';
@@ -19,7 +20,7 @@ const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 async function market(): Promise<{ exchange: OpenExchange; id: MarketId }> {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   return { exchange, id: await seedMarket(exchange) };
 }
 
@@ -160,7 +161,7 @@ function failingStore(failing: { on: boolean }): Store {
 
 test('a failed commit publishes nothing and leaves the book sequence where it was', async () => {
   const failing = { on: false };
-  const exchange = openExchange({ store: failingStore(failing), probeIntervalMs: 60_000 });
+  const exchange = await openExchange({ store: asyncStore(failingStore(failing)), probeIntervalMs: 60_000 });
   const id = await seedMarket(exchange);
   await exchange.submit(bid(id, 200));
   await nextTurn();
@@ -197,7 +198,7 @@ function engineThrowsFor(throwsFor: (command: Command) => boolean, error: () => 
 }
 
 test('a command that throws is refused alone: its batch-mates are committed and the store stays writable', async (t) => {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   const id = await seedMarket(exchange);
   const BOB = 2 as UserId;
   await exchange.submit({ kind: 'deposit', userId: BOB, asset: BTC, amount: 100_000_000 as Amount });
@@ -226,7 +227,7 @@ test('a command that throws is refused alone: its batch-mates are committed and 
   const book = exchange.book(id, 0);
   assert.deepEqual(book.bids, [[200, 100_000]]);
   assert.deepEqual(book.asks, [[250, 50_000]]);
-  const restored = Engine.restore(exchange.store.loadSnapshot());
+  const restored = Engine.restore(await exchange.store.loadSnapshot());
   assert.deepEqual(restored.levels(id, 'buy'), book.bids);
   assert.deepEqual(restored.levels(id, 'sell'), book.asks);
   assert.deepEqual(
@@ -242,7 +243,7 @@ test('a command that throws is refused alone: its batch-mates are committed and 
 });
 
 test('a command that throws a range error is answered as a rejection (too large), not an outage', async (t) => {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   const id = await seedMarket(exchange);
   t.after(
     engineThrowsFor(

@@ -2,10 +2,15 @@
  * The exchange: the engine wrapped in a sequencer that commits before it answers.
  *
  * request -> submit (queued) -> [next turn of the event loop] apply the whole queue to the engine
- * -> drain changes -> one store transaction (group commit) -> resolve every waiting request
- * -> [once their replies are written] notify listeners (WebSocket fan-out). Apply and commit happen
- * in one synchronous step, so no reader ever sees state that is not committed, and a batch's
- * effects are acknowledged together.
+ * -> drain changes -> append the batch to the commit log (one group commit, awaited) -> resolve
+ * every waiting request -> [once their replies are written] notify listeners (WebSocket fan-out).
+ * The commit is asynchronous (a database across the network), so a batch is a *step*: from the
+ * moment the engine applies it until its commit settled (and, after a failure, the engine is back
+ * at the committed state), no other batch is applied, and the commands that arrive meanwhile wait
+ * in the queue: they form the next group commit, which grows with the load. Readers of engine
+ * state (the book, balances) either run between steps (`readCommitted`, the listeners) or read the
+ * committed read models (last prices, statistics, the catalogue), so none sees state a crash could
+ * still undo. A batch's effects are acknowledged together.
  * If the commit fails, the engine is rebuilt from the store (the last committed state) and every
  * command of the batch is refused: nothing unacknowledged is half-applied. A command that throws
  * while the engine applies it is refused alone (see applyAndCommit): one bad command never costs
@@ -21,6 +26,7 @@
 import type { Logger } from 'pino';
 import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
+import { LedgerReferences } from '../engine/ledger-references.js';
 import type {
   BalanceState,
   ChangeSet,
@@ -32,12 +38,12 @@ import type {
 } from '../engine/types.js';
 import type { Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
+import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../store/ports.js';
 import {
   type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
-  type Store,
   StoreUnavailableError,
 } from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
@@ -56,7 +62,11 @@ import type {
 import { TradeStatsBook } from './trade-stats.js';
 
 export interface ExchangeOptions {
-  readonly store: Store;
+  /**
+   * The store, through its asynchronous ports: the sequencer commits to and loads from it, the
+   * readers query its history and credentials. SQLite: `asyncStore(SqliteStore.open(…))`.
+   */
+  readonly store: AsyncStore;
   readonly clock?: Clock;
   readonly logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** While the store is unavailable, how often to try a write (and, if needed, the rebuild). Default 1000 ms. */
@@ -99,30 +109,57 @@ interface Pending {
 export interface OpenExchange extends Exchange {
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
   /** Saves the committed state as checkpoint `name` (store.saveCheckpoint), replacing one of that name. */
-  saveCheckpoint(name: string): CheckpointInfo;
+  saveCheckpoint(name: string): Promise<CheckpointInfo>;
   /**
-   * Replaces the whole venue state with checkpoint `name`'s, between two batches (see
+   * Replaces the whole venue state with checkpoint `name`'s, as one step of the sequencer (see
    * restoreCheckpoint in the class), then reloads the engine and every read model and tells the
-   * `onRestored` listeners. Throws CheckpointError or StoreUnavailableError, having changed nothing.
+   * `onRestored` listeners. Rejects with CheckpointError or StoreUnavailableError, having changed nothing.
    */
-  restoreCheckpoint(name: string): void;
+  restoreCheckpoint(name: string): Promise<void>;
+  /** By name. */
+  listCheckpoints(): Promise<CheckpointInfo[]>;
+  /** False when there was no such checkpoint. */
+  deleteCheckpoint(name: string): Promise<boolean>;
+  /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
+  readonly commitLog: CommitLog;
+  /** The whole store (the composition root, tools and tests); adapters use `history` and `credentials`. */
+  readonly store: AsyncStore;
   /** Commits whatever is queued, then stops accepting commands. */
   close(): Promise<void>;
-  /** The engine's conservation audit (per asset). */
+  /** The engine's conservation audit (per asset); between steps only (see readCommitted). */
   audit(): ReturnType<Engine['audit']>;
   readonly clock: Clock;
 }
 
-export function openExchange(options: ExchangeOptions): OpenExchange {
-  return new SequencedExchange(options);
+/** Loads the committed state through the commit log, then starts the sequencer. */
+export async function openExchange(options: ExchangeOptions): Promise<OpenExchange> {
+  const ports = options.store;
+  const engine = Engine.restore(await ports.loadSnapshot());
+  const references = LedgerReferences.restore(await ports.loadLedgerReferences());
+  const exchange = new SequencedExchange(options, ports, engine, references);
+  await exchange.start();
+  return exchange;
+}
+
+/** Thrown by a read of engine state made while a step is in flight: a bug of the caller (see readCommitted). */
+export class UncommittedReadError extends Error {
+  override readonly name = 'UncommittedReadError';
+  constructor() {
+    super('engine state read while a batch is being committed; read it through readCommitted');
+  }
 }
 
 class SequencedExchange implements OpenExchange {
-  readonly store: Store;
+  readonly store: AsyncStore;
   readonly clock: Clock;
-  readonly catalogue: Catalogue;
+  readonly catalogue: EngineCatalogue;
+  private readonly ports: AsyncStore;
+  readonly history: HistoryQueries;
+  readonly credentials: CredentialStore;
   private engine: Engine;
-  private candles!: CandleAggregator;
+  /** Deposit and withdrawal references committed so far: restored and replaced with the engine. */
+  private references: LedgerReferences<LedgerEntry>;
+  private candles = new CandleAggregator([]);
   private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
   private readonly bookSequences = new Map<MarketId, number>();
@@ -143,6 +180,15 @@ class SequencedExchange implements OpenExchange {
   /** Times the pending flush was put off, and the queue length when it last was. */
   private deferrals = 0;
   private queuedAtDeferral = 0;
+  /**
+   * True from the moment a step (a batch, a restore, a probe) may change the engine until the
+   * engine equals the committed state again: no other step starts, and engine reads wait.
+   */
+  private stepping = false;
+  /** Counts the steps that changed the committed state (batches committed, restores). */
+  private commits = 0;
+  /** Called when the step in flight ends (readers and steps waiting for their turn). */
+  private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
   /**
@@ -155,41 +201,59 @@ class SequencedExchange implements OpenExchange {
   private closed = false;
   private readonly logger: ExchangeOptions['logger'];
 
-  constructor(options: ExchangeOptions) {
-    this.store = options.store;
+  constructor(
+    options: ExchangeOptions,
+    ports: AsyncStore,
+    engine: Engine,
+    references: LedgerReferences<LedgerEntry>,
+  ) {
+    this.store = ports;
+    this.ports = ports;
+    this.history = ports;
+    this.credentials = ports;
     this.clock = options.clock ?? systemClock();
     this.logger = options.logger;
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     if (!Number.isSafeInteger(this.probeIntervalMs) || this.probeIntervalMs <= 0)
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
-    this.engine = Engine.restore(this.store.loadSnapshot());
-    this.loadReadModels();
-    this.catalogue = new EngineCatalogue(() => this.engine);
+    this.engine = engine;
+    this.references = references;
+    this.catalogue = new EngineCatalogue(engine);
+  }
+
+  /** Loads the read models, then finds out whether the store takes writes. */
+  async start(): Promise<void> {
+    await this.loadReadModels();
     // Whether the store takes writes is only known by writing: one that cannot (a full disk) is
     // reported unwritable from the start (/readyz 503) and probed until it can.
-    if (!this.tryWrite()) {
+    if (!(await this.tryWrite())) {
       this.writable = false;
       this.logger?.warn('the store does not accept writes; commands are refused until it does');
       this.startProbing();
     }
   }
 
-  private loadReadModels(): void {
+  private async loadReadModels(): Promise<void> {
     const now = this.clock();
     // Built afresh: after a checkpoint restore, markets may have no trade, or another history.
-    this.stats = new TradeStatsBook();
-    this.lastPrices.clear();
+    const stats = new TradeStatsBook();
+    const lastPrices = new Map<MarketId, Price>();
     const latest: Candle[] = [];
     for (const market of this.engine.marketList()) {
-      const newest = this.store.latestCandles(market.id);
+      const newest = await this.ports.latestCandles(market.id);
       latest.push(...newest);
       const sinceSeconds = Math.floor((now - MICROS_PER_DAY) / 1_000_000) - 60;
-      this.stats.record(this.store.listCandles(market.id, 1, sinceSeconds, 1441));
-      this.stats.record(newest);
-      const [last] = this.store.listPublicTrades({ marketId: market.id, limit: 1 });
-      if (last !== undefined) this.lastPrices.set(market.id, last.price);
+      stats.record(await this.ports.listCandles(market.id, 1, sinceSeconds, 1441));
+      stats.record(newest);
+      const [last] = await this.ports.listPublicTrades({ marketId: market.id, limit: 1 });
+      if (last !== undefined) lastPrices.set(market.id, last.price);
     }
+    // Swapped in at once, once everything is read: a failed read leaves the old models whole.
+    this.stats = stats;
+    this.lastPrices.clear();
+    for (const [id, price] of lastPrices) this.lastPrices.set(id, price);
     this.candles = new CandleAggregator(latest);
+    this.catalogue.committed(this.engine);
   }
 
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
@@ -197,32 +261,28 @@ class SequencedExchange implements OpenExchange {
   }
 
   submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult> {
-    // Committed keys are read here, before the command is queued (never in the middle of a
-    // batch); keys queued but not yet committed are in `keysInFlight`, so a duplicate of either
-    // kind is caught before it reaches the engine.
+    // Keys queued but not yet committed are in `keysInFlight`; committed keys are read from the
+    // commit log before the command is queued (never in the middle of a batch), so a duplicate of
+    // either kind is caught before it reaches the engine.
     const id = `${command.userId}\u0000${request.key}`;
     const inFlight = this.keysInFlight.get(id);
     if (inFlight !== undefined)
       return inFlight.fingerprint === request.fingerprint ? inFlight.answer : Promise.resolve(KEY_MISMATCH);
-    let recorded: IdempotencyRecord | undefined;
-    try {
-      recorded = this.store.findIdempotencyRecord(command.userId, request.key);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    if (recorded !== undefined && recorded.time > this.clock() - IDEMPOTENCY_TTL_MICROS) {
-      return Promise.resolve(
-        recorded.fingerprint === request.fingerprint
-          ? { kind: 'replayed', orderId: recorded.orderId }
-          : KEY_MISMATCH,
-      );
-    }
-    const answer = this.enqueue(command, undefined, request).then(
-      (result): OnceResult => ({ kind: 'executed', result }),
-    );
+    const answer = this.ports
+      .findIdempotencyRecord(command.userId, request.key)
+      .then((recorded): Promise<OnceResult> | OnceResult => {
+        if (recorded !== undefined && recorded.time > this.clock() - IDEMPOTENCY_TTL_MICROS)
+          return recorded.fingerprint === request.fingerprint
+            ? { kind: 'replayed', orderId: recorded.orderId }
+            : KEY_MISMATCH;
+        return this.enqueue(command, undefined, request).then(
+          (result): OnceResult => ({ kind: 'executed', result }),
+        );
+      });
+    // Registered before the lookup settles: an identical request arriving meanwhile joins this one.
     const entry = { fingerprint: request.fingerprint, answer };
     this.keysInFlight.set(id, entry);
-    // Settled means committed (the record is in the store) or refused (nothing to remember).
+    // Settled means committed (the record is in the store), replayed, or refused (nothing to remember).
     const settle = () => {
       if (this.keysInFlight.get(id) === entry) this.keysInFlight.delete(id);
     };
@@ -238,44 +298,57 @@ class SequencedExchange implements OpenExchange {
     if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
     return new Promise((resolve, reject) => {
       this.queue.push({ command, ledger, idempotency, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-      }
+      // While a step is in flight the queue only grows: the step's end schedules the next flush.
+      if (!this.flushScheduled && !this.stepping) this.scheduleFlush();
     });
   }
 
-  /** Applies and commits everything queued, as one batch (put off a few turns while more arrives). */
-  private flush(now = false): void {
+  private scheduleFlush(grown = false): void {
+    this.flushScheduled = true;
+    setImmediate(() => this.flush(grown));
+  }
+
+  /**
+   * Applies and commits everything queued, as one batch (put off a few turns while more arrives,
+   * unless `now`: the queue already grew while the previous commit was in flight). Returns the step.
+   */
+  private flush(now = false): Promise<void> | undefined {
     this.flushScheduled = false;
+    if (this.stepping) return undefined; // the step in flight schedules the next flush when it ends
     // Listeners read the engine (top of book, statistics): they must see it as the batch left it.
     this.publishCommitted();
     if (!now && this.queue.length > this.queuedAtDeferral && this.deferrals < MAX_FLUSH_DEFERRALS) {
       this.deferrals++;
       this.queuedAtDeferral = this.queue.length;
-      this.flushScheduled = true;
-      setImmediate(() => this.flush());
-      return;
+      this.scheduleFlush();
+      return undefined;
     }
     this.deferrals = 0;
     this.queuedAtDeferral = 0;
     const batch = this.queue;
     this.queue = [];
-    if (batch.length === 0) return;
+    if (batch.length === 0) return undefined;
     if (!this.writable) {
       // Refused before the engine sees it: nothing to undo, no rebuild per batch during an outage.
       const refusal = new StoreUnavailableError('The store cannot accept writes right now; retry later.');
       for (const pending of batch) pending.reject(refusal);
-      return;
+      return undefined;
     }
+    this.stepping = true;
+    return this.step(batch);
+  }
+
+  /** One batch: apply, await its commit, then answer. Runs with `stepping` set; ends it. */
+  private async step(batch: readonly Pending[]): Promise<void> {
     let applied: AppliedBatch;
     try {
-      applied = this.applyAndCommit(batch);
+      applied = await this.applyAndCommit(batch);
     } catch (error) {
       // A failed commit (or store read, or anything thrown after the engine pass): the engine may
       // hold part of the batch, so it is rebuilt from the last committed state and the whole
       // batch is refused. A command that throws in the engine is handled in applyAndCommit.
-      this.recoverFromFailedCommit(error);
+      await this.recoverFromFailedCommit(error);
+      this.endStep();
       const failure =
         error instanceof StoreUnavailableError
           ? error
@@ -283,13 +356,18 @@ class SequencedExchange implements OpenExchange {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    const { results, events, changes, trades, touched } = applied;
+    const { results, events, changes, trades, touched, ledger } = applied;
+    this.commits += 1;
+    for (const entry of ledger) this.references.record(entry);
     for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
     this.stats.record(touched);
+    this.catalogue.committed(this.engine);
     const committed =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
         ? this.committedBatch(events, changes.levels, touched, trades)
         : undefined;
+    // The engine equals the committed state again: readers may read it from here on.
+    this.endStep();
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
     for (let i = 0; i < batch.length; i++) {
       const result = results[i]!;
@@ -301,15 +379,62 @@ class SequencedExchange implements OpenExchange {
       // listeners run after the replies: those are written by this turn's microtasks (the
       // requests' continuations), and fanning out to many subscribers first would delay them.
       this.unpublished.push(committed);
-      if (!this.publicationScheduled) {
-        this.publicationScheduled = true;
-        setImmediate(() => this.publishCommitted());
-      }
+      this.schedulePublication();
     }
+  }
+
+  /** The step in flight is over: wake whoever waits for its end, and flush what queued meanwhile. */
+  private endStep(): void {
+    this.stepping = false;
+    const waiters = this.stepWaiters;
+    this.stepWaiters = [];
+    for (const wake of waiters) wake();
+    if (this.unpublished.length > 0) this.schedulePublication();
+    if (this.queue.length > 0 && !this.flushScheduled) this.scheduleFlush(true);
+  }
+
+  /** Resolves when no step is in flight (at once, in a microtask, when none is). */
+  private stepEnded(): Promise<void> {
+    if (!this.stepping) return Promise.resolve();
+    return new Promise((wake) => this.stepWaiters.push(wake));
+  }
+
+  /** Runs `step` as a step of its own, once the one in flight (if any) has ended. */
+  private async exclusive<T>(step: () => Promise<T>): Promise<T> {
+    while (this.stepping) await this.stepEnded();
+    this.stepping = true;
+    try {
+      return await step();
+    } finally {
+      this.endStep();
+    }
+  }
+
+  commitMark(): number {
+    return this.commits;
+  }
+
+  readCommitted<T>(read: () => T): T | Promise<T> {
+    if (!this.stepping) return read();
+    return this.stepEnded().then(() => this.readCommitted(read));
+  }
+
+  /** Engine state may be read only between steps; a read during one is a caller's bug. */
+  private committedEngine(): Engine {
+    if (this.stepping) throw new UncommittedReadError();
+    return this.engine;
+  }
+
+  private schedulePublication(): void {
+    if (this.publicationScheduled) return;
+    this.publicationScheduled = true;
+    setImmediate(() => this.publishCommitted());
   }
 
   publishCommitted(): void {
     this.publicationScheduled = false;
+    // During a step the engine is ahead of the batches to publish; the step's end schedules them.
+    if (this.stepping) return;
     if (this.unpublished.length === 0) return;
     const batches = this.unpublished;
     this.unpublished = [];
@@ -327,7 +452,7 @@ class SequencedExchange implements OpenExchange {
   }
 
   /**
-   * Applies a batch to the engine and commits its changes; throws (engine possibly half-changed)
+   * Applies a batch to the engine and commits its changes; rejects (engine possibly half-changed)
    * when the commit, or anything but one command's own application, fails.
    *
    * A command whose application throws (a bug, or an input no check foresaw) is refused alone: the
@@ -335,15 +460,15 @@ class SequencedExchange implements OpenExchange {
    * state) and the batch is applied again without it. The engine is deterministic and the time is
    * the batch's, so the batch-mates get exactly the results they would have had.
    */
-  private applyAndCommit(batch: readonly Pending[]): AppliedBatch {
+  private async applyAndCommit(batch: readonly Pending[]): Promise<AppliedBatch> {
     const time = this.clock();
     const failed = new Map<number, SubmitResult | Error>();
     for (;;) {
       const applied = this.applyBatch(batch, time, failed);
       if (applied instanceof CommandFailure) {
         failed.set(applied.index, this.failedCommandAnswer(batch[applied.index]!.command, applied.cause));
-        // Throws (a store read failing) into the whole-batch path: rebuild, probe, 503.
-        this.engine = Engine.restore(this.store.loadSnapshot());
+        // Rejects (a store read failing) into the whole-batch path: rebuild, probe, 503.
+        this.engine = Engine.restore(await this.ports.loadSnapshot());
         continue;
       }
       const { results, events, ledger, idempotencyKeys } = applied;
@@ -361,8 +486,9 @@ class SequencedExchange implements OpenExchange {
       };
       // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
       // about the store either, so `writable` is left as it is.
-      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) this.store.commit(commit);
-      return { results, events, changes, trades, touched };
+      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
+        await this.ports.commit(commit);
+      return { results, events, changes, trades, touched, ledger };
     }
   }
 
@@ -444,7 +570,10 @@ class SequencedExchange implements OpenExchange {
     return new CommandFailedError(command.kind, { cause });
   }
 
-  /** The entry already recorded under this request's reference (earlier in the batch or committed). */
+  /**
+   * The entry already recorded under this request's reference: earlier in the batch, or committed
+   * (in memory, `references`: nothing is read from the store in the middle of a batch).
+   */
   private duplicateLedger(
     pending: Pending,
     seen: ReadonlyMap<string, LedgerEntry>,
@@ -455,23 +584,26 @@ class SequencedExchange implements OpenExchange {
     const kind = command.kind === 'deposit' ? 'deposit' : 'withdrawal';
     const recorded =
       seen.get(referenceKey({ userId: command.userId, kind, reference: ledger.reference })) ??
-      this.store.findLedgerEntry(command.userId, kind, ledger.reference);
+      this.references.find(command.userId, kind, ledger.reference);
     return recorded === undefined ? undefined : { ok: true, events: [], duplicate: true, recorded };
   }
 
-  private recoverFromFailedCommit(error: unknown): void {
+  private async recoverFromFailedCommit(error: unknown): Promise<void> {
     this.writable = false;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
-    this.rebuild();
+    await this.rebuild();
     this.startProbing();
   }
 
   /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
-  private rebuild(): boolean {
+  private async rebuild(): Promise<boolean> {
     try {
-      this.engine = Engine.restore(this.store.loadSnapshot());
-      this.loadReadModels();
+      const engine = Engine.restore(await this.ports.loadSnapshot());
+      const references = LedgerReferences.restore(await this.ports.loadLedgerReferences());
+      this.engine = engine;
+      this.references = references;
+      await this.loadReadModels();
       this.stale = false;
       return true;
     } catch (reloadError) {
@@ -498,25 +630,33 @@ class SequencedExchange implements OpenExchange {
   /**
    * While unavailable: rebuild if still needed, then try one write. The probe commits an empty
    * batch (it rewrites the id sequences with their committed values), which needs the same things
-   * a real commit needs: the write lock, room in the WAL and a writable file. It runs in its own
-   * turn of the event loop, when the engine holds exactly the committed state.
+   * a real commit needs: the write lock, room in the WAL and a writable file. It is a step of its
+   * own, taken when no other is in flight (a tick that finds one skips its turn), so the engine
+   * holds exactly the committed state.
    */
   private probe(): void {
     if (this.closed) {
       this.stopProbing();
       return;
     }
-    if (this.stale && !this.rebuild()) return;
-    if (!this.tryWrite()) return; // still unavailable; the failure was logged when it began
+    if (this.stepping) return;
+    this.stepping = true;
+    void this.probeStep().finally(() => this.endStep());
+  }
+
+  private async probeStep(): Promise<void> {
+    if (this.stale && !(await this.rebuild())) return;
+    if (!(await this.tryWrite())) return; // still unavailable; the failure was logged when it began
+    if (this.closed) return;
     this.writable = true;
     this.stopProbing();
     this.logger?.info('the store accepts writes again; commands are accepted');
   }
 
   /** One empty commit: true when the store took it. */
-  private tryWrite(): boolean {
+  private async tryWrite(): Promise<boolean> {
     try {
-      this.store.commit(emptyBatch(this.engine.sequences()));
+      await this.ports.commit(emptyBatch(this.engine.sequences()));
       return true;
     } catch {
       return false;
@@ -553,17 +693,19 @@ class SequencedExchange implements OpenExchange {
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
+    const engine = this.committedEngine();
     return {
       sequence: this.bookSequences.get(marketId) ?? 0,
-      bids: this.engine.levels(marketId, 'buy', maxLevels),
-      asks: this.engine.levels(marketId, 'sell', maxLevels),
+      bids: engine.levels(marketId, 'buy', maxLevels),
+      asks: engine.levels(marketId, 'sell', maxLevels),
     };
   }
 
   balances(userId: UserId): BalanceState[] {
-    return this.engine
+    const engine = this.committedEngine();
+    return engine
       .assetList()
-      .map((asset) => ({ userId, asset: asset.code, ...this.engine.balance(userId, asset.code) }));
+      .map((asset) => ({ userId, asset: asset.code, ...engine.balance(userId, asset.code) }));
   }
 
   lastPrice(marketId: MarketId): Price | null {
@@ -580,6 +722,7 @@ class SequencedExchange implements OpenExchange {
 
   /** The current candle of an interval, if any trade ever happened in the market. */
   currentCandle(marketId: MarketId, interval: (typeof INTERVALS)[number]): Candle | undefined {
+    this.committedEngine();
     return this.candles.current(marketId, interval);
   }
 
@@ -601,54 +744,86 @@ class SequencedExchange implements OpenExchange {
     return () => this.restoredListeners.delete(listener);
   }
 
-  saveCheckpoint(name: string): CheckpointInfo {
+  get commitLog(): CommitLog {
+    return this.ports;
+  }
+
+  listCheckpoints(): Promise<CheckpointInfo[]> {
+    return this.ports.listCheckpoints();
+  }
+
+  deleteCheckpoint(name: string): Promise<boolean> {
+    return this.ports.deleteCheckpoint(name);
+  }
+
+  async saveCheckpoint(name: string): Promise<CheckpointInfo> {
     if (this.closed) throw new StoreUnavailableError('The exchange is shutting down.');
     // Every acknowledged command is committed already (a reply follows its commit); commands
-    // still queued are not acknowledged, so they belong after the checkpoint.
-    return this.store.saveCheckpoint(name, this.clock());
+    // still queued, or in the commit in flight, are not acknowledged: the store's one read
+    // transaction sees the commit in flight whole or not at all.
+    return this.ports.saveCheckpoint(name, this.clock());
   }
 
   /**
-   * The restore is one synchronous step of the sequencer, like a batch: the commands queued
-   * before it are applied and committed first (they were submitted first), their batches are
-   * published, then the store swaps the state (one transaction) and the engine and read models
-   * are rebuilt from it; nothing else runs in between, so no batch is ever half before and half
-   * after. Book sequences go on from where they were, plus one (never backwards), and the
-   * `onRestored` listeners drop what they derived from the old state (caches, subscriptions).
+   * The restore is one step of the sequencer, like a batch, taken once the step in flight (if
+   * any) has ended: the commands queued before it are applied and committed first (they were
+   * submitted first), their batches are published, then the store swaps the state (one
+   * transaction) and the engine and read models are rebuilt from it. No batch is applied and no
+   * engine read is served until it ends, so no batch is ever half before and half after. Book
+   * sequences go on from where they were, plus one (never backwards), and the `onRestored`
+   * listeners drop what they derived from the old state (caches, subscriptions).
    */
-  restoreCheckpoint(name: string): void {
+  async restoreCheckpoint(name: string): Promise<void> {
     if (this.closed) throw new StoreUnavailableError('The exchange is shutting down.');
+    while (this.stepping) await this.stepEnded();
     if (!this.writable || this.stale)
       throw new StoreUnavailableError('The store cannot accept writes right now; retry later.');
-    if (this.queue.length > 0) this.flush(true);
-    this.publishCommitted();
-    if (!this.writable) throw new StoreUnavailableError('The store could not commit; retry later.');
-    // Throws having changed nothing (one transaction): the engine still matches the store.
-    this.store.restoreCheckpoint(name);
-    if (!this.rebuild()) {
-      // The store holds the checkpoint but the engine could not load it: as after a failed commit.
-      this.writable = false;
-      this.stale = true;
-      this.startProbing();
-    }
-    for (const market of this.engine.marketList())
-      this.bookSequences.set(market.id, (this.bookSequences.get(market.id) ?? 0) + 1);
-    this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
-    for (const listener of this.restoredListeners) {
-      try {
-        listener();
-      } catch (error) {
-        this.logger?.error({ err: error }, 'a restore listener failed');
+    if (this.queue.length > 0) await this.flush(true);
+    await this.exclusive(async () => {
+      this.publishStepPending();
+      if (!this.writable) throw new StoreUnavailableError('The store could not commit; retry later.');
+      // Rejects having changed nothing (one transaction): the engine still matches the store.
+      await this.ports.restoreCheckpoint(name);
+      this.commits += 1;
+      if (!(await this.rebuild())) {
+        // The store holds the checkpoint but the engine could not load it: as after a failed commit.
+        this.writable = false;
+        this.stale = true;
+        this.startProbing();
       }
+      for (const market of this.engine.marketList())
+        this.bookSequences.set(market.id, (this.bookSequences.get(market.id) ?? 0) + 1);
+      this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
+      for (const listener of this.restoredListeners) {
+        try {
+          listener();
+        } catch (error) {
+          this.logger?.error({ err: error }, 'a restore listener failed');
+        }
+      }
+    });
+  }
+
+  /**
+   * Publishes what is due from inside a step that has not changed the engine yet (a restore's
+   * start): the listeners then still see the engine as those batches left it.
+   */
+  private publishStepPending(): void {
+    this.stepping = false;
+    try {
+      this.publishCommitted();
+    } finally {
+      this.stepping = true;
     }
   }
 
   audit(): ReturnType<Engine['audit']> {
-    return this.engine.audit();
+    return this.committedEngine().audit();
   }
 
   async close(): Promise<void> {
-    if (this.queue.length > 0) this.flush(true);
+    while (this.stepping) await this.stepEnded();
+    if (this.queue.length > 0) await this.flush(true);
     this.publishCommitted();
     this.closed = true;
     this.stopProbing();
@@ -656,22 +831,27 @@ class SequencedExchange implements OpenExchange {
 }
 
 /**
- * The engine's catalogue with lookup tables (every request resolves a pair or an asset). They are
- * rebuilt when the engine is replaced (restore after a failed commit) or gains an asset or a
- * market: the catalogue only grows, and every new market takes the next market id.
+ * The committed catalogue, with lookup tables (every request resolves a pair or an asset): a read
+ * model, re-indexed by the sequencer once a batch is committed (and after every rebuild), so an
+ * asset or market whose creation is still being committed is not seen yet. It only grows, and
+ * every new market takes the next market id, so a count tells whether anything changed.
  */
 class EngineCatalogue implements Catalogue {
   private indexedEngine: Engine | undefined;
   private indexedAssets = -1;
   private indexedNextMarketId = -1;
+  private assetList: readonly AssetSpec[] = [];
   private marketList: readonly MarketSpec[] = [];
+  private readonly marketsById = new Map<MarketId, MarketSpec>();
   private readonly marketsByName = new Map<string, MarketSpec>();
   private readonly assetsByCode = new Map<string, AssetSpec>();
 
-  constructor(private readonly engine: () => Engine) {}
+  constructor(engine: Engine) {
+    this.committed(engine);
+  }
 
-  private indexed(): this {
-    const engine = this.engine();
+  /** The engine now holds committed state: take its catalogue if it changed. */
+  committed(engine: Engine): void {
     const assets = engine.assetList();
     const nextMarketId = engine.sequences().nextMarketId;
     if (
@@ -679,37 +859,40 @@ class EngineCatalogue implements Catalogue {
       assets.length === this.indexedAssets &&
       nextMarketId === this.indexedNextMarketId
     )
-      return this;
+      return;
+    // A copy: the engine's own list grows as the next batch is applied.
+    this.assetList = Object.freeze([...assets]);
     this.assetsByCode.clear();
     // First one wins, as a linear search would find it.
     for (const asset of assets)
       if (!this.assetsByCode.has(asset.code)) this.assetsByCode.set(asset.code, asset);
     this.marketList = Object.freeze(engine.marketList());
+    this.marketsById.clear();
     this.marketsByName.clear();
     for (const m of this.marketList) {
+      this.marketsById.set(m.id, m);
       for (const name of [`${m.base}${m.quote}`, `${m.base}/${m.quote}`])
         if (!this.marketsByName.has(name)) this.marketsByName.set(name, m);
     }
     this.indexedEngine = engine;
     this.indexedAssets = assets.length;
     this.indexedNextMarketId = nextMarketId;
-    return this;
   }
 
   assets(): readonly AssetSpec[] {
-    return this.engine().assetList();
+    return this.assetList;
   }
   asset(code: string): AssetSpec | undefined {
-    return this.indexed().assetsByCode.get(code);
+    return this.assetsByCode.get(code);
   }
   markets(): readonly MarketSpec[] {
-    return this.indexed().marketList;
+    return this.marketList;
   }
   market(id: MarketId): MarketSpec | undefined {
-    return this.engine().market(id);
+    return this.marketsById.get(id);
   }
   marketByName(name: string): MarketSpec | undefined {
-    return this.indexed().marketsByName.get(name);
+    return this.marketsByName.get(name);
   }
 }
 
@@ -739,6 +922,8 @@ interface AppliedBatch {
   readonly changes: ChangeSet;
   readonly trades: Map<MarketId, Trade[]>;
   readonly touched: Candle[];
+  /** The batch's deposit and withdrawal entries, as committed. */
+  readonly ledger: readonly LedgerEntry[];
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */

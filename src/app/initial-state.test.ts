@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, Price, UserId, Volume } from '../domain/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { openExchange } from './exchange.js';
 import { INITIAL_CHECKPOINT, keepInitialState } from './initial-state.js';
 
 async function seeded() {
-  const exchange = openExchange({ store: SqliteStore.open({ path: ':memory:' }) });
+  const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   await exchange.submit({
     kind: 'createAsset',
     code: 'BTC' as AssetCode,
@@ -40,14 +41,14 @@ async function seeded() {
   return exchange;
 }
 
-const names = (exchange: Awaited<ReturnType<typeof seeded>>) =>
-  exchange.store.listCheckpoints().map((c) => c.name);
+const names = async (exchange: Awaited<ReturnType<typeof seeded>>) =>
+  (await exchange.store.listCheckpoints()).map((c) => c.name);
 
 test('the freshly seeded state is kept once, before any order, and never replaced by a later start', async () => {
   const exchange = await seeded();
-  assert.equal(keepInitialState(exchange), true);
-  assert.deepEqual(names(exchange), [INITIAL_CHECKPOINT]);
-  const first = exchange.store.listCheckpoints()[0]!.bytes;
+  assert.equal(await keepInitialState(exchange), true);
+  assert.deepEqual(await names(exchange), [INITIAL_CHECKPOINT]);
+  const first = (await exchange.store.listCheckpoints())[0]!.bytes;
   await exchange.submit({
     kind: 'placeOrder',
     userId: 1 as UserId,
@@ -57,11 +58,11 @@ test('the freshly seeded state is kept once, before any order, and never replace
     price: 10 as Price,
     volume: 100 as Volume,
   });
-  assert.equal(keepInitialState(exchange), false, 'already kept');
-  exchange.store.deleteCheckpoint(INITIAL_CHECKPOINT);
-  assert.equal(keepInitialState(exchange), false, 'an order was placed: the state is no longer fresh');
-  assert.deepEqual(names(exchange), []);
-  assert.equal(keepInitialState(exchange, { replace: true }), true);
-  assert.ok(exchange.store.listCheckpoints()[0]!.bytes >= first);
+  assert.equal(await keepInitialState(exchange), false, 'already kept');
+  await exchange.store.deleteCheckpoint(INITIAL_CHECKPOINT);
+  assert.equal(await keepInitialState(exchange), false, 'an order was placed: the state is no longer fresh');
+  assert.deepEqual(await names(exchange), []);
+  assert.equal(await keepInitialState(exchange, { replace: true }), true);
+  assert.ok((await exchange.store.listCheckpoints())[0]!.bytes >= first);
   await exchange.close();
 });

@@ -14,16 +14,16 @@ export const INITIAL_CHECKPOINT = 'initial';
  * `replace`, saves it again (the test venue, after funding its accounts on a fresh store).
  * True when it saved.
  */
-export function keepInitialState(
+export async function keepInitialState(
   exchange: OpenExchange,
   options: { readonly replace?: boolean } = {},
-): boolean {
+): Promise<boolean> {
   if (options.replace === true) {
-    exchange.saveCheckpoint(INITIAL_CHECKPOINT);
+    await exchange.saveCheckpoint(INITIAL_CHECKPOINT);
     return true;
   }
-  if (exchange.store.listCheckpoints().some((c) => c.name === INITIAL_CHECKPOINT)) return false;
-  if (exchange.store.loadSnapshot().sequences.nextOrderId !== 1) return false;
-  exchange.saveCheckpoint(INITIAL_CHECKPOINT);
+  if ((await exchange.listCheckpoints()).some((c) => c.name === INITIAL_CHECKPOINT)) return false;
+  if ((await exchange.commitLog.loadSnapshot()).sequences.nextOrderId !== 1) return false;
+  await exchange.saveCheckpoint(INITIAL_CHECKPOINT);
   return true;
 }

@@ -1,7 +1,8 @@
 /**
  * What the adapters (HTTP API, WebSocket server, admin API, simulator) may ask of the exchange.
  * Writes go through `submit`, which resolves only after the command's effects are committed.
- * Reads see committed state only: a batch is applied and committed in one synchronous step.
+ * Reads see committed state only: engine state through `readCommitted` (it waits for the commit
+ * in flight), everything else from committed read models (catalogue, last prices, statistics).
  */
 import type {
   AssetSpec,
@@ -23,7 +24,8 @@ import type {
   Trade,
 } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
-import type { LedgerKind, Store } from '../store/store.js';
+import type { CredentialStore, HistoryQueries } from '../store/ports.js';
+import type { LedgerKind } from '../store/store.js';
 
 export interface Catalogue {
   assets(): readonly AssetSpec[];
@@ -109,8 +111,10 @@ export interface BookView {
 
 export interface Exchange {
   readonly catalogue: Catalogue;
-  /** History queries (orders, trades, candles, users, keys). */
-  readonly store: Store;
+  /** Paged history (orders, trades, candles, ledger), committed rows only. */
+  readonly history: HistoryQueries;
+  /** Users, API keys, nonces. */
+  readonly credentials: CredentialStore;
 
   /** Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it could not be. */
   submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult>;
@@ -122,9 +126,23 @@ export interface Exchange {
    */
   submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult>;
 
-  /** Aggregated levels, best first; `maxLevels` per side (0 = all). */
+  /**
+   * Runs `read` when no batch is being committed (at once when none is; otherwise once the commit
+   * in flight has settled), so engine state read inside it — `book`, `balances` — is committed
+   * state. Readers outside the commit listeners read the engine through it; a direct read while a
+   * commit is in flight throws (UncommittedReadError).
+   */
+  readCommitted<T>(read: () => T): T | Promise<T>;
+  /**
+   * Changes whenever the committed state does (a batch committed, a checkpoint restored): a reader
+   * that read the store asynchronously compares it before and after to know whether its read
+   * still matches the engine and the feed.
+   */
+  commitMark(): number;
+
+  /** Aggregated levels, best first; `maxLevels` per side (0 = all). Engine state: see readCommitted. */
   book(marketId: MarketId, maxLevels: number): BookView;
-  /** Every asset of the catalogue for this user (zero when never funded). */
+  /** Every asset of the catalogue for this user (zero when never funded). Engine state: see readCommitted. */
   balances(userId: UserId): BalanceState[];
   lastPrice(marketId: MarketId): Price | null;
   /** Since 00:00 UTC of the day containing `now`. */

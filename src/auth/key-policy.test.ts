@@ -223,7 +223,7 @@ describe('checkKeyPolicy', () => {
     const calls: string[] = [];
     return {
       calls,
-      acceptNonce(_key: string, nonce: string) {
+      async acceptNonce(_key: string, nonce: string) {
         calls.push(nonce);
         if (last !== undefined && BigInt(nonce) <= last) return false;
         last = BigInt(nonce);
@@ -241,31 +241,31 @@ describe('checkKeyPolicy', () => {
   });
   const order = (nonce: unknown) => Buffer.from(JSON.stringify({ pair: 'BTC/EUR', nonce }));
 
-  test('a key without options: nothing to check, no nonce spent', () => {
+  test('a key without options: nothing to check, no nonce spent', async () => {
     const store = fakeStore();
-    assert.deepEqual(checkKeyPolicy(input({ store })), { ok: true });
+    assert.deepEqual(await checkKeyPolicy(input({ store })), { ok: true });
     assert.deepEqual(store.calls, []);
   });
 
-  test('allow-list: 403 Access Denied from elsewhere, before the rate limit and the nonce', () => {
+  test('allow-list: 403 Access Denied from elsewhere, before the rate limit and the nonce', async () => {
     const store = fakeStore();
     let limited = 0;
     const count = () => {
       limited += 1;
     };
     const record = { key: 'k', ipAllowlist: ['10.0.0.0/8'], nonceRequired: true };
-    const refused = checkKeyPolicy(input({ store, record, rawBody: order('1'), rateLimit: count }));
+    const refused = await checkKeyPolicy(input({ store, record, rawBody: order('1'), rateLimit: count }));
     assert.deepEqual(refused, { ok: false, status: 403, error: ACCESS_DENIED });
     assert.equal(limited, 0);
     assert.deepEqual(store.calls, []);
-    const allowed = checkKeyPolicy(
+    const allowed = await checkKeyPolicy(
       input({ store, record, ip: '10.9.8.7', rawBody: order('1'), rateLimit: count }),
     );
     assert.deepEqual(allowed, { ok: true });
     assert.equal(limited, 1);
   });
 
-  test('the rate limit runs before the nonce is spent: a limited request keeps its nonce usable', () => {
+  test('the rate limit runs before the nonce is spent: a limited request keeps its nonce usable', async () => {
     const store = fakeStore();
     const record = { key: 'k', ipAllowlist: null, nonceRequired: true };
     assert.throws(
@@ -283,31 +283,35 @@ describe('checkKeyPolicy', () => {
       /429/,
     );
     assert.deepEqual(store.calls, []);
-    assert.deepEqual(checkKeyPolicy(input({ store, record, rawBody: order('5') })), { ok: true });
+    assert.deepEqual(await checkKeyPolicy(input({ store, record, rawBody: order('5') })), { ok: true });
   });
 
-  test('nonces: increasing accepted, replays and smaller refused with 422 Invalid Nonce', () => {
+  test('nonces: increasing accepted, replays and smaller refused with 422 Invalid Nonce', async () => {
     const store = fakeStore();
     const record = { key: 'k', ipAllowlist: null, nonceRequired: true };
     const check = (rawBody: Buffer, method = 'POST') =>
       checkKeyPolicy(input({ store, record, rawBody, method }));
     const invalid = { ok: false, status: 422, error: INVALID_NONCE };
-    assert.deepEqual(check(order('1')), { ok: true });
-    assert.deepEqual(check(order('1')), invalid);
-    assert.deepEqual(check(order(2)), { ok: true });
-    assert.deepEqual(check(order('0002')), invalid);
-    assert.deepEqual(check(order('18446744073709551616')), { ok: true });
-    assert.deepEqual(check(order(3)), invalid);
-    assert.deepEqual(check(Buffer.from('{"pair":"BTC/EUR"}')), invalid, 'missing');
-    assert.deepEqual(check(order('abc')), invalid);
-    assert.deepEqual(check(Buffer.from('{"pair":')), { ok: false, status: 400, error: INVALID_REQUEST });
+    assert.deepEqual(await check(order('1')), { ok: true });
+    assert.deepEqual(await check(order('1')), invalid);
+    assert.deepEqual(await check(order(2)), { ok: true });
+    assert.deepEqual(await check(order('0002')), invalid);
+    assert.deepEqual(await check(order('18446744073709551616')), { ok: true });
+    assert.deepEqual(await check(order(3)), invalid);
+    assert.deepEqual(await check(Buffer.from('{"pair":"BTC/EUR"}')), invalid, 'missing');
+    assert.deepEqual(await check(order('abc')), invalid);
+    assert.deepEqual(await check(Buffer.from('{"pair":')), {
+      ok: false,
+      status: 400,
+      error: INVALID_REQUEST,
+    });
     // GET and HEAD carry no body: they need no nonce (and spend none). Any other method
     // must carry one: a body-less DELETE would be a signature valid for every order id.
     const before = store.calls.length;
-    assert.deepEqual(check(Buffer.alloc(0), 'GET'), { ok: true });
-    assert.deepEqual(check(Buffer.alloc(0), 'HEAD'), { ok: true });
-    assert.deepEqual(check(Buffer.alloc(0), 'DELETE'), invalid);
-    assert.deepEqual(check(Buffer.alloc(0), 'POST'), invalid);
+    assert.deepEqual(await check(Buffer.alloc(0), 'GET'), { ok: true });
+    assert.deepEqual(await check(Buffer.alloc(0), 'HEAD'), { ok: true });
+    assert.deepEqual(await check(Buffer.alloc(0), 'DELETE'), invalid);
+    assert.deepEqual(await check(Buffer.alloc(0), 'POST'), invalid);
     assert.equal(store.calls.length, before);
   });
 });

@@ -16,7 +16,8 @@
  * and the reverse).
  */
 import { BlockList, isIP } from 'node:net';
-import { type ApiKeyRecord, CANONICAL_NONCE, type Store } from '../store/store.js';
+import type { CredentialStore } from '../store/ports.js';
+import { type ApiKeyRecord, CANONICAL_NONCE } from '../store/store.js';
 
 export const ACCESS_DENIED = 'Access Denied';
 export const INVALID_NONCE = 'Invalid Nonce';
@@ -245,7 +246,7 @@ export interface KeyPolicyInput {
   /** The body bytes exactly as received and signed (empty when there was none). */
   readonly rawBody: Buffer;
   readonly contentType?: string | undefined;
-  readonly store: Pick<Store, 'acceptNonce'>;
+  readonly store: Pick<CredentialStore, 'acceptNonce'>;
   /**
    * Called once the address is allowed, before a nonce is spent: the per-key rate limit (which
    * throws its 429). A request refused there therefore does not use up its nonce, and a caller
@@ -270,9 +271,10 @@ const OK: KeyPolicyResult = { ok: true };
  *    route would refuse it too), 422 Invalid Nonce when it has no valid nonce or one not greater
  *    than the last accepted; otherwise the nonce is accepted (durably) and the request goes on.
  * A GET or HEAD passes step 3 without a nonce; any other body-less request is 422 Invalid Nonce.
- * May throw what `rateLimit` throws, or StoreUnavailableError when the nonce cannot be recorded.
+ * May throw what `rateLimit` throws; a promise only for a nonce (it rejects with
+ * StoreUnavailableError when the nonce cannot be recorded, RangeError for a non-canonical one).
  */
-export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult {
+export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult | Promise<KeyPolicyResult> {
   const { record } = input;
   if (!ipAllowed(record.ipAllowlist, input.ip)) return { ok: false, status: 403, error: ACCESS_DENIED };
   input.rateLimit?.();
@@ -286,8 +288,11 @@ export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult {
     case 'invalid':
       return { ok: false, status: 422, error: INVALID_NONCE };
     case 'nonce':
-      return input.store.acceptNonce(record.key, nonce.value)
-        ? OK
-        : { ok: false, status: 422, error: INVALID_NONCE };
+      // The only read of the store: a promise (every other answer is synchronous).
+      return input.store
+        .acceptNonce(record.key, nonce.value)
+        .then(
+          (accepted): KeyPolicyResult => (accepted ? OK : { ok: false, status: 422, error: INVALID_NONCE }),
+        );
   }
 }

@@ -23,7 +23,7 @@ export interface ChaosAdminOptions {
   /** Whether faults may be set (config CHAOS; off in production unless CHAOS=on). */
   readonly allowed: boolean;
   /** Whether an API key exists (revoked or not): a scope for a mistyped key would never apply. */
-  readonly isKnownKey: (apiKey: string) => boolean;
+  readonly isKnownKey: (apiKey: string) => boolean | Promise<boolean>;
 }
 
 type Body = Readonly<Record<string, unknown>>;
@@ -68,7 +68,7 @@ export async function chaosAdminRoutes(app: FastifyInstance, options: ChaosAdmin
   };
 
   /** The scope and faults of a PUT or POST body; answers the refusal itself when it is wrong. */
-  const input = (body: unknown, reply: FastifyReply) => {
+  const input = async (body: unknown, reply: FastifyReply) => {
     if (!options.allowed) {
       fail(
         reply,
@@ -88,7 +88,7 @@ export async function chaosAdminRoutes(app: FastifyInstance, options: ChaosAdmin
       fail(reply, 422, 'invalid_input', `Unknown field ${unknown}.`, unknown);
       return undefined;
     }
-    if (apiKey !== undefined && (typeof apiKey !== 'string' || !options.isKnownKey(apiKey))) {
+    if (apiKey !== undefined && (typeof apiKey !== 'string' || !(await options.isKnownKey(apiKey)))) {
       fail(reply, 422, 'invalid_input', 'The api_key must be an existing API key.', 'api_key');
       return undefined;
     }
@@ -121,7 +121,7 @@ export async function chaosAdminRoutes(app: FastifyInstance, options: ChaosAdmin
       "Replaces the scope's fault set (everyone's without `api_key`; `{}` clears it). Every field is checked and an unknown one refused: 422 naming it.",
     ),
     async (request, reply) => {
-      const parsed = input(request.body, reply);
+      const parsed = await input(request.body, reply);
       if (parsed === undefined) return reply;
       const set: Record<string, unknown> = { ...parsed.set };
       for (const kind of parsed.removed) delete set[kind];
@@ -138,7 +138,7 @@ export async function chaosAdminRoutes(app: FastifyInstance, options: ChaosAdmin
       "Sets the given kinds in the scope (everyone's without `api_key`) and keeps its others; `null` removes a kind. Every field is checked and an unknown one refused: 422 naming it.",
     ),
     async (request, reply) => {
-      const parsed = input(request.body, reply);
+      const parsed = await input(request.body, reply);
       if (parsed === undefined) return reply;
       chaos.merge(parsed.apiKey, parsed.set, parsed.removed);
       request.log.info(

@@ -18,7 +18,7 @@ export interface InstallChaosOptions {
   /** Config CHAOS: whether faults may be set at all. */
   readonly allowed: boolean;
   readonly adminToken: string;
-  readonly isKnownKey: (apiKey: string) => boolean;
+  readonly isKnownKey: (apiKey: string) => boolean | Promise<boolean>;
   /** The keys that authorized private channels on a WebSocket connection. */
   readonly keysOf: (socketId: string) => readonly string[];
   /** Every injected fault (metrics, log). */

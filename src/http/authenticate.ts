@@ -6,9 +6,9 @@
  */
 import { inspect } from 'node:util';
 import type { FastifyRequest } from 'fastify';
-import { checkKeyPolicy } from '../auth/key-policy.js';
+import { checkKeyPolicy, type KeyPolicyResult } from '../auth/key-policy.js';
 import { SignatureKey } from '../auth/signature.js';
-import type { ApiKeyScope } from '../store/store.js';
+import type { ApiKeyRecord, ApiKeyScope } from '../store/store.js';
 import type { SecretOpener, V1Deps } from './context.js';
 import { ACCESS_DENIED, errorE, INVALID_SIGNATURE } from './errors.js';
 import { enforceKeyRateLimit } from './rate-limit.js';
@@ -82,7 +82,15 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchange' | 'vault'>): Caller {
+/**
+ * The caller of a signed request: one read of the key's record from the credential store (a
+ * promise), then everything else synchronously, except a nonce, which is recorded in the store.
+ * Throws (synchronously) or rejects with the request's refusal.
+ */
+export function authenticate(
+  request: FastifyRequest,
+  deps: Pick<V1Deps, 'exchange' | 'vault'>,
+): Promise<Caller> {
   const key = header(request, 'x-api-key');
   const sign = header(request, 'x-api-sign');
   if (
@@ -94,7 +102,16 @@ export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchan
   ) {
     throw invalidSignature();
   }
-  const record = deps.exchange.store.getApiKey(key);
+  return deps.exchange.credentials.getApiKey(key).then((record) => verify(request, deps, key, sign, record));
+}
+
+function verify(
+  request: FastifyRequest,
+  deps: Pick<V1Deps, 'exchange' | 'vault'>,
+  key: string,
+  sign: string,
+  record: ApiKeyRecord | undefined,
+): Caller | Promise<Caller> {
   if (record === undefined || record.revokedAt !== null) throw invalidSignature();
   let secret: SignatureKey;
   try {
@@ -117,11 +134,14 @@ export function authenticate(request: FastifyRequest, deps: Pick<V1Deps, 'exchan
     method: request.method,
     rawBody: body,
     contentType: request.headers['content-type'],
-    store: deps.exchange.store,
+    store: deps.exchange.credentials,
     rateLimit: () => enforceKeyRateLimit(request, key),
   });
-  if (!policy.ok) throw errorE(policy.status, policy.error);
-  return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
+  const caller = (result: KeyPolicyResult): Caller => {
+    if (!result.ok) throw errorE(result.status, result.error);
+    return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
+  };
+  return policy instanceof Promise ? policy.then(caller) : caller(policy);
 }
 
 export function requireScope(who: Caller, scope: ApiKeyScope): void {

@@ -19,6 +19,7 @@ import { openExchange } from '../app/exchange.js';
 import { seedCatalogue } from '../app/seed.js';
 import type { CatalogueFile } from '../config/default-catalogue.js';
 import type { Micros } from '../domain/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type HistorySummary, simulatedClock, simulateHistory } from './history.js';
 import { DEFAULT_REFERENCE_PRICES } from './index.js';
@@ -84,7 +85,7 @@ export async function simulateNewVenue(options: NewVenueOptions): Promise<NewVen
     // NORMAL: the draft is worth nothing until it is complete, so no fsync per commit.
     const store = SqliteStore.open({ path: draft, synchronous: 'NORMAL' });
     const clock = simulatedClock(from);
-    const exchange = openExchange({ store, clock });
+    const exchange = await openExchange({ store: asyncStore(store), clock });
     let summary: HistorySummary;
     try {
       await seedCatalogue(exchange, options.catalogue);

@@ -38,17 +38,19 @@ test('the replayed market trades at the file’s prices and volumes, at its pace
   try {
     const market = t.server.exchange.catalogue.marketByName('BTC/EUR')!;
     const trades = () =>
-      t.server.exchange.store.listPublicTrades({ marketId: market.id as MarketId }).reverse();
+      t.server.exchange.history
+        .listPublicTrades({ marketId: market.id as MarketId })
+        .then((l) => l.reverse());
     const last = prices[prices.length - 1]!;
     const deadline = Date.now() + 30_000;
-    while (trades().at(-1)?.price !== last || trades().length < 2) {
+    while ((await trades()).at(-1)?.price !== last || (await trades()).length < 2) {
       assert.ok(
         Date.now() < deadline,
-        `the file's last price within 30 s: ${JSON.stringify(trades().map((x) => x.price))}`,
+        `the file's last price within 30 s: ${JSON.stringify((await trades()).map((x) => x.price))}`,
       );
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const venue = trades();
+    const venue = await trades();
     const filePrices = new Set(prices);
     for (const trade of venue)
       assert.ok(filePrices.has(trade.price), `${trade.price} is one of the file's prices`);

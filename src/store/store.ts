@@ -1,7 +1,9 @@
 /**
- * The store port. The engine never sees it; the sequencer commits each batch of engine output
- * through `commit`, and the read side (HTTP, WebSocket snapshots) queries history through the
- * rest. Narrow on purpose: a PostgreSQL adapter implements this same interface.
+ * The store's record types, and `Store`: the synchronous store that embedded SQLite implements.
+ * Nothing outside the composition root and tools calls it directly: the sequencer and the readers
+ * use the asynchronous ports (ports.ts: CommitLog, HistoryQueries, CredentialStore,
+ * CheckpointStore), which `asyncStore` (async-store.ts) provides over a `Store` and a PostgreSQL
+ * adapter implements directly. The engine never sees either.
  */
 import type { Amount, AssetCode, MarketId, Micros, OrderId, Side, TradeId, UserId } from '../domain/types.js';
 import type { ChangeSet, EngineEvent, EngineSnapshot, OrderState, Trade } from '../engine/types.js';
@@ -176,6 +178,9 @@ export interface Store {
    * per user and kind (the oldest entry, should older data hold several assets under one reference).
    */
   findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): LedgerEntry | undefined;
+
+  /** Every referenced deposit and withdrawal: the oldest per (user, kind, reference), in commit order. */
+  loadLedgerReferences(): LedgerEntry[];
 
   /** The record of a user's Idempotency-Key, however old (the caller judges expiry). */
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined;

@@ -232,19 +232,19 @@ describe('test venue checkpoints with the simulator running', () => {
     const venue = await startTestVenue({ simulator: { ratePerSecond: 50, seed: 5 } });
     try {
       const store = venue.server.exchange.store;
-      await eventually('simulator quotes', () =>
-        store.loadSnapshot().openOrders.length > 0 ? true : undefined,
+      await eventually('simulator quotes', async () =>
+        (await store.loadSnapshot()).openOrders.length > 0 ? true : undefined,
       );
       await venue.checkpoint('busy');
-      const saved = store.loadSnapshot();
+      const saved = await store.loadSnapshot();
       assert.ok(saved.openOrders.length > 0);
       await new Promise((r) => setTimeout(r, 300));
       const ledger = await venue.restore('busy');
       assert.equal(ledger.ok, true);
       // The restarted simulator cancels every order it finds open (the checkpoint's quotes, which
       // the old one no longer knew) and quotes afresh.
-      await eventually('fresh quotes only', () => {
-        const open = store.loadSnapshot().openOrders;
+      await eventually('fresh quotes only', async () => {
+        const open = (await store.loadSnapshot()).openOrders;
         return open.length > 0 && open.every((o) => o.id >= saved.sequences.nextOrderId) ? true : undefined;
       });
       assert.equal((await venue.admin.ledgerCheck()).ok, true);

@@ -290,7 +290,7 @@ export async function startTestVenue(options: TestVenueOptions = {}): Promise<Te
     for (const [index, spec] of specs.entries())
       accounts.push(await admin.createAccount({ name: `trader-${index + 1}`, ...spec }));
     // A fresh store: reset() goes back to it with the accounts funded, not to the bare catalogue.
-    if (server.initialCheckpoint) keepInitialState(server.exchange, { replace: true });
+    if (server.initialCheckpoint) await keepInitialState(server.exchange, { replace: true });
     const restoreAnswer = async (path: string): Promise<LedgerCheck> =>
       ((await admin.call('POST', path)) as { ledger: LedgerCheck }).ledger;
     const port = Number(new URL(url).port);

@@ -22,6 +22,7 @@ import type {
   Volume,
 } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { channelName } from './channels.js';
 import { startExchangeFeed } from './exchange-feed.js';
@@ -33,7 +34,7 @@ const USERS = [1, 2, 3].map((u) => u as UserId);
 
 async function market() {
   const store = SqliteStore.open({ path: ':memory:' });
-  const exchange = openExchange({ store });
+  const exchange = await openExchange({ store: asyncStore(store) });
   const commands: Command[] = [
     { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },

@@ -23,7 +23,7 @@ export interface ChannelGrantIssuer {
 
 export interface ChannelGrantOptions {
   /** Whether an API key may still be used (exists, not revoked); asked at every private subscribe. */
-  readonly isKeyActive: (apiKey: string) => boolean;
+  readonly isKeyActive: (apiKey: string) => boolean | Promise<boolean>;
   /** Most records per connection. Default 100. */
   readonly maxPerConnection?: number;
 }
@@ -32,7 +32,7 @@ export type GrantCheck = 'granted' | 'not-issued' | 'revoked';
 
 export class ChannelGrants implements ChannelGrantIssuer {
   readonly #connections = new Map<string, Map<string, string>>();
-  readonly #isKeyActive: (apiKey: string) => boolean;
+  readonly #isKeyActive: (apiKey: string) => boolean | Promise<boolean>;
   readonly #max: number;
 
   constructor(options: ChannelGrantOptions) {
@@ -63,11 +63,16 @@ export class ChannelGrants implements ChannelGrantIssuer {
     return true;
   }
 
-  /** Whether a subscription to `channel` on `socketId` may open now (its token already verified). */
-  check(socketId: string, channel: string): GrantCheck {
+  /**
+   * Whether a subscription to `channel` on `socketId` may open now (its token already verified);
+   * a promise when the key's state is read from the credential store.
+   */
+  check(socketId: string, channel: string): GrantCheck | Promise<GrantCheck> {
     const apiKey = this.#connections.get(socketId)?.get(channel);
     if (apiKey === undefined) return 'not-issued';
-    return this.#isKeyActive(apiKey) ? 'granted' : 'revoked';
+    const active = this.#isKeyActive(apiKey);
+    const verdict = (yes: boolean): GrantCheck => (yes ? 'granted' : 'revoked');
+    return active instanceof Promise ? active.then(verdict) : verdict(active);
   }
 
   /** The keys that obtained tokens on a connection (fault injection scopes a connection by them). */

@@ -21,15 +21,27 @@ export interface ChannelProvider {
   resolve(channel: string): ResolvedChannel | undefined;
   /**
    * The payload sent right after a successful subscription, as event `snapshot`, or undefined
-   * when there is nothing to send. Called synchronously, so it sees the same committed state the
-   * following updates start from.
+   * when there is nothing to send. Called between two commits; a payload read from the store
+   * comes as a promise, and the subscription then opens only if no commit came in the meantime
+   * (see `commitMark`), so the snapshot shows the same committed state the following updates
+   * start from.
    */
-  snapshot(channel: string, resolved: ResolvedChannel): unknown | undefined;
+  snapshot(channel: string, resolved: ResolvedChannel): unknown | Promise<unknown>;
+  /** A number that changes with every commit: a snapshot read across a change is read again. */
+  commitMark?(): number;
   /**
    * Sends the updates still due to the current subscribers, before a new subscriber is added:
    * its snapshot then shows the state those updates lead to, and its first update is the next.
+   * A promise when some of them are still being prepared (read from the store): the subscriber is
+   * added once they are sent.
    */
-  catchUp?(): void;
+  catchUp?(): void | Promise<void>;
+  /**
+   * Runs `run` when no batch is being committed: at once when none is, otherwise as soon as the
+   * commit in flight has settled. A subscription's catch-up, registration and snapshot run inside
+   * it, so the snapshot shows committed state only.
+   */
+  betweenCommits?(run: () => void | Promise<void>): void | Promise<void>;
 }
 
 /** Private channels need a signed `auth`; the prefix is Pusher's. */

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { openExchange } from '../app/exchange.js';
 import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
+import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { signChannelAuth } from './channel-auth.js';
 import { bookChecksum, type TextLevel } from './crc32.js';
@@ -23,7 +24,7 @@ const TAKER = 2 as UserId;
 
 async function setup() {
   const store = SqliteStore.open({ path: ':memory:' });
-  const exchange = openExchange({ store });
+  const exchange = await openExchange({ store: asyncStore(store) });
   const submit = async (command: Command) => {
     const result = await exchange.submit(command);
     assert.ok(result.ok, JSON.stringify(result));

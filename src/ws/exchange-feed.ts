@@ -4,14 +4,24 @@
  *
  * Nothing is published before it is committed: messages are built only in the `onCommitted`
  * listener, which the exchange calls in the next turn of the event loop, after the batch's
- * replies are written and always before the next batch is applied (docs/architecture.md,
- * interface decision W13), so the reads made there (book, stats, store) see exactly the state
- * after the batch. Work is skipped for channels nobody is subscribed to.
+ * replies are written, between two steps of the sequencer and always before the next batch is
+ * applied (docs/architecture.md, interface decision W13), so the engine reads made there (book,
+ * stats) see exactly the state after the batch. The private execution messages also need orders
+ * and trades from the store (asynchronous): they are prepared after the listener returns, in
+ * batch order. Snapshots read from the store are checked against the commit mark (see
+ * src/ws/subscriptions.ts). Work is skipped for channels nobody is subscribed to.
  */
 import { type Clock, systemClock } from '../app/clock.js';
 import type { CommittedBatch, Exchange } from '../app/ports.js';
-import { joinedPair, type MarketId, type MarketSpec, type Micros, type UserId } from '../domain/types.js';
-import type { Trade } from '../engine/types.js';
+import {
+  joinedPair,
+  type MarketId,
+  type MarketSpec,
+  type Micros,
+  type OrderId,
+  type UserId,
+} from '../domain/types.js';
+import type { OrderState, Trade } from '../engine/types.js';
 import { serializeOrder, serializeUserTrade } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
 import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
@@ -100,6 +110,12 @@ class FeedContext {
 // ---------------------------------------------------------------------------------------------
 // Channel provider: names → meaning, and the snapshot sent after subscribing.
 
+/**
+ * Per exchange, the execution messages still being prepared (their orders and trades read from
+ * the store), chained in batch order: what a new executions subscriber waits for.
+ */
+const executionsInFlight = new WeakMap<Exchange, { settled: Promise<void> | undefined; count: number }>();
+
 export function createExchangeChannels(options: FeedOptions): ChannelProvider {
   const context = new FeedContext(options);
   const { exchange } = options;
@@ -118,25 +134,28 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
       : { kind: parsed.kind, marketId: market.id };
   }
 
-  function candleSnapshot(m: FeedMarket, resolved: ResolvedChannel): unknown {
-    const [candle] = exchange.store.listCandles(m.spec.id, resolved.interval!, 0, 1);
+  async function candleSnapshot(m: FeedMarket, resolved: ResolvedChannel): Promise<unknown> {
+    const [candle] = await exchange.history.listCandles(m.spec.id, resolved.interval!, 0, 1);
     if (candle === undefined) return undefined;
-    return candleMessage(m, 'snapshot', candle, lastTradeTimeIn(m.spec.id, candle));
+    return candleMessage(m, 'snapshot', candle, await lastTradeTimeIn(m.spec.id, candle));
   }
 
   /** The time of the candle's last trade: the market's last trade, when it falls inside the candle. */
-  function lastTradeTimeIn(marketId: MarketId, candle: Candle): Micros {
-    const [last] = exchange.store.listPublicTrades({ marketId, limit: 1 });
+  async function lastTradeTimeIn(marketId: MarketId, candle: Candle): Promise<Micros> {
+    const [last] = await exchange.history.listPublicTrades({ marketId, limit: 1 });
     const begin = candle.start * 1_000_000;
     return (last !== undefined && last.time >= begin ? last.time : begin) as Micros;
   }
 
-  function executionsSnapshot(userId: UserId): unknown {
+  async function executionsSnapshot(userId: UserId): Promise<unknown> {
     const page = [
-      ...exchange.store.listOrders({ userId, status: 'open' }, { limit: snapshotOrders + 1, offset: 0 }),
+      ...(await exchange.history.listOrders(
+        { userId, status: 'open' },
+        { limit: snapshotOrders + 1, offset: 0 },
+      )),
     ];
     const orders = page.slice(0, snapshotOrders);
-    const trades = exchange.store.tradesOfOrders(orders.map((o) => o.id));
+    const trades = await exchange.history.tradesOfOrders(orders.map((o) => o.id));
     const serialized: unknown[] = [];
     for (const order of orders) {
       const market = exchange.catalogue.market(order.marketId);
@@ -148,7 +167,21 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
 
   return {
     resolve,
-    catchUp: () => exchange.publishCommitted(),
+    catchUp: () => {
+      exchange.publishCommitted();
+      // Execution messages of published batches may still be read from the store: wait for them.
+      return executionsInFlight.get(exchange)?.settled;
+    },
+    commitMark: () => exchange.commitMark(),
+    betweenCommits: (run) => {
+      const done = exchange.readCommitted(run);
+      if (!(done instanceof Promise)) return done;
+      // At run time the promise settles with `run`'s own (promises flatten).
+      return done.then(
+        () => undefined,
+        (error: unknown) => context.logger.error({ err: error }, 'a subscription failed'),
+      );
+    },
     snapshot(_channel, resolved) {
       if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
       const m = context.market(resolved.marketId!);
@@ -158,10 +191,10 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
           return bookSnapshotMessage(m, exchange.book(m.spec.id, 0));
         case 'ticker':
           return context.ticker(m, 'snapshot');
-        case 'trade': {
-          const recent = exchange.store.listPublicTrades({ marketId: m.spec.id, limit: snapshotTrades });
-          return tradeMessage(m, 'snapshot', recent.reverse());
-        }
+        case 'trade':
+          return exchange.history
+            .listPublicTrades({ marketId: m.spec.id, limit: snapshotTrades })
+            .then((recent) => tradeMessage(m, 'snapshot', recent.reverse()));
         case 'ohlc':
           return candleSnapshot(m, resolved);
       }
@@ -244,11 +277,62 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
     }
   }
 
+  /**
+   * The execution messages of a batch need orders and trades from the store (an order's earlier
+   * fills). Who watches is decided now, with the batch; the reads follow, and the messages are
+   * sent in batch order, one batch after the other. A new executions subscriber waits until they
+   * are sent (catchUp), so it never gets a message its snapshot already holds.
+   */
   function publishExecutions(batch: CommittedBatch): void {
-    const steps = executionSteps(batch.events, (userId) => watched(channelName.executions(userId)), {
-      order: (id) => exchange.store.getOrder(id),
-      tradesOfOrders: (ids) => exchange.store.tradesOfOrders(ids),
+    const watchers = new Set<UserId>();
+    const isWatched = (userId: UserId): boolean => {
+      if (watchers.has(userId)) return true;
+      if (!watched(channelName.executions(userId))) return false;
+      watchers.add(userId);
+      return true;
+    };
+    // A dry run records what the steps need from the store (and who watches); no read yet.
+    const orderIds = new Set<OrderId>();
+    const endedIds = new Set<OrderId>();
+    executionSteps(batch.events, isWatched, {
+      order: (id) => {
+        orderIds.add(id);
+        return undefined;
+      },
+      tradesOfOrders: (ids) => {
+        for (const id of ids) endedIds.add(id);
+        return new Map();
+      },
     });
+    if (watchers.size === 0) return;
+    const job = async (): Promise<void> => {
+      const [orders, trades] = await Promise.all([
+        Promise.all([...orderIds].map((id) => exchange.history.getOrder(id))),
+        endedIds.size > 0 ? exchange.history.tradesOfOrders([...endedIds]) : new Map<OrderId, Trade[]>(),
+      ]);
+      const byId = new Map<OrderId, OrderState>();
+      for (const order of orders) if (order !== undefined) byId.set(order.id, order);
+      const steps = executionSteps(batch.events, (userId) => watchers.has(userId), {
+        order: (id) => byId.get(id),
+        tradesOfOrders: () => trades,
+      });
+      if (publisher.batch === undefined) sendExecutions(steps);
+      else publisher.batch(() => sendExecutions(steps));
+    };
+    const state = executionsInFlight.get(exchange) ?? { settled: undefined, count: 0 };
+    executionsInFlight.set(exchange, state);
+    state.count += 1;
+    const settled = (state.settled ?? Promise.resolve())
+      .then(job)
+      .catch((error: unknown) => context.logger.error({ err: error }, 'publishing executions failed'))
+      .finally(() => {
+        state.count -= 1;
+        if (state.count === 0) state.settled = undefined;
+      });
+    state.settled = settled;
+  }
+
+  function sendExecutions(steps: ReturnType<typeof executionSteps>): void {
     for (const step of steps) {
       const market: MarketSpec | undefined = exchange.catalogue.market(step.order.marketId);
       if (market === undefined) continue;

@@ -447,3 +447,43 @@ test('a subscription first lets the provider catch up: what was due goes to the 
     await h.stop();
   }
 });
+
+test('a snapshot read from the store is read again when a commit came in meanwhile, and sent before any update', async () => {
+  let mark = 0;
+  let reads = 0;
+  let release: (() => void) | undefined;
+  const h = await startHarness({
+    provider: {
+      ...fakeProvider,
+      commitMark: () => mark,
+      snapshot(_channel, resolved) {
+        if (resolved.kind !== 'book') return undefined;
+        reads += 1;
+        const read = reads;
+        // The first read is slow, and a commit lands while it is under way.
+        if (read === 1)
+          return new Promise((resolve) => {
+            release = () => resolve({ type: 'snapshot', read });
+          });
+        return Promise.resolve({ type: 'snapshot', read });
+      },
+    },
+  });
+  try {
+    const { client } = await RawClient.established(h.url);
+    client.subscribe('order-book.BTCEUR');
+    while (release === undefined) await new Promise((resolve) => setImmediate(resolve));
+    mark += 1;
+    // Not registered yet: an update published now is not for it (its snapshot will include it).
+    h.realtime.publish('order-book.BTCEUR', 'update', { type: 'update', sequence: 1 });
+    release();
+    assert.equal((await client.next()).event, 'pusher_internal:subscription_succeeded');
+    assert.deepEqual(parseData(await client.next()), { type: 'snapshot', read: 2 });
+    assert.equal(reads, 2, 'the snapshot read across a commit was sent as it was');
+    h.realtime.publish('order-book.BTCEUR', 'update', { type: 'update', sequence: 2 });
+    assert.deepEqual(parseData(await client.next()), { type: 'update', sequence: 2 });
+    client.close();
+  } finally {
+    await h.stop();
+  }
+});

@@ -35,7 +35,7 @@ import { silentLogger, type WsLogger } from './logger.js';
 import { createFrameGate, frameBurst } from './rate-limit.js';
 import { ChannelRegistry } from './registry.js';
 import { nextSocketId } from './socket-id.js';
-import { type SubscriptionContext, subscribe, unsubscribe } from './subscriptions.js';
+import { inTurn, type SubscriptionContext, subscribe, unsubscribe } from './subscriptions.js';
 
 export interface RealtimeLimits {
   readonly maxConnections: number;
@@ -198,11 +198,10 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
     socket.once('close', () => clearTimeout(timer));
   }
 
-  function dispatch(connection: ClientConnection, frame: ClientFrame): void {
+  function dispatch(connection: ClientConnection, frame: ClientFrame): void | Promise<void> {
     switch (frame.kind) {
       case 'subscribe':
-        subscribe(context, connection, frame.channel, frame.auth);
-        return;
+        return subscribe(context, connection, frame.channel, frame.auth);
       case 'unsubscribe':
         unsubscribe(context, connection, frame.channel);
         return;
@@ -225,6 +224,13 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
 
   function onMessage(connection: ClientConnection, data: RawData, isBinary: boolean): void {
     connection.touch(now());
+    // After the answers still being prepared for this connection's earlier frames (a snapshot
+    // read from the store): frames are answered in the order they came.
+    inTurn(connection, () => answer(connection, data, isBinary));
+  }
+
+  function answer(connection: ClientConnection, data: RawData, isBinary: boolean): void | Promise<void> {
+    if (!connection.isOpen) return;
     const bytes = rawDataToBuffer(data);
     if (bytes.length > limits.maxFrameBytes) {
       connection.send(errorFrame(CloseCode.frameTooLarge, 'Frame too large'));
@@ -238,7 +244,7 @@ export function createRealtimeServer(options: RealtimeServerOptions): RealtimeSe
       return;
     }
     try {
-      dispatch(connection, parseClientFrame(bytes.toString('utf8')));
+      return dispatch(connection, parseClientFrame(bytes.toString('utf8')));
     } catch (error) {
       // A bug in handling one frame must not take the process (and every other client) down.
       logger.error({ err: error, socketId: connection.socketId }, 'frame handling failed');

@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { openExchange } from '../../src/app/exchange.js';
 import { seedCatalogue } from '../../src/app/seed.js';
 import type { Amount, AssetCode, Micros, OrderId, Price, UserId, Volume } from '../../src/domain/types.js';
+import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, bookFromParts, bookHash } from './book-hash.js';
 import { checkLedger, committedBooks, readCommitted, replayCheck } from './committed-state.js';
@@ -27,7 +28,7 @@ before(async () => {
     time += 1_000_000;
     return time as Micros;
   };
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store: asyncStore(store), clock });
   await seedCatalogue(exchange, undefined);
   const market = exchange.catalogue.marketByName('BTCEUR')!.id;
   for (const userId of [1, 2, 3] as UserId[]) {

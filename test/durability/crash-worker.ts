@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { openExchange } from '../../src/app/exchange.js';
 import { seedCatalogue } from '../../src/app/seed.js';
 import type { Amount, AssetCode, MarketId, OrderId, Price, UserId, Volume } from '../../src/domain/types.js';
+import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 
 const [dir, seedText] = process.argv.slice(2);
@@ -21,7 +22,7 @@ const random = (): number => {
 };
 
 const store = SqliteStore.open({ path: join(dir, 'openspot.db') });
-const exchange = openExchange({ store });
+const exchange = await openExchange({ store: asyncStore(store) });
 const USERS = [1, 2, 3, 4] as UserId[];
 
 async function main(): Promise<void> {

@@ -135,7 +135,7 @@ async function checkRefusing(s: Scenario): Promise<void> {
   assert.equal((check.body as { ok: boolean }).ok, true);
 
   const exchange = server.server.exchange;
-  const engine = Engine.restore(exchange.store.loadSnapshot());
+  const engine = Engine.restore(await exchange.store.loadSnapshot());
   for (const market of exchange.catalogue.markets()) {
     const book = exchange.book(market.id as MarketId, 0);
     assert.deepEqual(book.bids, engine.levels(market.id, 'buy'), `${market.base}/${market.quote} bids`);
@@ -147,7 +147,8 @@ async function checkRefusing(s: Scenario): Promise<void> {
         { available: balance.available, reserved: balance.reserved },
         engine.balance(trader.userId as UserId, balance.asset),
       );
-  for (const id of s.acked) assert.ok(exchange.store.getOrder(id as OrderId), `acknowledged order ${id}`);
+  for (const id of s.acked)
+    assert.ok(await exchange.store.getOrder(id as OrderId), `acknowledged order ${id}`);
 }
 
 /** Commits may still fit for a while (into WAL space SQLite already has); then one fails. */

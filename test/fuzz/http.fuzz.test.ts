@@ -181,25 +181,32 @@ async function buildWorld(): Promise<World> {
 // State digests.
 
 /** Everything a request could change, read in-process (cheap enough for every request). */
-function stateDigest(): string {
+async function stateDigest(): Promise<string> {
   const ex = t.server.exchange;
   const { store, catalogue } = ex;
+  const users = (await store.listUsers()).map((u) => [u.id, u.email]);
+  const keys = await Promise.all(
+    world.watched.map(async (id) =>
+      (await store.listApiKeys(id as UserId)).map((k) => [k.key, k.scopes, k.revokedAt]),
+    ),
+  );
+  const records = await Promise.all(
+    world.watched.map(async (userId) => [
+      await store.countOrders({ userId: userId as UserId, status: 'open' }),
+      await store.countOrders({ userId: userId as UserId, status: 'done' }),
+      await store.countUserTrades({ userId: userId as UserId }),
+    ]),
+  );
   return stableJson({
     audit: ex.audit(),
-    users: store.listUsers().map((u) => [u.id, u.email]),
-    keys: world.watched.map((id) =>
-      store.listApiKeys(id as UserId).map((k) => [k.key, k.scopes, k.revokedAt]),
-    ),
+    users,
+    keys,
     balances: world.watched.map((id) => ex.balances(id as UserId)),
     books: catalogue.markets().map((m) => {
       const book = ex.book(m.id, 0);
       return [m.id, book.sequence, book.bids.length, book.asks.length];
     }),
-    records: world.watched.map((userId) => [
-      store.countOrders({ userId: userId as UserId, status: 'open' }),
-      store.countOrders({ userId: userId as UserId, status: 'done' }),
-      store.countUserTrades({ userId: userId as UserId }),
-    ]),
+    records,
     catalogue: [catalogue.assets().map((a) => a.code), catalogue.markets().map((m) => m.id)],
   });
 }
@@ -1484,7 +1491,7 @@ async function fuzzEndpoint(tc: TestContext, ep: Endpoint, offset: number): Prom
   await fc.assert(
     fc.asyncProperty(caseArb(ep), async (c) => {
       const built = build(ep, c);
-      const pre = stateDigest();
+      const pre = await stateDigest();
       const res = await rawRequest(base, built.req);
       tally.runs += 1;
       tally.statuses.set(res.status, (tally.statuses.get(res.status) ?? 0) + 1);
@@ -1500,7 +1507,7 @@ async function fuzzEndpoint(tc: TestContext, ep: Endpoint, offset: number): Prom
       if (mayChange) tally.mutated = true;
       else
         assert.equal(
-          stateDigest(),
+          await stateDigest(),
           pre,
           `state changed by a request answered ${res.status}: ${describeExchange(built.req, res)}`,
         );
@@ -1556,7 +1563,7 @@ test('a body over BODY_LIMIT_BYTES gets 413 in the endpoint’s shape on every e
   const list = endpoints().filter((ep) => ep.method !== 'GET');
   const params = fuzzParams(1, 25 * list.length);
   tc.diagnostic(`body limit: seed ${params.seed}, ${params.numRuns} runs`);
-  const before = stateDigest();
+  const before = await stateDigest();
   await fc.assert(
     fc.asyncProperty(
       fc.constantFrom(...list),
@@ -1617,7 +1624,7 @@ test('a body over BODY_LIMIT_BYTES gets 413 in the endpoint’s shape on every e
     ),
     { ...params, endOnFailure: !SHRINK },
   );
-  assert.equal(stateDigest(), before);
+  assert.equal(await stateDigest(), before);
   await assertHealthy();
 });
 
@@ -1632,14 +1639,14 @@ test('a body of exactly BODY_LIMIT_BYTES is read (not 413) on every endpoint tha
       headers['x-api-key'] = world.readOnly.apiKey;
       headers['x-api-sign'] = computeSignature(ep.method, body, world.readOnly.apiSecret);
     }
-    const pre = stateDigest();
+    const pre = await stateDigest();
     const res = await rawRequest(base, { method: ep.method, path, headers, body });
     assert.notEqual(res.status, 413, `${ep.name}: ${res.text}`);
     assert.ok(res.status < 500, `${ep.name}: ${res.status} ${res.text}`);
     // /v1 with a read-only key: refused (403, or 400/422 for the body); the admin API ignores
     // the unknown `pad` field, so POST /users may create a user.
     if (ep.auth !== 'admin') assert.ok(res.status >= 400, `${ep.name}: ${res.status} ${res.text}`);
-    if (res.status >= 400) assert.equal(stateDigest(), pre, ep.name);
+    if (res.status >= 400) assert.equal(await stateDigest(), pre, ep.name);
   }
 });
 
@@ -1673,7 +1680,7 @@ test('duplicate keys: the last occurrence counts, consistently, on POST /orders 
     };
     return { req, res: await rawRequest(base, req) };
   };
-  const pre = stateDigest();
+  const pre = await stateDigest();
   await fc.assert(
     fc.asyncProperty(
       fc.array(volume, { minLength: 2, maxLength: 4 }),
@@ -1704,7 +1711,7 @@ test('duplicate keys: the last occurrence counts, consistently, on POST /orders 
     ),
     { ...params, endOnFailure: !SHRINK },
   );
-  assert.equal(stateDigest(), pre);
+  assert.equal(await stateDigest(), pre);
 });
 
 test('random methods and paths: unknown routes are 404 shape C, nothing is a 5xx', async (tc) => {
@@ -1756,7 +1763,7 @@ test('random methods and paths: unknown routes are 404 shape C, nothing is a 5xx
     'PROPFIND',
     'SEARCH',
   );
-  const pre = stateDigest();
+  const pre = await stateDigest();
   await fc.assert(
     fc.asyncProperty(method, fc.constantFrom(...known), mutate, fc.boolean(), async (m, p, f, withBody) => {
       const path = f(p);
@@ -1791,7 +1798,7 @@ test('random methods and paths: unknown routes are 404 shape C, nothing is a 5xx
     }),
     { ...params, endOnFailure: !SHRINK },
   );
-  assert.equal(stateDigest(), pre);
+  assert.equal(await stateDigest(), pre);
   await assertHealthy();
 });
 

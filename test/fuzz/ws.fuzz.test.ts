@@ -89,7 +89,7 @@ async function makeTrade(): Promise<number> {
   assert.equal(buy.status, 201);
   const r = await fetch(`${t.url}/v1/orderbook?ticker_id=BTCEUR&depth=0`);
   assert.equal(r.status, 200);
-  const trades = t.server.exchange.store.listPublicTrades({
+  const trades = await t.server.exchange.store.listPublicTrades({
     marketId: t.server.exchange.catalogue.marketByName('BTCEUR')!.id,
     limit: 1,
   });

@@ -31,6 +31,7 @@ import type { Trade } from '../../src/engine/types.js';
 import { serializeCandle } from '../../src/http/serializers.js';
 import type { Candle } from '../../src/market-data/candle.js';
 import { CandleAggregator } from '../../src/market-data/candles.js';
+import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { candleMessage, feedMarket, tickerMessage } from '../../src/ws/payloads.js';
 
@@ -188,7 +189,7 @@ describe('the reported outage: one trader moving 60,000,000 units at a tiny pric
     const TOK = 'TOK' as AssetCode;
     const EURO = 'EUR' as AssetCode;
     const [A, B] = [1 as UserId, 2 as UserId];
-    let exchange = openExchange({ store: SqliteStore.open({ path }) });
+    let exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path })) });
     await exchange.submit({ kind: 'createAsset', code: TOK, name: 'Token', type: 'crypto', decimals: 8 });
     await exchange.submit({ kind: 'createAsset', code: EURO, name: 'Euro', type: 'fiat', decimals: 2 });
     const created = await exchange.submit({
@@ -228,16 +229,16 @@ describe('the reported outage: one trader moving 60,000,000 units at a tiny pric
       }
     }
     assert.equal(exchange.isWritable(), true, 'the store became "unavailable"');
-    const [before] = exchange.store.listCandles(market, 1, 0, 10);
+    const [before] = await exchange.store.listCandles(market, 1, 0, 10);
     assert.equal(before?.volume, 36_000_000_000_000_000n);
     assert.equal(before?.count, 6);
     const stats = exchange.stats24h(market, exchange.clock());
     assert.equal(stats.volume, 36_000_000_000_000_000n);
     await exchange.close();
 
-    exchange = openExchange({ store: SqliteStore.open({ path }) });
+    exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path })) });
     t.after(() => exchange.close());
     assert.deepEqual(exchange.stats24h(market, exchange.clock()), stats);
-    assert.deepEqual(exchange.store.listCandles(market, 1, 0, 10), [before]);
+    assert.deepEqual(await exchange.store.listCandles(market, 1, 0, 10), [before]);
   });
 });

@@ -22,6 +22,7 @@ import type {
   Volume,
 } from '../../domain/types.js';
 import type { Command } from '../../engine/types.js';
+import { asyncStore } from '../../store/async-store.js';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.js';
 import type { ApiKeyScope } from '../../store/store.js';
 import { buildHttpApp } from '../app.js';
@@ -85,7 +86,7 @@ export async function startHarness(config: HarnessOptions = {}): Promise<Harness
   const store = SqliteStore.open({ path: ':memory:' });
   let now: number = START;
   const clock = () => now as Micros;
-  const exchange = openExchange({ store, clock });
+  const exchange = await openExchange({ store: asyncStore(store), clock });
   const assets = [
     { code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
     { code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },

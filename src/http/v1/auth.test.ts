@@ -78,7 +78,7 @@ describe('authentication of private endpoints', () => {
   test('a revoked key is refused', async () => {
     const bob = await h.trader();
     assert.equal((await h.request('GET', '/v1/spot-wallet', { as: bob })).status, 200);
-    h.exchange.store.revokeApiKey(bob.apiKey, h.now() as Micros);
+    await h.exchange.store.revokeApiKey(bob.apiKey, h.now() as Micros);
     const r = await h.request('GET', '/v1/spot-wallet', { as: bob });
     assert.deepEqual([r.status, r.json], [422, INVALID]);
   });

@@ -168,10 +168,10 @@ describe('Idempotency-Key on POST /v1/orders', () => {
 
   test('expired records are pruned by later commits', async () => {
     await post(alice, order({ price: '15000.0' }), 'prune-1');
-    assert.notEqual(h.exchange.store.findIdempotencyRecord(alice.userId, 'prune-1'), undefined);
+    assert.notEqual(await h.exchange.store.findIdempotencyRecord(alice.userId, 'prune-1'), undefined);
     h.advance(DAY + 1);
     await post(alice, order({ price: '15001.0' }));
-    assert.equal(h.exchange.store.findIdempotencyRecord(alice.userId, 'prune-1'), undefined);
+    assert.equal(await h.exchange.store.findIdempotencyRecord(alice.userId, 'prune-1'), undefined);
   });
 });
 

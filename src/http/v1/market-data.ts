@@ -128,17 +128,21 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         markets = [market];
         dependency = market.id;
       }
-      // Stamped in the same synchronous run as the reads below: no commit can come in between.
-      const stamp = cache.stamp(dependency);
-      const now = deps.clock();
-      const tickers = markets.map((market) => {
-        const top = exchange.book(market.id, 1);
-        return serializeTicker(market, catalogue, {
-          today: exchange.statsToday(market.id, now),
-          last: exchange.lastPrice(market.id),
-          bestBid: top.bids[0]?.[0] ?? null,
-          bestAsk: top.asks[0]?.[0] ?? null,
+      // Stamped in the same synchronous run as the reads below, between two commits: no commit
+      // can come in between, and the book read is committed state.
+      const { stamp, now, tickers } = await exchange.readCommitted(() => {
+        const stamp = cache.stamp(dependency);
+        const now = deps.clock();
+        const tickers = markets.map((market) => {
+          const top = exchange.book(market.id, 1);
+          return serializeTicker(market, catalogue, {
+            today: exchange.statsToday(market.id, now),
+            last: exchange.lastPrice(market.id),
+            bestBid: top.bids[0]?.[0] ?? null,
+            bestAsk: top.asks[0]?.[0] ?? null,
+          });
         });
+        return { stamp, now, tickers };
       });
       if (request.method !== 'GET') return tickers;
       return sendJson(reply, cache.store(request.url, stamp, utcDay(now), reply.serialize(tickers)));
@@ -172,7 +176,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
       if (after === undefined) throw errorB(422, [rule.format('since')]);
-      const candles = exchange.store.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
+      const candles = await exchange.history.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
       return candles.map((candle) => serializeCandle(candle, market));
     },
   );
@@ -201,9 +205,12 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const market = tickerMarket(deps, ticker_id);
       const total = depth === undefined ? ORDERBOOK_DEFAULT_DEPTH : Number(depth);
       const perSide = total === 0 ? 0 : Math.ceil(total / 2);
-      // Stamped in the same synchronous run as the reads below: no commit can come in between.
-      const stamp = cache.stamp(market.id);
-      const book = exchange.book(market.id, perSide);
+      // Stamped in the same synchronous run as the read below, between two commits: no commit
+      // can come in between, and the book read is committed state.
+      const { stamp, book } = await exchange.readCommitted(() => ({
+        stamp: cache.stamp(market.id),
+        book: exchange.book(market.id, perSide),
+      }));
       const timestamp = unixSeconds(deps.clock());
       const body = [
         {
@@ -253,18 +260,18 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const since: Micros | undefined =
         start_time === undefined ? undefined : parseUnixTime(start_time)?.micros;
       if (start_time !== undefined && since === undefined) throw errorB(422, [rule.format('start_time')]);
-      const side = (takerSide: Side) =>
+      const side = async (takerSide: Side) =>
         type !== undefined && type !== takerSide
           ? []
-          : exchange.store
-              .listPublicTrades({
+          : (
+              await exchange.history.listPublicTrades({
                 marketId: market.id,
                 takerSide,
                 limit: count,
                 ...(since === undefined ? {} : { since }),
               })
-              .map((trade) => serializePublicTrade(trade, market, catalogue));
-      return { buy: side('buy'), sell: side('sell') };
+            ).map((trade) => serializePublicTrade(trade, market, catalogue));
+      return { buy: await side('buy'), sell: await side('sell') };
     },
   );
 }

@@ -114,11 +114,11 @@ function createdOrderId(result: CommandResult): OrderId {
 export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
   const { exchange } = deps;
-  const { catalogue, store } = exchange;
+  const { catalogue, history } = exchange;
 
   /** The caller's own order, or the 404 an unknown id gets. */
-  const ownOrder = (userId: UserId, id: number | undefined): OrderState => {
-    const order = id === undefined ? undefined : store.getOrder(id as OrderId);
+  const ownOrder = async (userId: UserId, id: number | undefined): Promise<OrderState> => {
+    const order = id === undefined ? undefined : await history.getOrder(id as OrderId);
     if (order === undefined || order.userId !== userId) throw errorC(404, ORDER_NOT_FOUND);
     return order;
   };
@@ -131,8 +131,8 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
   };
 
   /** Orders with their executions, in one store query per batch. */
-  const render = (orders: readonly OrderState[]) => {
-    const trades = store.tradesOfOrders(orders.map((o) => o.id));
+  const render = async (orders: readonly OrderState[]) => {
+    const trades = await history.tradesOfOrders(orders.map((o) => o.id));
     return orders.map((o) => serializeOrder(o, marketOf(o), catalogue, trades.get(o.id) ?? []));
   };
 
@@ -208,7 +208,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const result = await exchange.submit({ kind: 'cancelOrder', userId, orderId: id as OrderId });
       if (!result.ok) {
         // Not open in the engine: unknown, another user's (both 404), or no longer open (409).
-        const order = ownOrder(userId, id);
+        const order = await ownOrder(userId, id);
         if (order.status !== 'open') throw orderNotOpen(order.status);
         throw rejectionToHttp(result.error);
       }
@@ -230,8 +230,8 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
     },
     async (request) => {
       const { userId } = caller(request);
-      const order = ownOrder(userId, parseId(request.params.order_id));
-      const [record] = render([order]);
+      const order = await ownOrder(userId, parseId(request.params.order_id));
+      const [record] = await render([order]);
       return envelope(MESSAGES.order, record!);
     },
   );
@@ -251,12 +251,12 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const filter: OrderFilter = marketId === undefined ? { userId, status } : { userId, status, marketId };
       const page = pageRequest(request.query);
       if (page === undefined) {
-        return sendJsonStream(reply, streamList(message, store.listOrders(filter), render));
+        return sendJsonStream(reply, await streamList(message, history.listOrders(filter), render));
       }
-      const total = store.countOrders(filter);
-      const orders = [...store.listOrders(filter, pageWindow(page))];
+      const total = await history.countOrders(filter);
+      const orders = [...(await history.listOrders(filter, pageWindow(page)))];
       return {
-        ...envelope(message, render(orders)),
+        ...envelope(message, await render(orders)),
         meta: paginationMeta(page, total, orders.length, listPath(request, deps)),
       };
     };

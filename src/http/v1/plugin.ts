@@ -22,7 +22,7 @@ import {
   INVALID_REQUEST,
   routeErrorShape,
 } from '../errors.js';
-import { isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
+import { type Caller, isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
 import { checkFirstValidatorCompiler } from '../validator.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
@@ -76,19 +76,42 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
   // 404 whatever the body or headers.
   app.addHook('onRoute', (route) => {
     const scope = requiredScope(route.config);
+    const refuseMalformed = (request: FastifyRequest): void => {
+      if (isMalformed(request)) throw errorForShape(routeErrorShape(request), 400, INVALID_REQUEST);
+    };
     const check: preValidationHookHandler = (request, _reply, done) => {
-      try {
-        if (scope !== undefined) {
-          const who = authenticate(request, deps);
-          requireScope(who, scope);
-          setCaller(request, who);
+      if (scope === undefined) {
+        try {
+          refuseMalformed(request);
+        } catch (error) {
+          done(error as Error);
+          return;
         }
-        if (isMalformed(request)) throw errorForShape(routeErrorShape(request), 400, INVALID_REQUEST);
+        done();
+        return;
+      }
+      // The key record (and a nonce) come from the credential store: one promise per request.
+      let authenticated: Promise<Caller>;
+      try {
+        authenticated = authenticate(request, deps);
       } catch (error) {
         done(error as Error);
         return;
       }
-      done();
+      authenticated.then(
+        (who) => {
+          try {
+            requireScope(who, scope);
+            setCaller(request, who);
+            refuseMalformed(request);
+          } catch (error) {
+            done(error as Error);
+            return;
+          }
+          done();
+        },
+        (error: unknown) => done(error as Error),
+      );
     };
     const own = route.preValidation;
     route.preValidation = own === undefined ? [check] : [check, ...(Array.isArray(own) ? own : [own])];

@@ -13,7 +13,7 @@ const collect = async (stream: NodeJS.ReadableStream): Promise<string> => {
 test('streamList writes one valid envelope for any length, in order', async () => {
   for (const n of [0, 1, 3, 4, 9]) {
     const items = Array.from({ length: n }, (_, i) => i);
-    const text = await collect(streamList('m', items, (batch) => batch.map((i) => ({ i })), 3));
+    const text = await collect(await streamList('m', items, (batch) => batch.map((i) => ({ i })), 3));
     assert.deepEqual(
       JSON.parse(text),
       { success: true, message: 'm', data: items.map((i) => ({ i })), code: 200 },
@@ -22,7 +22,7 @@ test('streamList writes one valid envelope for any length, in order', async () =
   }
 });
 
-test('streamList reads the first batch before returning, so an outage is still an error response', () => {
+test('streamList reads the first batch before returning, so an outage is still an error response', async () => {
   const failing: Iterable<number> = {
     [Symbol.iterator]: () => ({
       next: () => {
@@ -30,7 +30,10 @@ test('streamList reads the first batch before returning, so an outage is still a
       },
     }),
   };
-  assert.throws(() => streamList('m', failing, (b) => b), StoreUnavailableError);
+  await assert.rejects(
+    streamList('m', failing, (b) => b),
+    StoreUnavailableError,
+  );
 });
 
 test('pageRequest: absent means unpaginated; bounds are enforced', () => {

@@ -48,30 +48,28 @@ export function listPath(request: FastifyRequest, deps: Pick<V1Deps, 'config'>):
  * The first batch is read before anything is sent, so a store that fails at request time still
  * gets a proper error response (503) instead of a truncated body.
  */
-export function streamList<T>(
+export async function streamList<T>(
   message: string,
-  items: Iterable<T>,
-  render: (batch: readonly T[]) => readonly unknown[],
+  items: Iterable<T> | Promise<Iterable<T>>,
+  render: (batch: readonly T[]) => readonly unknown[] | Promise<readonly unknown[]>,
   batchSize = 200,
-): Readable {
-  const iterator = items[Symbol.iterator]();
+): Promise<Readable> {
+  const iterator = (await items)[Symbol.iterator]();
   let exhausted = false;
-  const nextText = (): string => {
+  const nextText = async (): Promise<string> => {
     const batch: T[] = [];
     while (!exhausted && batch.length < batchSize) {
       const step = iterator.next();
       if (step.done === true) exhausted = true;
       else batch.push(step.value);
     }
-    return render(batch)
-      .map((record) => JSON.stringify(record))
-      .join(',');
+    return (await render(batch)).map((record) => JSON.stringify(record)).join(',');
   };
-  const first = nextText();
-  function* chunks(): Generator<string> {
+  const first = await nextText();
+  async function* chunks(): AsyncGenerator<string> {
     yield `{"success":true,"message":${JSON.stringify(message)},"data":[${first}`;
     while (!exhausted) {
-      const text = nextText();
+      const text = await nextText();
       if (text !== '') yield `,${text}`;
     }
     yield '],"code":200}';

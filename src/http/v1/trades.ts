@@ -20,7 +20,7 @@ const MAX_PAIRS = 100;
 
 export async function tradeRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
-  const { catalogue, store } = deps.exchange;
+  const { catalogue, history } = deps.exchange;
 
   const marketOf = (marketId: MarketId): MarketSpec => {
     const market = catalogue.market(marketId);
@@ -70,11 +70,11 @@ export async function tradeRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       if (page === undefined) {
         return sendJsonStream(
           reply as FastifyReply,
-          streamList(MESSAGES.trades, store.listUserTrades(filter), render),
+          await streamList(MESSAGES.trades, history.listUserTrades(filter), render),
         );
       }
-      const total = store.countUserTrades(filter);
-      const trades = [...store.listUserTrades(filter, pageWindow(page))];
+      const total = await history.countUserTrades(filter);
+      const trades = [...(await history.listUserTrades(filter, pageWindow(page)))];
       return {
         ...envelope(MESSAGES.trades, render(trades)),
         meta: paginationMeta(page, total, trades.length, listPath(request, deps)),
@@ -97,7 +97,7 @@ export async function tradeRoutes(base: FastifyInstance, deps: V1Deps): Promise<
     async (request) => {
       const { userId } = caller(request);
       const id = parseId(request.params.trade_id);
-      const trade = id === undefined ? undefined : store.getUserTrade(userId, id as TradeId);
+      const trade = id === undefined ? undefined : await history.getUserTrade(userId, id as TradeId);
       if (trade === undefined) throw errorC(404, TRADE_NOT_FOUND);
       return envelope(MESSAGES.trade, render([trade])[0]!);
     },

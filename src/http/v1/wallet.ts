@@ -30,7 +30,7 @@ export async function walletRoutes(base: FastifyInstance, deps: V1Deps): Promise
     const { userId } = caller(request);
     const valuation = createValuation(exchange, deps.config.balanceCurrency);
     const data = [];
-    for (const balance of exchange.balances(userId)) {
+    for (const balance of await exchange.readCommitted(() => exchange.balances(userId))) {
       const asset = exchange.catalogue.asset(balance.asset);
       if (asset !== undefined) data.push(serializeWalletEntry(asset, balance, valuation));
     }

@@ -150,6 +150,26 @@ describe('SqliteStore: commit and loadSnapshot', () => {
     assert.deepEqual(store.findLedgerEntry(ALICE, 'deposit', 'dep-1'), ledger({ reference: 'dep-1' }));
   });
 
+  test('loads every referenced deposit and withdrawal once, the first recorded, in commit order', (t) => {
+    const { store } = tempStore(t);
+    store.commit(
+      batch({
+        ...CATALOGUE,
+        ledger: [
+          ledger({ reference: 'b' }),
+          ledger({ reference: null }),
+          ledger({ reference: 'a', kind: 'withdrawal', amount: 5 as Amount }),
+        ],
+      }),
+    );
+    // Older data may hold one reference under several assets: the first one names the action.
+    store.commit(batch({ ledger: [ledger({ reference: 'b', asset: BTC, time: (T0 + 1) as Micros })] }));
+    assert.deepEqual(store.loadLedgerReferences(), [
+      ledger({ reference: 'b' }),
+      ledger({ reference: 'a', kind: 'withdrawal', amount: 5 as Amount }),
+    ]);
+  });
+
   test('a batch of a few hundred orders and trades commits in one go', (t) => {
     const { store } = tempStore(t, { synchronous: 'NORMAL' });
     store.commit(batch(CATALOGUE));

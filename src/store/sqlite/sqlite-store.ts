@@ -261,6 +261,10 @@ export class SqliteStore implements Store {
     return row && ledgerFromRow(row);
   }
 
+  loadLedgerReferences(): LedgerEntry[] {
+    return guarded(() => this.#read.ledgerReferences.all()).map(ledgerFromRow);
+  }
+
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined {
     const row = guarded(() => this.#read.idempotencyRecord.get(userId, key));
     return (
@@ -781,6 +785,14 @@ function prepareReads(db: Database.Database) {
       `SELECT user_id, asset, kind, amount, reference, time FROM ledger_entries
        INDEXED BY ledger_entries_by_user_reference
        WHERE user_id = ? AND kind = ? AND reference = ? ORDER BY id LIMIT 1`,
+    ),
+
+    // The oldest entry per (user, kind, reference), in commit order (the index gives that order per key).
+    ledgerReferences: db.prepare<[], LedgerRow>(
+      `SELECT user_id, asset, kind, amount, reference, time FROM ledger_entries
+       WHERE id IN (SELECT min(id) FROM ledger_entries WHERE reference IS NOT NULL
+                    GROUP BY user_id, kind, reference)
+       ORDER BY id`,
     ),
 
     user: db.prepare<[number], UserRow>('SELECT id, email, created_at FROM users WHERE id = ?'),

@@ -13,7 +13,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ALICE, balance, batch, CATALOGUE, EUR, order } from '../../src/store/sqlite/test-fixtures.js';
 import { CheckpointError, StoreUnavailableError } from '../../src/store/store.js';
-import { freshDatabase, postgresSuite, queryDatabase } from '../support/postgres.js';
+import { freshDatabase, postgresSuite, queryDatabase, TEST_DATABASE_URL } from '../support/postgres.js';
 
 interface Cleanup {
   after(fn: () => unknown): void;
@@ -151,6 +151,49 @@ describe('PostgreSQL store: schema', postgresSuite(), () => {
       "SELECT table_name || '.' || column_name AS column_name FROM information_schema.columns WHERE table_schema = 'public' AND data_type IN ('real', 'double precision')",
     );
     assert.deepEqual(floats, []);
+  });
+
+  test('a role with the documented data grants only runs on a migrated schema, and is told to migrate a fresh one', async (t) => {
+    const url = await freshDatabase(t);
+    const fresh = await freshDatabase(t);
+    await (await openStore(t, url)).close(); // migrated by the owner
+    const role = `openspot_app_${process.pid}_${Date.now()}`;
+    const database = new URL(url).pathname.slice(1);
+    // As docs/operations.md ("Roles and grants") says.
+    for (const sql of [
+      `CREATE ROLE ${role} LOGIN`,
+      `GRANT CONNECT ON DATABASE ${database} TO ${role}`,
+      `GRANT USAGE ON SCHEMA public TO ${role}`,
+      `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
+      `GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`,
+    ])
+      await queryDatabase(url, sql);
+    t.after(async () => {
+      for (const db of [url, fresh]) await queryDatabase(db, `DROP OWNED BY ${role}`).catch(() => undefined);
+      await queryDatabase(TEST_DATABASE_URL ?? url, `DROP ROLE IF EXISTS ${role}`);
+    });
+    const as = (target: string) => {
+      const u = new URL(target);
+      u.username = role;
+      return u.toString();
+    };
+    const store = await openStore(t, as(url));
+    await store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    const user = await store.createUser(null, 1 as never);
+    await store.createApiKey({
+      key: 'k',
+      userId: user.id,
+      sealedSecret: 's',
+      scopes: ['read'],
+      createdAt: 1 as never,
+      revokedAt: null,
+    });
+    assert.equal(await store.acceptNonce('k', '1'), true);
+    await store.close();
+    await assert.rejects(
+      PostgresStore.open({ url: as(fresh) }),
+      /run `openspot db migrate` as the database owner/,
+    );
   });
 
   test('a database written by a newer release is refused', async (t) => {

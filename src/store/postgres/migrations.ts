@@ -259,11 +259,17 @@ export async function migratePostgres(
   try {
     // Held until COMMIT: a second migrator waits here, then finds the work done.
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY,
-      description text NOT NULL,
-      applied_at timestamptz NOT NULL DEFAULT now()
-    )`);
+    // Created only when missing: a role with data privileges only (no CREATE, docs/operations.md)
+    // opens a database whose schema is current without touching the schema.
+    if (
+      (await client.query("SELECT to_regclass('schema_migrations') IS NULL AS missing")).rows[0]?.missing ===
+      true
+    )
+      await client.query(`CREATE TABLE schema_migrations (
+        version integer PRIMARY KEY,
+        description text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
     const current = await pgSchemaVersion(client);
     if (current > target)
       throw new Error(`database schema version ${current} is newer than this release supports (${target})`);
@@ -279,6 +285,11 @@ export async function migratePostgres(
     return pending.map((m) => m.version);
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
+    if ((error as { code?: unknown }).code !== '42501') throw error;
+    throw new Error(
+      `the database schema needs migrating to version ${target}, and this role may not change the schema ` +
+        `(${(error as Error).message}): run \`openspot db migrate\` as the database owner first`,
+      { cause: error },
+    );
   }
 }

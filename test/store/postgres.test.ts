@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
 import { describe, test } from 'node:test';
+import pg from 'pg';
 import type { OrderId } from '../../src/domain/types.js';
 import { WriterLockHeldError } from '../../src/store/postgres/lock.js';
 import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from '../../src/store/postgres/migrations.js';
@@ -99,6 +100,26 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     assert.ok(failure instanceof StoreUnavailableError, String(failure));
     assert.match(failure.message, /openspot test writer B/);
     assert.equal(await b.getOrder(7 as OrderId), undefined);
+  });
+
+  test('a commit left without an answer times out as unavailable, is aborted on the server, and the next commit goes through', async (t) => {
+    const url = await freshDatabase(t);
+    const store = await PostgresStore.open({ url, commitTimeoutMs: 300 });
+    t.after(() => store.close());
+    await store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    // Another session blocks the commit: it waits on a table lock, as it would behind a stalled server.
+    const blocker = new pg.Client({ connectionString: url });
+    blocker.on('error', () => undefined);
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query('LOCK TABLE meta IN ACCESS EXCLUSIVE MODE');
+    await assert.rejects(store.commit(batch({ orders: [order(2)] })), StoreUnavailableError);
+    await blocker.query('COMMIT');
+    await blocker.end();
+    await store.commit(batch({ orders: [order(3)] }));
+    // The timed-out statement was aborted, not left to commit once the lock was released.
+    assert.equal(await store.getOrder(2 as OrderId), undefined);
+    assert.equal((await store.getOrder(3 as OrderId))?.id, 3);
   });
 
   test('readers survive their connections being killed', async (t) => {

@@ -58,7 +58,7 @@ export function isUnavailable(error: unknown): boolean {
   if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NODE.has(code)))
     return true;
   // The driver's own messages when the socket goes away or a pool wait times out.
-  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect/i.test(
+  return /Connection terminated|connection timeout|Query read timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect/i.test(
     error.message,
   );
 }

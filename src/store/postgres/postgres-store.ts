@@ -80,6 +80,11 @@ export interface PostgresStoreOptions {
   readonly connectTimeoutMs?: number;
   /** Reported in pg_stat_activity for the writer; default `openspot engine pid=… host=…`. */
   readonly applicationName?: string;
+  /**
+   * A commit with no answer after this long (milliseconds, default 30000) fails as unavailable and
+   * its connection is dropped: a silent network partition must not hold the sequencer forever.
+   */
+  readonly commitTimeoutMs?: number;
 }
 
 const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
@@ -100,8 +105,7 @@ export const CHECKPOINTS_UNSUPPORTED =
 export class PostgresStore implements AsyncStore {
   readonly #url: string;
   readonly #database: string;
-  readonly #connectTimeoutMs: number;
-  readonly #applicationName: string;
+  readonly #options: Required<PostgresStoreOptions>;
   readonly #pool: pg.Pool;
   /** The lock-holding connection; undefined after it was lost, until the next commit reconnects. */
   #writer: pg.Client | undefined;
@@ -113,8 +117,7 @@ export class PostgresStore implements AsyncStore {
   private constructor(options: Required<PostgresStoreOptions>, writer: pg.Client, pool: pg.Pool) {
     this.#url = options.url;
     this.#database = databaseName(options.url);
-    this.#connectTimeoutMs = options.connectTimeoutMs;
-    this.#applicationName = options.applicationName;
+    this.#options = options;
     this.#pool = pool;
     this.#adoptWriter(writer);
   }
@@ -129,8 +132,9 @@ export class PostgresStore implements AsyncStore {
       poolSize: options.poolSize ?? 4,
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       applicationName: options.applicationName ?? engineApplicationName(),
+      commitTimeoutMs: options.commitTimeoutMs ?? 30_000,
     };
-    const writer = await connectWriter(full.url, full.applicationName, full.connectTimeoutMs);
+    const writer = await connectWriter(full);
     try {
       await migratePostgres(writer);
     } catch (error) {
@@ -142,6 +146,7 @@ export class PostgresStore implements AsyncStore {
       application_name: readerApplicationName(),
       max: full.poolSize,
       connectionTimeoutMillis: full.connectTimeoutMs,
+      keepAlive: true,
       types: EXACT_TYPES,
     });
     // An idle pooled connection that dies is discarded by the pool; without a listener the
@@ -163,7 +168,7 @@ export class PostgresStore implements AsyncStore {
   async #writerConnection(): Promise<pg.Client> {
     if (this.#closed) throw new StoreUnavailableError('store unavailable: the store is closed');
     if (this.#writer !== undefined) return this.#writer;
-    this.#reconnecting ??= connectWriter(this.#url, this.#applicationName, this.#connectTimeoutMs)
+    this.#reconnecting ??= connectWriter(this.#options)
       .then((writer) => {
         if (this.#closed) {
           void writer.end().catch(() => undefined);
@@ -233,12 +238,23 @@ export class PostgresStore implements AsyncStore {
     }
     try {
       // Named: parsed and planned once per connection, then only bound and executed.
-      await writer.query({ name: 'openspot_commit', text: COMMIT_SQL, values: params });
+      await writer.query({
+        name: 'openspot_commit',
+        text: COMMIT_SQL,
+        values: params,
+        // Per commit, not per connection: a migration at open may rightly take longer.
+        query_timeout: this.#options.commitTimeoutMs,
+      } as pg.QueryConfig);
     } catch (error) {
       const mapped = toStoreError(error);
       if (mapped instanceof StoreUnavailableError && this.#writer === writer) {
         // The connection (and with it the lock) may be gone: the next commit starts afresh.
         this.#writer = undefined;
+        if (error instanceof Error && /Query read timeout/.test(error.message)) {
+          // The server may still be running the statement, and that session still holds the lock:
+          // end it there, so the statement is aborted (unless already committed) and the lock freed.
+          await this.#terminateBackend(writer);
+        }
         void writer.end().catch(() => undefined);
       }
       throw mapped;
@@ -509,6 +525,12 @@ export class PostgresStore implements AsyncStore {
 
   // ------------------------------------------------------------ helpers
 
+  async #terminateBackend(client: pg.Client): Promise<void> {
+    const pid = (client as unknown as { processID?: unknown }).processID;
+    if (typeof pid !== 'number') return;
+    await this.#pool.query('SELECT pg_terminate_backend($1)', [pid]).catch(() => undefined);
+  }
+
   async #rows<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
     if (this.#closed) throw new StoreUnavailableError('store unavailable: the store is closed');
     const result = await guarded(() => this.#pool.query<R>(text, values));
@@ -542,11 +564,14 @@ export class PostgresStore implements AsyncStore {
   }
 }
 
-async function connectWriter(url: string, applicationName: string, timeoutMs: number): Promise<pg.Client> {
+async function connectWriter(options: Required<PostgresStoreOptions>): Promise<pg.Client> {
+  const { url } = options;
   const client = new pg.Client({
     connectionString: url,
-    application_name: applicationName,
-    connectionTimeoutMillis: timeoutMs,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    // TCP keep-alives: a peer that vanished without a word is noticed by the kernel too.
+    keepAlive: true,
     types: EXACT_TYPES,
   });
   // Until adopted: an error on a connection being set up must not end the process.

@@ -225,6 +225,14 @@ export function storeContract(adapter: Adapter): void {
       );
     });
 
+    test('an empty batch commits (the sequencer probes the store with one) and changes only the sequences', async (t) => {
+      const { store } = await adapter.open(t);
+      await store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+      const before = await store.loadSnapshot();
+      await store.commit(batch({ sequences: before.sequences }));
+      assert.deepEqual(await store.loadSnapshot(), before);
+    });
+
     test('a batch of a few hundred orders and trades commits in one go', async (t) => {
       const { store } = await adapter.open(t);
       await store.commit(batch(CATALOGUE));

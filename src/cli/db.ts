@@ -1,4 +1,6 @@
 /**
+ * `openspot db copy --from FILE --to URL`: moves a venue from SQLite (src/store/postgres/copy.ts).
+ *
  * `openspot db migrate`: brings the PostgreSQL schema that DATABASE_URL names up to this release's
  * version and does nothing else (no server, no writer lock: a running engine is not disturbed; a
  * concurrent start waits on the migration lock, then finds the schema current). The server also
@@ -7,6 +9,7 @@
 import type { Command } from 'commander';
 import pg from 'pg';
 import { databaseName, EXACT_TYPES, parseDatabaseUrl, redactUrl } from '../store/postgres/connection.js';
+import { copySqliteToPostgres } from '../store/postgres/copy.js';
 import { migratePostgres, PG_MIGRATIONS, PG_SCHEMA_VERSION } from '../store/postgres/migrations.js';
 
 export interface MigrateReport {
@@ -57,5 +60,19 @@ export function registerDbCommands(program: Command, json: () => boolean): void 
           ? `database ${report.database} is up to date (schema version ${report.version})`
           : `database ${report.database} migrated to schema version ${report.version}; applied:\n${described.join('\n')}`;
       process.stdout.write(`${json() ? JSON.stringify(report, null, 2) : text}\n`);
+    });
+
+  db.command('copy')
+    .description(
+      'copy a venue from a SQLite database file to an empty PostgreSQL database, then compare them',
+    )
+    .requiredOption('--from <file>', 'the SQLite database (DATA_DIR/openspot.db); stop its server first')
+    .requiredOption('--to <url>', 'postgres://… of an empty database')
+    .action(async (o: { from: string; to: string }) => {
+      const report = await copySqliteToPostgres(o.from, o.to);
+      const rows = Object.entries(report.rows).map(([table, n]) => `  ${table}: ${n}`);
+      const text = `copied ${o.from} to ${report.to}\n${rows.join('\n')}\nverified (engine state and row counts equal): ${report.verified ? 'yes' : 'NO'}`;
+      process.stdout.write(`${json() ? JSON.stringify(report, null, 2) : text}\n`);
+      if (!report.verified) process.exitCode = 3;
     });
 }

@@ -562,6 +562,16 @@ export function storeContract(adapter: Adapter): void {
       assert.equal((await store.getApiKey('k'))?.revokedAt, T0 + 1);
     });
 
+    test('lookups by a key or reference holding a NUL character find nothing (PostgreSQL text cannot hold one)', async (t) => {
+      const { store } = await adapter.open(t);
+      await store.commit(batch(CATALOGUE));
+      assert.equal(await store.getApiKey('k\u0000'), undefined);
+      assert.equal(await store.revokeApiKey('\u0000', T0), false);
+      assert.equal(await store.acceptNonce('\u0000', '1'), false);
+      assert.equal(await store.findIdempotencyRecord(ALICE, 'a\u0000b'), undefined);
+      assert.equal(await store.findLedgerEntry(ALICE, 'deposit', '\u0000'), undefined);
+    });
+
     test('acceptNonce: only strictly increasing nonces, exact up to 20 digits, per active key, durable', async (t) => {
       const { store, reopen } = await adapter.open(t);
       const user = await store.createUser(null, T0);

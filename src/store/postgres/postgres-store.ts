@@ -262,6 +262,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async findIdempotencyRecord(userId: UserId, key: string): Promise<IdempotencyRecord | undefined> {
+    if (hasNul(key)) return undefined;
     const [row] = await this.#rows<{
       user_id: number;
       key: string;
@@ -393,6 +394,7 @@ export class PostgresStore implements AsyncStore {
     kind: LedgerKind,
     reference: string,
   ): Promise<LedgerEntry | undefined> {
+    if (hasNul(reference)) return undefined;
     const [row] = await this.#rows<LedgerRow>(
       `SELECT ${LEDGER_SELECT} FROM ledger_entries WHERE user_id = $1 AND kind = $2 AND reference = $3
        ORDER BY id LIMIT 1`,
@@ -444,6 +446,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async getApiKey(key: string): Promise<ApiKeyRecord | undefined> {
+    if (hasNul(key)) return undefined;
     const cached = this.#apiKeys.get(key);
     if (cached !== undefined) return cached;
     const [row] = await this.#rows<ApiKeyRow>(`SELECT ${API_KEY_SELECT} FROM api_keys WHERE key = $1`, [key]);
@@ -468,6 +471,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async revokeApiKey(key: string, time: Micros): Promise<boolean> {
+    if (hasNul(key)) return false;
     this.#apiKeys.delete(key);
     const result = await guarded(() =>
       this.#pool.query('UPDATE api_keys SET revoked_at = $1 WHERE key = $2 AND revoked_at IS NULL', [
@@ -483,6 +487,7 @@ export class PostgresStore implements AsyncStore {
   async acceptNonce(key: string, nonce: string): Promise<boolean> {
     if (typeof nonce !== 'string' || !CANONICAL_NONCE.test(nonce))
       throw new RangeError(`invalid nonce: ${JSON.stringify(nonce)}`);
+    if (hasNul(key)) return false;
     // One conditional UPDATE, committed (synchronous_commit) before it returns: a row lock makes
     // two requests with the same nonce serialize, and the second finds last_nonce already equal.
     const result = await guarded(() =>
@@ -586,6 +591,12 @@ async function connectWriter(options: Required<PostgresStoreOptions>): Promise<p
     throw toStoreError(error);
   }
 }
+
+/**
+ * PostgreSQL text cannot hold a NUL character (SQLite's can): no stored key or reference has one,
+ * so a lookup by such a string finds nothing, as it would on SQLite, instead of failing.
+ */
+const hasNul = (text: string): boolean => text.includes('\u0000');
 
 function orderConditions(filter: OrderFilter): [string, unknown[]] {
   const params: unknown[] = [filter.userId];

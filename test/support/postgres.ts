@@ -85,3 +85,35 @@ export async function queryDatabase<R extends pg.QueryResultRow>(
     await client.end().catch(() => undefined);
   }
 }
+
+const perDirectory = new Map<string, { readonly url: string; drop(): Promise<void> }>();
+let dropAtExit = false;
+
+/**
+ * The database a test server with data directory `dir` uses under TEST_STORE=postgres: created
+ * on first use, the same one for a restart on the same directory. Dropped by `drop()` or, for
+ * those a test kept (its own directory), when the test process has nothing left to do.
+ */
+export async function databaseFor(dir: string): Promise<{ readonly url: string; drop(): Promise<void> }> {
+  const known = perDirectory.get(dir);
+  if (known !== undefined) return known;
+  const name = `openspot_test_${randomBytes(6).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+  const entry = {
+    url: withDatabase(adminUrl(), name),
+    async drop() {
+      if (perDirectory.get(dir) !== entry) return;
+      perDirectory.delete(dir);
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    },
+  };
+  perDirectory.set(dir, entry);
+  if (!dropAtExit) {
+    dropAtExit = true;
+    // 'beforeExit' may start asynchronous work: the databases still kept are dropped, once.
+    process.once('beforeExit', () => {
+      void Promise.allSettled([...perDirectory.values()].map((d) => d.drop()));
+    });
+  }
+  return entry;
+}

@@ -64,6 +64,10 @@ export interface ServerOptions {
   readonly webDir?: string;
 }
 
+export const POSTGRES_NOT_WIRED =
+  'PostgreSQL store selected but not yet supported by the server: DATABASE_URL is set, and the PostgreSQL adapter ' +
+  '(src/store/postgres, `openspot db migrate`) is not yet wired to the sequencer. Unset DATABASE_URL to run on SQLite in DATA_DIR.';
+
 export async function startServer(
   config: Config,
   logger: Logger,
@@ -75,6 +79,8 @@ export async function startServer(
     throw new Error(
       'an in-memory server needs ADMIN_TOKEN and SECRETS_KEY (nothing is written to DATA_DIR).',
     );
+  // No silent fallback to SQLite: an operator who set DATABASE_URL expects the venue in PostgreSQL.
+  if (config.databaseUrl !== undefined) throw new Error(POSTGRES_NOT_WIRED);
   if (!isLoopback(config.host) && config.adminToken === undefined) {
     throw new Error(
       'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',

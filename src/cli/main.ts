@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js';
 import { registerChaosCommands } from './chaos.js';
 import { registerCheckpointCommands } from './checkpoint.js';
+import { registerDbCommands } from './db.js';
 import { registerSimulationCommands } from './simulation.js';
 import { table } from './table.js';
 import { registerTestVenueCommand } from './test-venue.js';
@@ -174,6 +175,7 @@ registerCheckpointCommands(program, target, () => globals().json === true);
 registerTestVenueCommand(program, () => globals().json === true);
 registerSimulationCommands(program, globals);
 registerChaosCommands(program, target, () => globals().json === true);
+registerDbCommands(program, () => globals().json === true);
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   process.stderr.write(`openspot: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -4,6 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { parseDatabaseUrl } from '../store/postgres/url.js';
 
 export interface Config {
   readonly port: number;
@@ -43,6 +44,11 @@ export interface Config {
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly production: boolean;
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  /**
+   * DATABASE_URL (postgres://…): the venue is stored in that PostgreSQL database instead of
+   * SQLite in DATA_DIR. Undefined: SQLite, as by default.
+   */
+  readonly databaseUrl: string | undefined;
   readonly catalogueFile: string | undefined;
   readonly bodyLimitBytes: number;
   readonly simulator: {
@@ -110,6 +116,17 @@ function oneOf<T extends string>(env: Env, name: string, values: readonly T[], f
   return value;
 }
 
+/** A postgres:// or postgresql:// URL with a host and a database; the refusal never repeats the URL (it may hold a password). */
+function databaseUrl(raw: string | undefined): string | undefined {
+  const text = raw?.trim();
+  if (text === undefined || text === '') return undefined;
+  try {
+    return parseDatabaseUrl(text);
+  } catch (error) {
+    throw new ConfigError(error instanceof Error ? error.message : String(error));
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const host = env.HOST?.trim() || '127.0.0.1';
@@ -159,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteSynchronous: oneOf(env, 'SQLITE_SYNCHRONOUS', ['full', 'normal'] as const, 'full').toUpperCase() as
       | 'FULL'
       | 'NORMAL',
+    databaseUrl: databaseUrl(env.DATABASE_URL),
     catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     simulator: {

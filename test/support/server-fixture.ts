@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
+import { databaseFor } from './postgres.js';
 
 export interface Trader {
   readonly userId: number;
@@ -45,6 +46,10 @@ export async function startTestServer(
     WS_UPGRADES_PER_SECOND_PER_IP: '0',
     ...env,
   };
+  // TEST_STORE=postgres: the same suites on PostgreSQL, one database per data directory (a
+  // restart with the same directory finds its data again), dropped at the end (test/support/postgres.ts).
+  const database = process.env.TEST_STORE === 'postgres' ? await databaseFor(dir) : undefined;
+  if (database !== undefined) Object.assign(fullEnv, { DATABASE_URL: database.url });
   const config = loadConfig(fullEnv);
   const server = await startServer(config, createLogger(config.logLevel), fullEnv);
   const admin = async (method: string, path: string, body?: unknown) => {
@@ -78,7 +83,10 @@ export async function startTestServer(
     },
     async close() {
       await server.close();
-      if (dataDir === undefined) rmSync(dir, { recursive: true, force: true });
+      if (dataDir === undefined) {
+        rmSync(dir, { recursive: true, force: true });
+        await database?.drop();
+      }
     },
   };
 }

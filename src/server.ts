@@ -4,7 +4,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
@@ -30,8 +29,7 @@ import {
   websocketEndpoint,
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
-import { asyncStore } from './store/async-store.js';
-import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { openConfiguredStore } from './store/open-store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
@@ -64,10 +62,6 @@ export interface ServerOptions {
   readonly webDir?: string;
 }
 
-export const POSTGRES_NOT_WIRED =
-  'PostgreSQL store selected but not yet supported by the server: DATABASE_URL is set, and the PostgreSQL adapter ' +
-  '(src/store/postgres, `openspot db migrate`) is not yet wired to the sequencer. Unset DATABASE_URL to run on SQLite in DATA_DIR.';
-
 export async function startServer(
   config: Config,
   logger: Logger,
@@ -79,8 +73,6 @@ export async function startServer(
     throw new Error(
       'an in-memory server needs ADMIN_TOKEN and SECRETS_KEY (nothing is written to DATA_DIR).',
     );
-  // No silent fallback to SQLite: an operator who set DATABASE_URL expects the venue in PostgreSQL.
-  if (config.databaseUrl !== undefined) throw new Error(POSTGRES_NOT_WIRED);
   if (!isLoopback(config.host) && config.adminToken === undefined) {
     throw new Error(
       'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
@@ -88,13 +80,17 @@ export async function startServer(
   }
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
-  const store = SqliteStore.open({
-    path: inMemory ? ':memory:' : join(config.dataDir, 'openspot.db'),
-    synchronous: config.sqliteSynchronous,
-    // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
-    ...(inMemory ? {} : { checkpointDir: join(config.dataDir, 'checkpoints') }),
-  });
-  const exchange = await openExchange({ store: metrics.instrumentStore(asyncStore(store)), logger });
+  // DATABASE_URL selects PostgreSQL (writer lock taken, migrations run), otherwise SQLite in
+  // DATA_DIR; never a silent fallback from one to the other.
+  const { store, kind } = await openConfiguredStore(config, inMemory);
+  if (kind === 'postgres') logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
+  let exchange: OpenExchange;
+  try {
+    exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, options.catalogue ?? config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
@@ -103,7 +99,7 @@ export async function startServer(
     replay = replayOf(config, exchange);
   } catch (error) {
     await exchange.close();
-    store.close();
+    await store.close();
     throw error;
   }
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
@@ -232,7 +228,7 @@ export async function startServer(
       await simulator?.stop();
       await app.close();
       await exchange.close();
-      store.close();
+      await store.close();
     },
   };
 }

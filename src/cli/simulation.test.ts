@@ -51,6 +51,11 @@ test('simulate: refuses a venue that exists, and days outside 1 to 31', () => {
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, /already holds a venue \(openspot\.db\): simulate fills only a new one/);
     assert.match(run(['simulate', '--days', '32']).stderr, /--days must be a whole number from 1 to 31/);
+    const postgres = run(['--data-dir', join(dir, 'empty'), 'simulate', '--days', '1'], {
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/venue',
+    });
+    assert.equal(postgres.status, 1);
+    assert.match(postgres.stderr, /simulate fills a new SQLite venue in DATA_DIR, and DATABASE_URL is set/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -80,6 +80,10 @@ export function registerSimulationCommands(program: Command, globals: () => Glob
     .option('--days <n>', 'days of history, 1 to 31', wholeIn('--days', 1, 31), 7)
     .option('--seed <n>', 'random seed (same seed, same history shape)', wholeIn('--seed', 0, 2 ** 31 - 1), 1)
     .action(async (o: { days: number; seed: number }) => {
+      if (process.env.DATABASE_URL?.trim())
+        throw new Error(
+          'simulate fills a new SQLite venue in DATA_DIR, and DATABASE_URL is set: unset it, simulate into an empty DATA_DIR, then move the venue with `openspot db copy --from DATA_DIR/openspot.db --to $DATABASE_URL`',
+        );
       const { simulateNewVenue } = await import('../simulator/new-venue.js');
       const dataDir = resolve(globals().dataDir ?? (process.env.DATA_DIR?.trim() || './data'));
       const abort = new AbortController();

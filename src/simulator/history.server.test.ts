@@ -16,7 +16,13 @@ import { INTERVALS } from '../market-data/candle.js';
 import { simulatedClock } from './history.js';
 import { NotANewVenueError, simulateNewVenue } from './new-venue.js';
 
-describe('simulated history', () => {
+// simulate writes an SQLite venue; the servers started here must read that file, not PostgreSQL.
+const sqliteOnly =
+  process.env.TEST_STORE === 'postgres'
+    ? { skip: 'simulate fills an SQLite venue (TEST_STORE=postgres)' }
+    : {};
+
+describe('simulated history', sqliteOnly, () => {
   test('a day of history: candles of every interval, trades, tickers, consistent times', {
     timeout: 180_000,
   }, async () => {

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // Runs every *.test.ts under src/, test/ and examples/ with Node's own test runner (tsx compiles on the fly).
 // Node 20's runner does not expand globs itself, so the files are collected here.
+// `--server-suites`: only the files that start a real server through test/support/server-fixture.ts
+// (with TEST_STORE=postgres, `npm run test:postgres` runs them on PostgreSQL).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 const roots = ['src', 'test', 'examples'];
-const filter = process.argv.slice(2);
+const serverSuites = process.argv.includes('--server-suites');
+const filter = process.argv.slice(2).filter((a) => a !== '--server-suites');
 const files = [];
 const walk = (dir) => {
   for (const name of readdirSync(dir)) {
@@ -24,6 +27,10 @@ for (const root of roots) {
   }
 }
 files.sort();
+if (serverSuites) {
+  const starts = (path) => readFileSync(path, 'utf8').includes('support/server-fixture');
+  files.splice(0, files.length, ...files.filter(starts));
+}
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
 });

@@ -6,17 +6,18 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { startTestServer } from '../../test/support/server-fixture.js';
 import { OpenSpotClient } from '../client/client.js';
-import { startSimulator } from './simulator.js';
+import { type Simulator, startSimulator } from './simulator.js';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
 test('restart cancels the orders its accounts have open and quotes again', { timeout: 30_000 }, async () => {
   const t = await startTestServer();
+  let sim: Simulator | undefined;
   try {
     const funds = { EUR: '1000000', BTC: '100' };
     const maker = await t.trader(funds);
     const taker = await t.trader(funds);
-    const sim = startSimulator({
+    sim = startSimulator({
       baseUrl: `${t.url}/v1`,
       makers: [{ apiKey: maker.apiKey, apiSecret: maker.apiSecret }],
       takers: [{ apiKey: taker.apiKey, apiSecret: taker.apiSecret }],
@@ -31,6 +32,11 @@ test('restart cancels the orders its accounts have open and quotes again', { tim
       apiKey: maker.apiKey,
       apiSecret: maker.apiSecret,
     });
+    // The simulator's start cancels its accounts' leftovers: wait until it quotes, so that start
+    // is over (on a slower store its open-orders read could otherwise come after `far`).
+    const started = Date.now() + 10_000;
+    while ((await client.openOrders()).data.length === 0 && Date.now() < started)
+      await new Promise((r) => setTimeout(r, 50));
     // An order of the maker's account the running simulator knows nothing of (as a restored
     // checkpoint's quotes are), far from the market so nothing trades it.
     const far = await client.createOrder({
@@ -57,6 +63,7 @@ test('restart cancels the orders its accounts have open and quotes again', { tim
     await sim.stop();
     await sim.restart(); // after stop: nothing starts again
   } finally {
+    await sim?.stop();
     await t.close();
   }
 });

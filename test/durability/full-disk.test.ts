@@ -30,7 +30,13 @@ import { startTestServer, type TestServer } from '../support/server-fixture.js';
 
 const run = (command: string, args: string[]) => execFileSync(command, args, { stdio: 'pipe' });
 
+// The failing storage here is DATA_DIR's SQLite file; PostgreSQL's outages are tested in
+// test/store/postgres.test.ts and by npm run test:pg-restart.
+const SQLITE_ONLY = 'the SQLite data directory is what fails here (TEST_STORE=postgres)';
+
 function mountUnsupported(): string | undefined {
+  if (process.env.TEST_STORE === 'postgres')
+    return 'the SQLite data directory is what fails here (TEST_STORE=postgres)';
   if (process.platform !== 'linux') return 'needs Linux (tmpfs mount)';
   const probe = mkdtempSync(join(tmpdir(), 'openspot-mount-probe-'));
   try {
@@ -45,6 +51,7 @@ function mountUnsupported(): string | undefined {
 }
 
 function chattrUnsupported(dir: string): string | undefined {
+  if (process.env.TEST_STORE === 'postgres') return SQLITE_ONLY;
   if (process.platform !== 'linux') return 'needs Linux (chattr)';
   const probe = join(dir, 'chattr-probe');
   writeFileSync(probe, 'x');

@@ -15,7 +15,7 @@
  * asked with `CheckpointError`; invalid input as documented per method (RangeError for a nonce).
  */
 import type { MarketId, Micros, OrderId, TradeId, UserId } from '../domain/types.js';
-import type { EngineSnapshot, OrderState, Trade } from '../engine/types.js';
+import type { BalanceState, EngineSnapshot, OrderState, Trade } from '../engine/types.js';
 import type { Candle, Interval } from '../market-data/candle.js';
 import type {
   ApiKeyRecord,
@@ -84,6 +84,16 @@ export interface HistoryQueries {
 
   /** The entry a reference names (the oldest one), whatever its asset. */
   findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): Promise<LedgerEntry | undefined>;
+}
+
+/**
+ * Committed balances, read from the store rather than from an engine in the same process: what a
+ * gateway (which runs no engine) answers wallet reads with. Only stores whose balances are rows
+ * of their own implement it (PostgreSQL).
+ */
+export interface BalanceQueries {
+  /** The user's balance of every asset it has one in, by asset code. */
+  balancesOf(userId: UserId): Promise<BalanceState[]>;
 }
 
 /** Users, API keys and nonces. Independent of the sequencer: written directly, not in a batch. */

@@ -12,6 +12,7 @@
  * A commit is one statement (commit-sql.ts): atomic, one round trip. Reads see committed data only.
  * Every list is read in full (with the page's LIMIT/OFFSET), newest first as the ports say.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { Micros, OrderId, UserId } from '../../domain/types.js';
 import type { EngineSnapshot, Sequences } from '../../engine/types.js';
@@ -40,12 +41,14 @@ import {
   StoreUnavailableError,
 } from '../store.js';
 import { COMMIT_SQL, commitParams } from './commit-sql.js';
-import { databaseName, EXACT_TYPES, parseDatabaseUrl, toStoreError } from './connection.js';
+import { databaseName, EXACT_TYPES, isUnavailable, parseDatabaseUrl, toStoreError } from './connection.js';
 import {
   acquireWriterLock,
   engineApplicationName,
+  type LockWaitOptions,
   readerApplicationName,
   WriterLockHeldError,
+  waitForWriterLock,
 } from './lock.js';
 import { migratePostgres } from './migrations.js';
 import { hasNul, LEDGER_SELECT, PostgresQueries } from './queries.js';
@@ -64,7 +67,34 @@ export interface PostgresStoreOptions {
    * its connection is dropped: a silent network partition must not hold the sequencer forever.
    */
   readonly commitTimeoutMs?: number;
+  /**
+   * A standby engine: wait for the writer lock while another engine holds it, instead of refusing
+   * with WriterLockHeldError. `open` resolves once the lock is taken (and the schema migrated);
+   * the caller loads the snapshot after that, so it reads what the last holder committed.
+   */
+  readonly waitForLock?: boolean;
+  /** Ends a wait for the lock: `open` rejects with the signal's reason, having taken nothing. */
+  readonly signal?: AbortSignal;
+  /** Between two attempts to take the lock while waiting, in milliseconds (default 200). */
+  readonly lockPollMs?: number;
+  /** Told who holds the lock when a wait starts (and if the holder changes): for the log. */
+  readonly onLockWait?: (holder: string) => void;
 }
+
+/** What the writer connection is made from (the wait settings only matter at open). */
+type WriterSettings = Required<
+  Omit<PostgresStoreOptions, 'waitForLock' | 'signal' | 'lockPollMs' | 'onLockWait'>
+>;
+
+/**
+ * Server-side TCP keep-alives for the writer's session (PostgreSQL's own settings, per session):
+ * should the engine's machine vanish without closing its connection, the server notices within
+ * idle + interval × count = 5 + 2 × 3 = 11 s, ends the session and so frees the lock for a
+ * standby. (A killed process is noticed at once: its kernel closes the connection.) The server's
+ * defaults follow the operating system's, typically two hours. Ignored over a Unix socket.
+ */
+const WRITER_KEEPALIVES =
+  'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3';
 
 const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
 
@@ -74,12 +104,12 @@ export const CHECKPOINTS_UNSUPPORTED =
 export class PostgresStore extends PostgresQueries implements AsyncStore {
   readonly #url: string;
   readonly #database: string;
-  readonly #options: Required<PostgresStoreOptions>;
+  readonly #options: WriterSettings;
   /** The lock-holding connection; undefined after it was lost, until the next commit reconnects. */
   #writer: pg.Client | undefined;
   #reconnecting: Promise<pg.Client> | undefined;
 
-  private constructor(options: Required<PostgresStoreOptions>, writer: pg.Client, pool: pg.Pool) {
+  private constructor(options: WriterSettings, writer: pg.Client, pool: pg.Pool) {
     // API key records are kept until a write through this store drops them (as SqliteStore does):
     // in one process every revocation goes through it.
     super(pool, Number.POSITIVE_INFINITY);
@@ -94,14 +124,21 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
    * written nothing), brings the schema up to date, and opens the read pool.
    */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
-    const full: Required<PostgresStoreOptions> = {
+    const full: WriterSettings = {
       url: parseDatabaseUrl(options.url),
       poolSize: options.poolSize ?? 4,
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       applicationName: options.applicationName ?? engineApplicationName(),
       commitTimeoutMs: options.commitTimeoutMs ?? 30_000,
     };
-    const writer = await connectWriter(full);
+    const writer =
+      options.waitForLock === true
+        ? await connectStandby(full, {
+            signal: options.signal,
+            pollMs: options.lockPollMs,
+            onWait: options.onLockWait,
+          })
+        : await connectWriter(full);
     try {
       await migratePostgres(writer);
     } catch (error) {
@@ -293,10 +330,9 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
   }
 }
 
-async function connectWriter(options: Required<PostgresStoreOptions>): Promise<pg.Client> {
-  const { url } = options;
+function writerClient(options: WriterSettings): pg.Client {
   const client = new pg.Client({
-    connectionString: url,
+    connectionString: options.url,
     application_name: options.applicationName,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // TCP keep-alives: a peer that vanished without a word is noticed by the kernel too.
@@ -305,13 +341,46 @@ async function connectWriter(options: Required<PostgresStoreOptions>): Promise<p
   });
   // Until adopted: an error on a connection being set up must not end the process.
   client.on('error', () => undefined);
+  return client;
+}
+
+async function connectWriter(options: WriterSettings): Promise<pg.Client> {
+  const client = writerClient(options);
   try {
     await client.connect();
-    await acquireWriterLock(client, databaseName(url));
+    await client.query(WRITER_KEEPALIVES);
+    await acquireWriterLock(client, databaseName(options.url));
     return client;
   } catch (error) {
     await client.end().catch(() => undefined);
     if (error instanceof WriterLockHeldError) throw error;
     throw toStoreError(error);
+  }
+}
+
+/** Retrying a lost connection while waiting for the lock (the database restarting, say). */
+const STANDBY_RECONNECT_MS = 1000;
+
+/**
+ * A standby's writer connection: waits for the lock (lock.ts: waitForWriterLock) on its own
+ * session, and reconnects when that session is lost while waiting, until `signal` aborts.
+ */
+async function connectStandby(options: WriterSettings, wait: LockWaitOptions): Promise<pg.Client> {
+  for (;;) {
+    wait.signal?.throwIfAborted();
+    const client = writerClient(options);
+    try {
+      await client.connect();
+      await client.query(WRITER_KEEPALIVES);
+      await waitForWriterLock(client, wait);
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (wait.signal?.aborted === true) throw wait.signal.reason;
+      if (!isUnavailable(error)) throw toStoreError(error);
+    }
+    await delay(STANDBY_RECONNECT_MS, undefined, wait.signal ? { signal: wait.signal } : {}).catch(() => {
+      throw wait.signal?.reason;
+    });
   }
 }

@@ -87,14 +87,17 @@ type WriterSettings = Required<
 >;
 
 /**
- * Server-side TCP keep-alives for the writer's session (PostgreSQL's own settings, per session):
- * should the engine's machine vanish without closing its connection, the server notices within
- * idle + interval × count = 5 + 2 × 3 = 11 s, ends the session and so frees the lock for a
- * standby. (A killed process is noticed at once: its kernel closes the connection.) The server's
- * defaults follow the operating system's, typically two hours. Ignored over a Unix socket.
+ * Server-side TCP settings for the writer's session (PostgreSQL's own, settable per session): should
+ * the engine's machine vanish without closing its connection, the server notices within
+ * idle + interval × count = 5 + 2 × 3 = 11 s when the session is idle (keep-alives), or 10 s when
+ * it has unacknowledged data in flight (tcp_user_timeout), ends the session and so frees the lock
+ * for a standby. The server's defaults follow the operating system's: two hours, or ~15 minutes
+ * of retransmissions. A killed process is noticed at once: its kernel closes the connection.
+ * Ignored over a Unix socket. Not idle_session_timeout: that would end a quiet primary's session,
+ * handing the lock to a standby although nothing failed.
  */
 const WRITER_KEEPALIVES =
-  'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3';
+  'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 10000';
 
 const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
 

@@ -19,6 +19,7 @@ import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { httpRateLimit } from './http/rate-limit.js';
+import { SharedTokenBuckets } from './http/shared-rate-limit.js';
 import { Metrics } from './metrics.js';
 import type { AdminApi, DemoAccount } from './simulator/demo.js';
 import {
@@ -127,8 +128,34 @@ export async function startServer(
     clock: exchange.clock,
     config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
-  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
-  await app.register(httpRateLimit, config.rateLimit);
+  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate(),
+  // in Redis when REDIS_URL is set (shared by every process serving the API), else in this process.
+  const keyLimiter =
+    config.redisUrl !== undefined && config.rateLimit.keyPerSecond > 0
+      ? new SharedTokenBuckets({
+          url: config.redisUrl,
+          ratePerSecond: config.rateLimit.keyPerSecond,
+          burst: config.rateLimit.keyBurst,
+          onFallback: () => metrics.rateLimitFallback(),
+          onStateChange: (up, error) => {
+            if (up) logger.info('rate limit store (Redis) answers again: per-key limits are shared again');
+            else
+              logger.warn(
+                { reason: error?.message },
+                'rate limit store (Redis) is not answering: per-key limits are enforced by each process alone until it is back',
+              );
+          },
+        })
+      : undefined;
+  if (keyLimiter !== undefined) {
+    app.addHook('onClose', () => keyLimiter.close());
+    // Starts shared when Redis answers within 2 s; otherwise starts anyway, limiting locally (logged).
+    await keyLimiter.ready();
+  }
+  await app.register(httpRateLimit, {
+    ...config.rateLimit,
+    ...(keyLimiter === undefined ? {} : { keyLimiter }),
+  });
   metrics.mount(app, admin.token);
   const readiness = () =>
     shuttingDown ? 'shutting down' : exchange.isWritable() ? 'ready' : ('store unavailable' as const);

@@ -7,7 +7,7 @@
  * LOCAL LIMIT: the check is decided by an in-process bucket of the same rate and burst in this
  * gateway (so a key gets at most N times its budget across N gateways while Redis is away, never
  * an unlimited one), counted through `onFallback`, and said once in the log when it starts and
- * when Redis is back (docs/interface-decisions.md, "R1"). After a failure Redis is not asked
+ * when Redis is back (docs/interface-decisions.md, 96). After a failure Redis is not asked
  * again for `retryMs`, so an outage costs no latency per request.
  *
  * A bucket left alone refills and its key expires: Redis holds only keys active within one

@@ -2,7 +2,7 @@
  * The per-key rate limit shared by gateways through Redis (src/http/shared-rate-limit.ts), against
  * a real Redis: two limiters (two gateways) spend one budget; when Redis is away or stops
  * answering, each gateway limits on its own (the decided behaviour, docs/interface-decisions.md
- * R1), quickly, says so once, and shares again when Redis is back. Skipped, visibly, without
+ * 96), quickly, says so once, and shares again when Redis is back. Skipped, visibly, without
  * TEST_REDIS_URL (test/support/redis.ts).
  */
 import assert from 'node:assert/strict';

@@ -70,7 +70,13 @@ export function integerField(body: Json, field: string, min: number, max: number
  * C0 controls and DEL: invisible in every listing, and NUL cannot be stored in PostgreSQL text at
  * all (it would fail the whole group commit it travels in), so operator text never holds them.
  */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+export function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
+}
 
 /**
  * Free text an operator names something with (an asset's name, a deposit's reference): 1 to
@@ -86,7 +92,7 @@ export function textField(
   if (value === undefined) return undefined;
   if (value.length === 0 || value.length > maxLength)
     throw new InputError(field, `The ${field} must be 1 to ${maxLength} characters.`);
-  if (CONTROL_CHARACTER.test(value))
+  if (hasControlCharacter(value))
     throw new InputError(field, `The ${field} must not contain control characters.`);
   return value;
 }

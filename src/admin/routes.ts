@@ -18,6 +18,7 @@ import {
   asObject,
   assetCommand,
   decimalField,
+  hasControlCharacter,
   InputError,
   marketCommand,
   stringField,

@@ -250,10 +250,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     async (request, reply) => {
       const body = asObject(request.body ?? {});
       const email = stringField(body, 'email', true);
-      if (
-        email !== undefined &&
-        !/^[^\s\u0000-\u001f\u007f@]{1,64}@[^\s\u0000-\u001f\u007f@]{1,255}$/.test(email)
-      )
+      if (email !== undefined && (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email) || hasControlCharacter(email)))
         throw new InputError('email', 'The email must be a valid email address.');
       if (email !== undefined && (await store.listUsers()).some((u) => u.email === email)) {
         throw new AdminError(409, 'user_exists', 'A user with this email already exists.', 'email');

@@ -30,6 +30,7 @@ import {
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
 import { openConfiguredStore } from './store/open-store.js';
+import { unavailableReason } from './store/store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
@@ -135,7 +136,11 @@ export async function startServer(
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
     const status = readiness();
-    return reply.code(status === 'ready' ? 200 : 503).send({ status });
+    if (status === 'ready') return reply.code(200).send({ status });
+    // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
+    const reason =
+      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
+    return reply.code(503).send({ status, store: STORE_NAMES[kind], reason });
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
@@ -242,6 +247,8 @@ function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | unde
     return market === undefined ? undefined : { pair, ...market };
   });
 }
+const STORE_NAMES = { sqlite: 'sqlite', postgres: 'postgresql' } as const;
+
 const PROBE_SCHEMAS = {
   healthz: {
     tags: ['health'],
@@ -255,8 +262,13 @@ const PROBE_SCHEMAS = {
       200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
       503: {
         type: 'object',
-        description: 'Not ready: a load balancer should send traffic elsewhere',
-        properties: { status: { type: 'string', enum: ['store unavailable', 'shutting down'] } },
+        description:
+          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine holds the writer lock`, `disk full` (docs/operations.md, "What /readyz reports")',
+        properties: {
+          status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
+          store: { type: 'string', enum: ['sqlite', 'postgresql'] },
+          reason: { type: 'string' },
+        },
       },
     },
   },

@@ -233,7 +233,10 @@ export class PostgresStore implements AsyncStore {
       writer = await this.#writerConnection();
     } catch (error) {
       if (error instanceof WriterLockHeldError)
-        throw new StoreUnavailableError(`store unavailable: ${error.message}`, { cause: error });
+        throw new StoreUnavailableError(`store unavailable: ${error.message}`, {
+          cause: error,
+          reason: 'another engine holds the writer lock',
+        });
       throw toStoreError(error);
     }
     try {

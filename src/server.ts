@@ -213,13 +213,17 @@ export async function startServer(
   // Right after provisioning, in the same turn: the simulator's first order needs several round
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;
-  try {
-    initialCheckpoint = await keepInitialState(exchange);
-    if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
-  } catch (error) {
-    // Only `reset` needs it: the venue runs without, and a reset then says there is none.
-    logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
-  }
+  const { capabilities } = store;
+  // Said once, plainly, rather than a failed save at every start (docs/interface-decisions.md 79a).
+  if (!capabilities.checkpoints) logger.info(capabilities.why);
+  else
+    try {
+      initialCheckpoint = await keepInitialState(exchange);
+      if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
+    } catch (error) {
+      // Only `reset` needs it: the venue runs without, and a reset then says there is none.
+      logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
+    }
   return {
     app,
     exchange,

@@ -144,9 +144,10 @@ export function unavailableReason(error: unknown): string {
  * Whether the store keeps checkpoints (save, restore, reset). Adapters that do not refuse them;
  * the server says so plainly instead of trying (PostgreSQL for now: docs/interface-decisions.md 79a).
  */
-export interface StoreCapabilities {
-  readonly checkpoints: boolean;
-}
+export type StoreCapabilities =
+  | { readonly checkpoints: true }
+  /** `why`: one sentence for operators (logged at start, answered by a reset). */
+  | { readonly checkpoints: false; readonly why: string };
 
 /**
  * A checkpoint's name: a letter or digit, then letters, digits, '.', '_' or '-', at most 64 in

@@ -1,6 +1,7 @@
 /**
  * The HTTP crash scenario, shared by the short test (`crash-http.test.ts`, part of `npm test`) and
- * the long one (`crash.soak.ts`, `npm run test:crash`).
+ * the long one (`crash.soak.ts`, `npm run test:crash`), on SQLite or on PostgreSQL (crash-store.ts;
+ * `crash-postgres.test.ts` in `npm run test:postgres`, `npm run test:crash -- --store postgres`).
  *
  * The real server runs as a child process on one data directory. Several users send signed order
  * placements (limit and market, both sides, prices around a mid so that about half cross) and
@@ -21,7 +22,16 @@
  * - after the restart: /readyz 200, /admin/v1/ledger/check ok, every order acknowledged in the
  *   round served by GET /v1/orders/:id to its owner with the committed status and execution, and
  *   the books served (GET /v1/orderbook depth=0 for every market + every user's open orders) hash
- *   to the same value as the books committed in the file at the moment of the kill.
+ *   to the same value as the books committed in the file at the moment of the kill; also no
+ *   request applied twice (each tag stored at most once).
+ *
+ * On PostgreSQL, some rounds first make the database go away under load while the server runs
+ * (a cluster restart, or this database's sessions ended and connections refused: runOutage): the
+ * server must answer 503 in the interface's shape and say why on /readyz, take commands again
+ * without a restart, and then pass the same committed-state checks, its served books compared
+ * with the committed ones while it keeps running. A 503 is in doubt like a missing answer (the
+ * connection may have broken after PostgreSQL committed): applied entirely or not at all, and
+ * the same at every later check.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

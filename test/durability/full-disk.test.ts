@@ -31,7 +31,8 @@ import { startTestServer, type TestServer } from '../support/server-fixture.js';
 const run = (command: string, args: string[]) => execFileSync(command, args, { stdio: 'pipe' });
 
 // The failing storage here is DATA_DIR's SQLite file; PostgreSQL's outages are tested in
-// test/store/postgres.test.ts and by npm run test:pg-restart.
+// test/store/postgres.test.ts, test/durability/postgres-outage.test.ts, test/crash/crash-postgres.test.ts
+// and by npm run test:pg-restart and npm run test:crash -- --store postgres.
 const SQLITE_ONLY = 'the SQLite data directory is what fails here (TEST_STORE=postgres)';
 
 function mountUnsupported(): string | undefined {

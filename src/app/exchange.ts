@@ -120,6 +120,12 @@ export interface OpenExchange extends Exchange {
   listCheckpoints(): Promise<CheckpointInfo[]>;
   /** False when there was no such checkpoint. */
   deleteCheckpoint(name: string): Promise<boolean>;
+  /**
+   * While commands are refused (isWritable false): the store's last failure (the failed commit,
+   * then each failed probe), for /readyz to say why (store.ts, unavailableReason). Undefined
+   * while writable.
+   */
+  unavailableCause(): unknown;
   /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
   readonly commitLog: CommitLog;
   /** The whole store (the composition root, tools and tests); adapters use `history` and `credentials`. */
@@ -191,6 +197,8 @@ class SequencedExchange implements OpenExchange {
   private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
+  /** The latest store failure while not writable (see unavailableCause). */
+  private lastFailure: unknown;
   /**
    * True when a failed commit could not be followed by a rebuild: the engine (or the candle
    * aggregator) may hold uncommitted effects, so nothing may be applied or committed on top of it.
@@ -590,6 +598,7 @@ class SequencedExchange implements OpenExchange {
 
   private async recoverFromFailedCommit(error: unknown): Promise<void> {
     this.writable = false;
+    this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
     await this.rebuild();
@@ -607,6 +616,7 @@ class SequencedExchange implements OpenExchange {
       this.stale = false;
       return true;
     } catch (reloadError) {
+      this.lastFailure = reloadError;
       this.logger?.error(
         { err: reloadError },
         'could not reload the committed state; commands stay refused until it can be reloaded',
@@ -649,6 +659,7 @@ class SequencedExchange implements OpenExchange {
     if (!(await this.tryWrite())) return; // still unavailable; the failure was logged when it began
     if (this.closed) return;
     this.writable = true;
+    this.lastFailure = undefined;
     this.stopProbing();
     this.logger?.info('the store accepts writes again; commands are accepted');
   }
@@ -658,7 +669,8 @@ class SequencedExchange implements OpenExchange {
     try {
       await this.ports.commit(emptyBatch(this.engine.sequences()));
       return true;
-    } catch {
+    } catch (error) {
+      this.lastFailure = error;
       return false;
     }
   }
@@ -737,6 +749,10 @@ class SequencedExchange implements OpenExchange {
 
   isWritable(): boolean {
     return this.writable;
+  }
+
+  unavailableCause(): unknown {
+    return this.writable ? undefined : this.lastFailure;
   }
 
   onRestored(listener: () => void): () => void {

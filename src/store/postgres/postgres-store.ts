@@ -56,6 +56,7 @@ import {
   type OrderFilter,
   type Page,
   type PublicTradeFilter,
+  type StoreCapabilities,
   StoreUnavailableError,
   type TradeFilter,
   type UserRecord,
@@ -102,7 +103,15 @@ const LEDGER_SELECT = 'user_id, asset, kind, amount, reference, time';
 export const CHECKPOINTS_UNSUPPORTED =
   'checkpoints are not supported on the PostgreSQL store yet: use pg_dump / point-in-time recovery (docs/operations.md), or run the test venue on SQLite';
 
+/** Checkpoints (and so reset) are not available here yet: docs/interface-decisions.md 79a. */
+export const POSTGRES_CAPABILITIES: StoreCapabilities = Object.freeze({
+  checkpoints: false,
+  why: 'checkpoints and reset are not available on the PostgreSQL store yet (use pg_dump / point-in-time recovery; docs/operations.md, "PostgreSQL")',
+});
+
 export class PostgresStore implements AsyncStore {
+  /** A plain field (no getter): the metrics proxy reads it through `Reflect.get`. */
+  readonly capabilities: StoreCapabilities = POSTGRES_CAPABILITIES;
   readonly #url: string;
   readonly #database: string;
   readonly #options: Required<PostgresStoreOptions>;
@@ -233,7 +242,10 @@ export class PostgresStore implements AsyncStore {
       writer = await this.#writerConnection();
     } catch (error) {
       if (error instanceof WriterLockHeldError)
-        throw new StoreUnavailableError(`store unavailable: ${error.message}`, { cause: error });
+        throw new StoreUnavailableError(`store unavailable: ${error.message}`, {
+          cause: error,
+          reason: 'another engine holds the writer lock',
+        });
       throw toStoreError(error);
     }
     try {

@@ -22,8 +22,8 @@ import {
   type UserId,
 } from '../domain/types.js';
 import type { OrderState, Trade } from '../engine/types.js';
-import { serializeOrder, serializeUserTrade } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
+import { serializeOrder, serializeUserTrade } from '../wire/serializers.js';
 import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
 import { CHECKSUM_DEPTH } from './crc32.js';
 import { executionSteps } from './executions.js';

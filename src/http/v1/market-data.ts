@@ -8,6 +8,14 @@ import type { FastifyInstance } from 'fastify';
 import { MICROS_PER_DAY } from '../../app/clock.js';
 import type { MarketSpec, Micros, Side } from '../../domain/types.js';
 import { INTERVALS, type Interval } from '../../market-data/candle.js';
+import {
+  serializeCandle,
+  serializeLevels,
+  serializeMarket,
+  serializePublicTrade,
+  serializeTicker,
+} from '../../wire/serializers.js';
+import { unixSeconds } from '../../wire/time.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorA, errorB, errorE, INVALID_REQUEST, rule } from '../errors.js';
@@ -24,14 +32,6 @@ import {
   StringEnum,
   TickerSchema,
 } from '../schemas.js';
-import {
-  serializeCandle,
-  serializeLevels,
-  serializeMarket,
-  serializePublicTrade,
-  serializeTicker,
-} from '../serializers.js';
-import { unixSeconds } from '../time.js';
 import type { V1RouteConfig } from './plugin.js';
 import { type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
 import { envelope, sendJson } from './shared.js';

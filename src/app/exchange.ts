@@ -2,8 +2,9 @@
  * The exchange: the engine wrapped in a sequencer that commits before it answers.
  *
  * request -> submit (queued) -> [next turn of the event loop] apply the whole queue to the engine
- * -> drain changes -> append the batch to the commit log (one group commit, awaited) -> resolve
- * every waiting request -> [once their replies are written] notify listeners (WebSocket fan-out).
+ * -> drain changes -> append the batch to the commit log (one group commit, awaited) -> hand it to
+ * the committed feed (`feed`, which keeps the readers' MarketView, `view`) -> resolve every waiting
+ * request -> [once their replies are written] release it to the fan-out (WebSocket).
  * The commit is asynchronous (a database across the network), so a batch is a *step*: from the
  * moment the engine applies it until its commit settled (and, after a failure, the engine is back
  * at the committed state), no other batch is applied, and the commands that arrive meanwhile wait

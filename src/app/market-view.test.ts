@@ -192,10 +192,11 @@ test('a view built from a snapshot and the feed equals the server’s view and t
       const { exchange, markets, advance } = await venue();
       const early = follower(exchange, exchange.view.snapshot());
       const open: OrderId[] = [];
-      let late: ReturnType<typeof follower> | undefined;
+      // Taken mid-flow; the view built from it subscribes only at the end, from the entries held.
+      let lateSnapshot: MarketSnapshot | undefined;
       const lateChunk = lateAt % flow.length;
       for (const [index, chunk] of flow.entries()) {
-        if (index === lateChunk) late = follower(exchange, exchange.view.snapshot());
+        if (index === lateChunk) lateSnapshot = exchange.view.snapshot();
         advance(chunk.seconds);
         const commands = chunk.steps
           .map((step) => command(step, markets, open))
@@ -208,10 +209,11 @@ test('a view built from a snapshot and the feed equals the server’s view and t
               if (event.type === 'orderDone') open.splice(open.indexOf(event.order.id), 1);
             }
       }
+      const late = follower(exchange, lateSnapshot!);
       const now = exchange.clock();
       const server = observed(exchange.view, now);
       assert.deepEqual(observed(early.view, now), server, 'the view from snapshot + feed');
-      assert.deepEqual(observed(late!.view, now), server, 'the view started late');
+      assert.deepEqual(observed(late.view, now), server, 'the view started late');
       assert.deepEqual(
         snapshotOverTheWire(early.view.snapshot()),
         snapshotOverTheWire(exchange.view.snapshot()),
@@ -230,7 +232,7 @@ test('a view built from a snapshot and the feed equals the server’s view and t
         );
       });
       early.stop();
-      late!.stop();
+      late.stop();
       await exchange.close();
     }),
     { numRuns: 12 },

@@ -1,8 +1,9 @@
 /**
  * What the adapters (HTTP API, WebSocket server, admin API, simulator) may ask of the exchange.
  * Writes go through `submit`, which resolves only after the command's effects are committed.
- * Reads see committed state only: engine state through `readCommitted` (it waits for the commit
- * in flight), everything else from committed read models (catalogue, last prices, statistics).
+ * Reads see committed state only: market state from the MarketView (`view`), which the committed
+ * feed (`feed`) keeps; engine state through `readCommitted` (it waits for the commit in flight);
+ * the rest from committed read models (catalogue) and the store (history, credentials).
  */
 import type {
   AssetSpec,

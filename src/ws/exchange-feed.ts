@@ -193,15 +193,10 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
       return executionsInFlight.get(exchange)?.settled;
     },
     commitMark: () => exchange.commitMark(),
-    betweenCommits: (run) => {
-      const done = exchange.readCommitted(run);
-      if (!(done instanceof Promise)) return done;
-      // At run time the promise settles with `run`'s own (promises flatten).
-      return done.then(
-        () => undefined,
-        (error: unknown) => context.logger.error({ err: error }, 'a subscription failed'),
-      );
-    },
+    // No `betweenCommits`: nothing here reads the engine. During a step every batch committed
+    // before it is fanned out already (the sequencer publishes them before it applies the next),
+    // so the view and the updates still to come agree at any moment; a snapshot taken during a
+    // commit shows the state before it, and that batch's updates follow.
     snapshot(_channel, resolved) {
       if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
       const m = context.market(resolved.marketId!);

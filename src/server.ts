@@ -31,6 +31,7 @@ import {
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
 import { openConfiguredStore } from './store/open-store.js';
+import { unavailableReason } from './store/store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
@@ -162,7 +163,11 @@ export async function startServer(
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
     const status = readiness();
-    return reply.code(status === 'ready' ? 200 : 503).send({ status });
+    if (status === 'ready') return reply.code(200).send({ status });
+    // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
+    const reason =
+      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
+    return reply.code(503).send({ status, store: STORE_NAMES[kind], reason });
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
@@ -235,13 +240,17 @@ export async function startServer(
   // Right after provisioning, in the same turn: the simulator's first order needs several round
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;
-  try {
-    initialCheckpoint = await keepInitialState(exchange);
-    if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
-  } catch (error) {
-    // Only `reset` needs it: the venue runs without, and a reset then says there is none.
-    logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
-  }
+  const { capabilities } = store;
+  // Said once, plainly, rather than a failed save at every start (docs/interface-decisions.md 79a).
+  if (!capabilities.checkpoints) logger.info(capabilities.why);
+  else
+    try {
+      initialCheckpoint = await keepInitialState(exchange);
+      if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
+    } catch (error) {
+      // Only `reset` needs it: the venue runs without, and a reset then says there is none.
+      logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
+    }
   return {
     app,
     exchange,
@@ -269,6 +278,8 @@ function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | unde
     return market === undefined ? undefined : { pair, ...market };
   });
 }
+const STORE_NAMES = { sqlite: 'sqlite', postgres: 'postgresql' } as const;
+
 const PROBE_SCHEMAS = {
   healthz: {
     tags: ['health'],
@@ -282,8 +293,13 @@ const PROBE_SCHEMAS = {
       200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
       503: {
         type: 'object',
-        description: 'Not ready: a load balancer should send traffic elsewhere',
-        properties: { status: { type: 'string', enum: ['store unavailable', 'shutting down'] } },
+        description:
+          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine holds the writer lock`, `disk full` (docs/operations.md, "What /readyz reports")',
+        properties: {
+          status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
+          store: { type: 'string', enum: ['sqlite', 'postgresql'] },
+          reason: { type: 'string' },
+        },
       },
     },
   },

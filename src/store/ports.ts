@@ -28,6 +28,7 @@ import type {
   OrderFilter,
   Page,
   PublicTradeFilter,
+  StoreCapabilities,
   TradeFilter,
   UserRecord,
   UserTrade,
@@ -127,7 +128,12 @@ export interface CheckpointStore {
   deleteCheckpoint(name: string): Promise<boolean>;
 }
 
-/** One adapter: every port, and its end. */
+/** One adapter: every port, what it can do, and its end. */
 export interface AsyncStore extends CommitLog, HistoryQueries, CredentialStore, CheckpointStore {
+  /**
+   * Whether the `CheckpointStore` methods work here. Without checkpoints, saving and restoring
+   * are refused (CheckpointError) and the list is empty; callers ask first instead of trying.
+   */
+  readonly capabilities: StoreCapabilities;
   close(): Promise<void>;
 }

@@ -41,9 +41,15 @@ import {
 } from '../../src/store/sqlite/test-fixtures.js';
 import type { CommitBatch, IdempotencyRecord } from '../../src/store/store.js';
 
-/** Each method of the asynchronous ports, as either adapter returns it (a value or its promise). */
+/**
+ * Each method of the asynchronous ports, as either adapter returns it (a value or its promise).
+ * Methods only: `capabilities` is a property of the asynchronous wrapper, not of the synchronous
+ * SqliteStore the contract also runs on.
+ */
 export type ContractStore = {
-  [K in keyof AsyncStore]: AsyncStore[K] extends (...args: infer A) => Promise<infer R>
+  [K in keyof AsyncStore as AsyncStore[K] extends (...args: never[]) => unknown
+    ? K
+    : never]: AsyncStore[K] extends (...args: infer A) => Promise<infer R>
     ? (...args: A) => R | Promise<R>
     : never;
 };

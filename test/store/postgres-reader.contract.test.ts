@@ -14,6 +14,7 @@ const skip = postgresSuite().skip;
 /** The engine's CommitLog and checkpoints; everything else from the reader. */
 function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStore {
   return {
+    capabilities: writer.capabilities,
     loadSnapshot: () => writer.loadSnapshot(),
     loadLedgerReferences: () => writer.loadLedgerReferences(),
     commit: (batch) => writer.commit(batch),

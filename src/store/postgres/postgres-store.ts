@@ -38,6 +38,7 @@ import {
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
+  type StoreCapabilities,
   StoreUnavailableError,
 } from '../store.js';
 import { COMMIT_SQL, commitParams } from './commit-sql.js';
@@ -104,7 +105,15 @@ const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarke
 export const CHECKPOINTS_UNSUPPORTED =
   'checkpoints are not supported on the PostgreSQL store yet: use pg_dump / point-in-time recovery (docs/operations.md), or run the test venue on SQLite';
 
+/** Checkpoints (and so reset) are not available here yet: docs/interface-decisions.md 79a. */
+export const POSTGRES_CAPABILITIES: StoreCapabilities = Object.freeze({
+  checkpoints: false,
+  why: 'checkpoints and reset are not available on the PostgreSQL store yet (use pg_dump / point-in-time recovery; docs/operations.md, "PostgreSQL")',
+});
+
 export class PostgresStore extends PostgresQueries implements AsyncStore {
+  /** A plain field (no getter): the metrics proxy reads it through `Reflect.get`. */
+  readonly capabilities: StoreCapabilities = POSTGRES_CAPABILITIES;
   readonly #url: string;
   readonly #database: string;
   readonly #options: WriterSettings;
@@ -240,7 +249,10 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       writer = await this.#writerConnection();
     } catch (error) {
       if (error instanceof WriterLockHeldError)
-        throw new StoreUnavailableError(`store unavailable: ${error.message}`, { cause: error });
+        throw new StoreUnavailableError(`store unavailable: ${error.message}`, {
+          cause: error,
+          reason: 'another engine holds the writer lock',
+        });
       throw toStoreError(error);
     }
     try {

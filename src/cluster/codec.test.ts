@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
+import type { SubmitResult } from '../app/exchange.js';
 import type { IdempotencyRequest, OnceResult, PlaceOrder } from '../app/ports.js';
 import type {
   Amount,
@@ -19,7 +20,8 @@ import type {
   UserId,
   Volume,
 } from '../domain/types.js';
-import type { Command, CommandResult, EngineEvent, OrderState, Rejection, Trade } from '../engine/types.js';
+import type { Command, EngineEvent, OrderState, Rejection, Trade } from '../engine/types.js';
+import type { LedgerEntry } from '../store/store.js';
 import {
   type CommandReply,
   type CommandRequest,
@@ -152,8 +154,26 @@ const rejectionArb: fc.Arbitrary<Rejection> = fc.record(
   { requiredKeys: ['code', 'message'] },
 );
 
-const resultArb: fc.Arbitrary<CommandResult> = fc.oneof(
-  fc.record({ ok: fc.constant(true as const), events: fc.array(eventArb, { maxLength: 6 }) }),
+const ledgerEntryArb: fc.Arbitrary<LedgerEntry> = fc.record({
+  userId: q<UserId>(),
+  asset: text.map((s) => s as AssetCode),
+  kind: fc.constantFrom('deposit' as const, 'withdrawal' as const),
+  amount: q<Amount>(),
+  reference: fc.option(text, { nil: null }),
+  time: q<Micros>(),
+});
+
+/** What Exchange.submit answers: a CommandResult, with a deposit's ledger entry and duplicate flag. */
+const resultArb: fc.Arbitrary<SubmitResult> = fc.oneof(
+  fc.record(
+    {
+      ok: fc.constant(true as const),
+      events: fc.array(eventArb, { maxLength: 6 }),
+      duplicate: fc.option(fc.boolean(), { nil: undefined }),
+      recorded: fc.option(ledgerEntryArb, { nil: undefined }),
+    },
+    { requiredKeys: ['ok', 'events'] },
+  ),
   fc.record({ ok: fc.constant(false as const), error: rejectionArb }),
 );
 

@@ -9,6 +9,7 @@
  * and throws a WireFormatError naming the first bad field; it never returns a half-valid value.
  */
 
+import type { SubmitResult } from '../app/exchange.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../app/ports.js';
 import type {
   Amount,
@@ -28,15 +29,8 @@ import type {
   UserId,
   Volume,
 } from '../domain/types.js';
-import type {
-  Command,
-  CommandResult,
-  EngineEvent,
-  OrderState,
-  RejectCode,
-  Rejection,
-  Trade,
-} from '../engine/types.js';
+import type { Command, EngineEvent, OrderState, RejectCode, Rejection, Trade } from '../engine/types.js';
+import type { LedgerEntry, LedgerKind } from '../store/store.js';
 import {
   type ExactValue,
   fromExactJson,
@@ -381,11 +375,42 @@ function readRejection(value: ExactValue, path: string): Rejection {
   return { ...rejection, field };
 }
 
-export function readCommandResult(value: ExactValue, path = '$.result'): CommandResult {
-  const head = record(value, path, ['ok'], ['events', 'error']);
+const LEDGER_KINDS: readonly LedgerKind[] = ['deposit', 'withdrawal'];
+
+function readLedgerEntry(value: ExactValue, path: string): LedgerEntry {
+  const f = record(value, path, ['userId', 'asset', 'kind', 'amount', 'reference', 'time']);
+  const at = (key: string) => `${path}.${key}`;
+  return {
+    userId: int<UserId>(f.userId!, at('userId')),
+    asset: str(f.asset!, at('asset')) as AssetCode,
+    kind: oneOf(f.kind!, at('kind'), LEDGER_KINDS),
+    amount: int<Amount>(f.amount!, at('amount')),
+    reference: nullable(f.reference!, at('reference'), str),
+    time: int<Micros>(f.time!, at('time')),
+  };
+}
+
+/**
+ * A command's result as Exchange.submit gives it: the engine's CommandResult, and for a deposit
+ * or withdrawal the ledger entry (`recorded`) and whether its reference was already used (`duplicate`).
+ */
+export function readCommandResult(value: ExactValue, path = '$.result'): SubmitResult {
+  const head = record(value, path, ['ok'], ['events', 'error', 'duplicate', 'recorded']);
   if (head.ok === true) {
-    const f = record(value, path, ['ok', 'events']);
-    return { ok: true, events: list(f.events!, `${path}.events`, readEvent) };
+    const f = record(value, path, ['ok', 'events'], ['duplicate', 'recorded']);
+    let result: SubmitResult = { ok: true, events: list(f.events!, `${path}.events`, readEvent) };
+    // Present-but-undefined and absent are kept apart, so the result compares equal after the trip.
+    if (Object.hasOwn(f, 'duplicate')) {
+      const duplicate = f.duplicate;
+      if (duplicate !== undefined && typeof duplicate !== 'boolean')
+        throw new WireFormatError(`${path}.duplicate`, 'expected a boolean');
+      result = { ...result, duplicate };
+    }
+    if (Object.hasOwn(f, 'recorded')) {
+      const recorded = f.recorded === undefined ? undefined : readLedgerEntry(f.recorded, `${path}.recorded`);
+      result = { ...result, recorded };
+    }
+    return result;
   }
   if (head.ok === false) {
     const f = record(value, path, ['ok', 'error']);
@@ -412,7 +437,7 @@ export type RemoteErrorCode = 'unavailable' | 'failed' | 'bad_request';
 const REMOTE_ERROR_CODES: readonly RemoteErrorCode[] = ['unavailable', 'failed', 'bad_request'];
 
 export type CommandReply =
-  | { readonly kind: 'result'; readonly result: CommandResult }
+  | { readonly kind: 'result'; readonly result: SubmitResult }
   | { readonly kind: 'once'; readonly once: OnceResult }
   | { readonly kind: 'error'; readonly code: RemoteErrorCode; readonly message: string };
 

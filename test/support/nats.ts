@@ -1,0 +1,48 @@
+/**
+ * NATS for tests. `TEST_NATS_URL` names a NATS server with JetStream (here nats://127.0.0.1:4222).
+ *
+ * - unset: the suites are skipped, with the reason shown by the test reporter (and printed once),
+ *   so `npm test` works on a machine without NATS;
+ * - set but unreachable: the tests FAIL (CI sets it, and must not pass without the server).
+ *
+ * Tests share the server with each other and with other processes: each uses names of its own
+ * (`uniqueName`) and deletes the streams it created (`natsConnection` closes its connection).
+ */
+import { randomBytes } from 'node:crypto';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+export const TEST_NATS_URL: string | undefined = process.env.TEST_NATS_URL?.trim() || undefined;
+
+export const NATS_SKIP_REASON =
+  'TEST_NATS_URL is not set: NATS suites skipped (set it, e.g. nats://127.0.0.1:4222, to run them)';
+
+let announced = false;
+
+/** Options for `describe`/`test`: `{ skip: reason }` without TEST_NATS_URL, otherwise `{}`. */
+export function natsSuite(): { skip?: string } {
+  if (TEST_NATS_URL !== undefined) return {};
+  if (!announced) {
+    announced = true;
+    process.stdout.write(`# ${NATS_SKIP_REASON}\n`);
+  }
+  return { skip: NATS_SKIP_REASON };
+}
+
+interface Cleanup {
+  after(fn: () => Promise<void> | void): void;
+}
+
+/** A connection to the test server, closed when the test ends. Throws (the test fails) when unreachable. */
+export async function natsConnection(t: Cleanup, name = 'openspot-test'): Promise<NatsConnection> {
+  if (TEST_NATS_URL === undefined) throw new Error(NATS_SKIP_REASON);
+  const nc = await connect({ servers: TEST_NATS_URL, name, timeout: 5_000 });
+  t.after(async () => {
+    if (!nc.isClosed()) await nc.close();
+  });
+  return nc;
+}
+
+/** A name no other test uses: letters, digits and `_` only, valid as a stream name and a subject token. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(6).toString('hex')}`;
+}

@@ -9,6 +9,7 @@
  * (`uniqueName`) and deletes the streams it created (`natsConnection` closes its connection).
  */
 import { randomBytes } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 export const TEST_NATS_URL: string | undefined = process.env.TEST_NATS_URL?.trim() || undefined;
@@ -45,4 +46,23 @@ export async function natsConnection(t: Cleanup, name = 'openspot-test'): Promis
 /** A name no other test uses: letters, digits and `_` only, valid as a stream name and a subject token. */
 export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Deletes the stream `name` when the test ends, over a connection of its own (the test's own
+ * connections may be closed by then: cleanups run in the order they were registered).
+ */
+export function deleteStreamAfter(t: Cleanup, name: string): void {
+  t.after(async () => {
+    if (TEST_NATS_URL === undefined) return;
+    const nc = await connect({ servers: TEST_NATS_URL, name: 'openspot-test-cleanup', timeout: 5_000 });
+    try {
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.delete(name).catch((error: unknown) => {
+        if (!(error instanceof Error && /not found/i.test(error.message))) throw error;
+      });
+    } finally {
+      await nc.close();
+    }
+  });
 }

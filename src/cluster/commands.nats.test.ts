@@ -200,6 +200,17 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     assert.ok(performance.now() - started < 1_000, `took ${performance.now() - started} ms`);
   });
 
+  test('a closed NATS connection: EngineUnavailableError (not delivered) at once', async (t) => {
+    const nc = await natsConnection(t);
+    const client = new CommandClient(nc, { subject: uniqueName('cmd') });
+    await nc.close();
+    await assert.rejects(client.submit(deposit(1)), (e: unknown) => {
+      assert.ok(e instanceof EngineUnavailableError, String(e));
+      assert.equal(e.outcome, 'not_delivered');
+      return true;
+    });
+  });
+
   test('no answer in time: EngineUnavailableError (outcome unknown), and the command is not sent again', async (t) => {
     const nc = await natsConnection(t);
     const subject = uniqueName('cmd');

@@ -53,9 +53,43 @@ function numberText(n: number): string {
   return Object.is(n, -0) ? '-0' : String(n);
 }
 
+/**
+ * Where a value went wrong, as path segments collected while the recursion unwinds: paths are
+ * built only for the value at fault, never for the (many) values that are fine.
+ */
+class At {
+  readonly segments: string[] = [];
+  constructor(
+    readonly problem: string,
+    readonly kind: 'encode' | 'decode',
+  ) {}
+}
+
+function within<T>(segment: string, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    if (error instanceof At) error.segments.unshift(segment);
+    throw error;
+  }
+}
+
+function pathOf(root: string, at: At): string {
+  return root + at.segments.join('');
+}
+
 /** The JSON-ready form of `value` (see the module comment); throws a TypeError for anything that is not plain data. */
-export function toExactJson(value: unknown, path = '$', depth = 0): unknown {
-  if (depth > MAX_DEPTH) throw new TypeError(`${path}: nested deeper than ${MAX_DEPTH} levels`);
+export function toExactJson(value: unknown, path = '$'): unknown {
+  try {
+    return encodeValue(value, 0);
+  } catch (error) {
+    if (error instanceof At) throw new TypeError(`${pathOf(path, error)}: ${error.problem}`);
+    throw error;
+  }
+}
+
+function encodeValue(value: unknown, depth: number): unknown {
+  if (depth > MAX_DEPTH) throw new At(`nested deeper than ${MAX_DEPTH} levels`, 'encode');
   switch (typeof value) {
     case 'string':
       return `'${value}`;
@@ -69,14 +103,21 @@ export function toExactJson(value: unknown, path = '$', depth = 0): unknown {
       return 'u';
     case 'object': {
       if (value === null) return null;
-      if (Array.isArray(value)) return value.map((v, i) => toExactJson(v, `${path}[${i}]`, depth + 1));
+      if (Array.isArray(value)) {
+        const out = new Array<unknown>(value.length);
+        for (let i = 0; i < value.length; i += 1) {
+          const item: unknown = value[i];
+          out[i] = within(`[${i}]`, () => encodeValue(item, depth + 1));
+        }
+        return out;
+      }
       if (value instanceof Map) {
         const out: unknown[] = ['m'];
         let i = 0;
         for (const [k, v] of value) {
           out.push(
-            toExactJson(k, `${path}<key ${i}>`, depth + 1),
-            toExactJson(v, `${path}<${i}>`, depth + 1),
+            within(`<key ${i}>`, () => encodeValue(k, depth + 1)),
+            within(`<${i}>`, () => encodeValue(v, depth + 1)),
           );
           i += 1;
         }
@@ -84,67 +125,101 @@ export function toExactJson(value: unknown, path = '$', depth = 0): unknown {
       }
       const proto: unknown = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null)
-        throw new TypeError(`${path}: not plain data (${(value as object).constructor?.name ?? 'object'})`);
+        throw new At(`not plain data (${(value as object).constructor?.name ?? 'object'})`, 'encode');
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries(value)) {
-        // defineProperty: a key named __proto__ stays an ordinary key.
-        Object.defineProperty(out, k, {
-          value: toExactJson(v, `${path}.${k}`, depth + 1),
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+      for (const k of Object.keys(value)) {
+        const encoded = within(`.${k}`, () => encodeValue((value as Record<string, unknown>)[k], depth + 1));
+        // A key named __proto__ must stay an ordinary key, not set the prototype.
+        if (k === '__proto__')
+          Object.defineProperty(out, k, {
+            value: encoded,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
+        else out[k] = encoded;
       }
       return out;
     }
     default:
-      throw new TypeError(`${path}: a ${typeof value} is not plain data`);
+      throw new At(`a ${typeof value} is not plain data`, 'encode');
   }
 }
 
 /** Reads what toExactJson wrote (already parsed from JSON text); throws WireFormatError. */
-export function fromExactJson(json: unknown, path = '$', depth = 0): ExactValue {
-  if (depth > MAX_DEPTH) throw new WireFormatError(path, `nested deeper than ${MAX_DEPTH} levels`);
+export function fromExactJson(json: unknown, path = '$'): ExactValue {
+  try {
+    return decodeValue(json, 0);
+  } catch (error) {
+    if (error instanceof At) throw new WireFormatError(pathOf(path, error), error.problem);
+    throw error;
+  }
+}
+
+function decodeValue(json: unknown, depth: number): ExactValue {
+  if (depth > MAX_DEPTH) throw new At(`nested deeper than ${MAX_DEPTH} levels`, 'decode');
   if (json === null || typeof json === 'boolean') return json;
   if (typeof json === 'string') {
     const tag = json.charAt(0);
-    const text = json.slice(1);
-    if (tag === "'") return text;
+    if (tag === "'") return json.slice(1);
     if (tag === '#') {
-      if (!NUMBER_TEXT.test(text)) throw new WireFormatError(path, 'not a number');
+      const text = json.slice(1);
+      if (!NUMBER_TEXT.test(text)) throw new At('not a number', 'decode');
       const n = text === '-0' ? -0 : Number(text);
       // Only the canonical text is accepted, so each number has exactly one encoding.
-      if (numberText(n) !== text) throw new WireFormatError(path, 'not a number in canonical form');
+      if (numberText(n) !== text) throw new At('not a number in canonical form', 'decode');
       return n;
     }
     if (tag === 'n') {
+      const text = json.slice(1);
       if (!BIGINT_TEXT.test(text) || text.length > MAX_BIGINT_DIGITS + 1)
-        throw new WireFormatError(path, 'not a bigint');
+        throw new At('not a bigint', 'decode');
       return BigInt(text);
     }
     if (json === 'u') return undefined;
-    throw new WireFormatError(path, 'a value without a known tag');
+    throw new At('a value without a known tag', 'decode');
   }
   if (Array.isArray(json)) {
     if (json[0] === 'm') {
-      if (json.length % 2 !== 1) throw new WireFormatError(path, 'a map with a key but no value');
+      if (json.length % 2 !== 1) throw new At('a map with a key but no value', 'decode');
       const map = new Map<ExactValue, ExactValue>();
       for (let i = 1; i < json.length; i += 2) {
         const entry = (i - 1) / 2;
-        const key = fromExactJson(json[i], `${path}<key ${entry}>`, depth + 1);
-        if (map.has(key)) throw new WireFormatError(`${path}<key ${entry}>`, 'a repeated map key');
-        map.set(key, fromExactJson(json[i + 1], `${path}<${entry}>`, depth + 1));
+        const key = within(`<key ${entry}>`, () => decodeValue(json[i], depth + 1));
+        if (map.has(key)) {
+          const repeated = new At('a repeated map key', 'decode');
+          repeated.segments.push(`<key ${entry}>`);
+          throw repeated;
+        }
+        map.set(
+          key,
+          within(`<${entry}>`, () => decodeValue(json[i + 1], depth + 1)),
+        );
       }
       return map;
     }
-    return json.map((v, i) => fromExactJson(v, `${path}[${i}]`, depth + 1));
+    const out = new Array<ExactValue>(json.length);
+    for (let i = 0; i < json.length; i += 1) out[i] = within(`[${i}]`, () => decodeValue(json[i], depth + 1));
+    return out;
   }
   if (typeof json === 'object') {
-    return Object.fromEntries(
-      Object.entries(json).map(([k, v]) => [k, fromExactJson(v, `${path}.${k}`, depth + 1)]),
-    );
+    const source = json as Record<string, unknown>;
+    const out: Record<string, ExactValue> = {};
+    for (const k of Object.keys(source)) {
+      const decoded = within(`.${k}`, () => decodeValue(source[k], depth + 1));
+      // A key named __proto__ (JSON.parse makes it an own key) must stay one, not set the prototype.
+      if (k === '__proto__')
+        Object.defineProperty(out, k, {
+          value: decoded,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      else out[k] = decoded;
+    }
+    return out;
   }
-  throw new WireFormatError(path, `unexpected ${typeof json}`);
+  throw new At(`unexpected ${typeof json}`, 'decode');
 }
 
 const encoder = new TextEncoder();

@@ -466,22 +466,38 @@ export interface ConsumeOptions<P> {
   /** Validates a payload's shape (default: any plain data). */
   readonly readPayload?: (value: ExactValue, path: string) => P;
   readonly config?: Partial<BatchStreamConfig>;
+  /**
+   * How long one pull request waits for batches (ms, at least 1000; default 5000). After a
+   * disconnect the client notices a lost pull by two missed heartbeats (half of this each) and
+   * asks again: this bounds how long a reconnected gateway can sit without batches. The client's
+   * default (30 s) left one stalled that long in the outage test.
+   */
+  readonly pullExpiresMs?: number;
 }
+
+/** Opens a consumer whose first message is batch `from` (or the first one after it, or the next one published). */
+type OpenAt = (from: number) => Promise<ConsumerMessages>;
 
 export class BatchSubscription {
   private expected: number;
   /** After an unreadable message whose batch sequence is unknown: the next readable batch is the new start. */
   private rebasing = false;
   private stopping = false;
+  private messages: ConsumerMessages;
+  private stopWatching: () => void = () => undefined;
   /** Settles when the subscription ends: resolves on stop(), rejects if a callback threw. */
   readonly done: Promise<void>;
 
   constructor(
-    private readonly messages: ConsumerMessages,
+    first: ConsumerMessages,
     from: number,
+    private readonly openAt: OpenAt,
+    private readonly nc: NatsConnection,
     private readonly options: ConsumeOptions<unknown>,
   ) {
+    this.messages = first;
     this.expected = from;
+    void this.watchReconnects();
     this.done = this.run();
     // `done` is for whoever wants it; an unobserved failure must not crash the process.
     this.done.catch(() => undefined);
@@ -494,18 +510,52 @@ export class BatchSubscription {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopWatching();
     await this.messages.close();
     await this.done.catch(() => undefined);
   }
 
+  /**
+   * After a reconnect the consumer is opened again at the next expected batch instead of waiting
+   * for the client to notice a lost pull request by missed heartbeats (seconds; it sometimes
+   * stalled for the whole pull expiry). A batch seen twice meanwhile is left out by its sequence.
+   */
+  private async watchReconnects(): Promise<void> {
+    const statuses = this.nc.status()[Symbol.asyncIterator]();
+    this.stopWatching = () => void statuses.return?.();
+    for (;;) {
+      const next = await statuses.next();
+      if (next.done === true || this.stopping) return;
+      if (next.value.type === 'reconnect') void this.messages.close();
+    }
+  }
+
   private async run(): Promise<void> {
     try {
-      for await (const m of this.messages) {
-        if (this.stopping) break;
-        await this.take(m);
+      for (;;) {
+        for await (const m of this.messages) {
+          if (this.stopping) break;
+          await this.take(m);
+        }
+        if (this.stopping) return;
+        this.messages = await this.reopen();
+        // stop() may have come while the consumer was being opened again: it closed the old one.
+        if (this.stopping) await this.messages.close();
       }
     } finally {
       if (!this.stopping) await this.messages.close().catch(() => undefined);
+    }
+  }
+
+  /** Opens the consumer again at the next expected batch, retrying while NATS is not back. */
+  private async reopen(): Promise<ConsumerMessages> {
+    for (;;) {
+      try {
+        return await this.openAt(this.expected);
+      } catch (error) {
+        if (this.stopping || this.nc.isClosed()) throw error;
+        await sleep(250);
+      }
     }
   }
 
@@ -561,12 +611,14 @@ export async function consumeBatches<P = ExactValue>(
   const from = batchSequence(options.from, 'from');
   const jsm = await jetstreamManager(nc);
   await ensureBatchStream(jsm, config);
-  const { found, lastStreamSequence } = await locateBatch(jsm, config, from);
-  const start = found?.streamSequence ?? lastStreamSequence + 1;
-  const consumer = await jetstream(nc).consumers.get(config.stream, {
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: start,
-  });
-  const messages = await consumer.consume();
-  return new BatchSubscription(messages, from, options as ConsumeOptions<unknown>);
+  const openAt: OpenAt = async (batch) => {
+    const { found, lastStreamSequence } = await locateBatch(jsm, config, batch);
+    const consumer = await jetstream(nc).consumers.get(config.stream, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: found?.streamSequence ?? lastStreamSequence + 1,
+    });
+    return consumer.consume({ expires: options.pullExpiresMs ?? 5_000 });
+  };
+  const messages = await openAt(from);
+  return new BatchSubscription(messages, from, openAt, nc, options as ConsumeOptions<unknown>);
 }

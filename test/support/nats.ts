@@ -9,6 +9,7 @@
  * (`uniqueName`) and deletes the streams it created (`natsConnection` closes its connection).
  */
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
@@ -34,9 +35,20 @@ interface Cleanup {
 }
 
 /** A connection to the test server, closed when the test ends. Throws (the test fails) when unreachable. */
-export async function natsConnection(t: Cleanup, name = 'openspot-test'): Promise<NatsConnection> {
-  if (TEST_NATS_URL === undefined) throw new Error(NATS_SKIP_REASON);
-  const nc = await connect({ servers: TEST_NATS_URL, name, timeout: 5_000 });
+export async function natsConnection(
+  t: Cleanup,
+  name = 'openspot-test',
+  servers: string | undefined = TEST_NATS_URL,
+): Promise<NatsConnection> {
+  if (servers === undefined) throw new Error(NATS_SKIP_REASON);
+  // Reconnects quickly and for ever: tests that cut a relay wait for the way back.
+  const nc = await connect({
+    servers,
+    name,
+    timeout: 5_000,
+    reconnectTimeWait: 100,
+    maxReconnectAttempts: -1,
+  });
   t.after(async () => {
     if (!nc.isClosed()) await nc.close();
   });
@@ -65,4 +77,51 @@ export function deleteStreamAfter(t: Cleanup, name: string): void {
       await nc.close();
     }
   });
+}
+
+/**
+ * A TCP relay in front of the test server: `cut()` drops every connection through it and refuses
+ * new ones (what a client sees when NATS restarts or the network fails), `restore()` accepts
+ * again on the same port. Lets a test take NATS away from one client without restarting the
+ * shared server. Closed when the test ends.
+ */
+export async function natsRelay(
+  t: Cleanup,
+): Promise<{ url: string; cut(): Promise<void>; restore(): Promise<void> }> {
+  if (TEST_NATS_URL === undefined) throw new Error(NATS_SKIP_REASON);
+  const target = new URL(TEST_NATS_URL.replace(/^nats:/, 'http:'));
+  const sockets = new Set<Socket>();
+  const relay = (client: Socket) => {
+    const upstream = createConnection({ host: target.hostname, port: Number(target.port || 4222) });
+    sockets.add(client).add(upstream);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on('error', drop).on('close', drop).pipe(upstream);
+    upstream.on('error', drop).on('close', drop).pipe(client);
+  };
+  let server = createServer(relay);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  t.after(async () => {
+    for (const s of sockets) s.destroy();
+    if (server.listening) await close();
+  });
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async cut() {
+      const closed = close();
+      for (const s of sockets) s.destroy();
+      sockets.clear();
+      await closed;
+    },
+    async restore() {
+      server = createServer(relay);
+      await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    },
+  };
 }

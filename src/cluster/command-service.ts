@@ -86,8 +86,10 @@ export class CommandService {
       this.options.onDropped?.('no_reply_subject');
       return;
     }
-    const deadline = Number(msg.headers?.get(DEADLINE_HEADER) ?? Number.NaN);
-    if (Number.isFinite(deadline) && this.now() > deadline + this.lateToleranceMs) {
+    // A request without a readable deadline (another client) is taken as it comes.
+    const deadlineText = msg.headers?.get(DEADLINE_HEADER) ?? '';
+    const deadline = /^\d{1,15}$/.test(deadlineText) ? Number(deadlineText) : undefined;
+    if (deadline !== undefined && this.now() > deadline + this.lateToleranceMs) {
       this.options.onDropped?.('expired');
       return;
     }

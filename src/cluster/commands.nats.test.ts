@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { headers } from '@nats-io/transport-node';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
 import { openExchange } from '../app/exchange.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../app/ports.js';
@@ -15,7 +16,7 @@ import type { Command, CommandResult } from '../engine/types.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { StoreUnavailableError } from '../store/store.js';
-import { decodeCommandReply, WireFormatError } from './codec.js';
+import { decodeCommandReply, encodeCommandRequest, WireFormatError } from './codec.js';
 import {
   CommandClient,
   type CommandSubmitter,
@@ -269,6 +270,17 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     (await engine.called()).settle({ ok: true, events: [] });
     assert.deepEqual(await answer, { ok: true, events: [] });
     assert.equal(engine.calls.length, 1);
+    // A well-formed request from a client that sets other headers but no deadline is served.
+    const h = headers();
+    h.set('Other', 'x');
+    const [reply] = await Promise.all([
+      nc.request(subject, encodeCommandRequest({ op: 'submit', command: deposit(4) }), {
+        timeout: 2_000,
+        headers: h,
+      }),
+      engine.called().then((call) => call.settle({ ok: true, events: [] })),
+    ]);
+    assert.deepEqual(decodeCommandReply(reply.data), { kind: 'result', result: { ok: true, events: [] } });
   });
 
   test('a reply this gateway cannot read is a RemoteCommandError, not a crash', async (t) => {

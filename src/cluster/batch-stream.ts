@@ -26,6 +26,7 @@ import {
   DeliverPolicy,
   DiscardPolicy,
   JetStreamApiError,
+  type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
   jetstream,
@@ -235,6 +236,7 @@ export interface PublishOutcome {
 export class BatchPublisher {
   private lastBatch: number | undefined;
   private lastStreamSequence: number;
+  private readonly js: JetStreamClient;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -245,6 +247,7 @@ export class BatchPublisher {
   ) {
     this.lastBatch = end.last?.batch;
     this.lastStreamSequence = end.lastStreamSequence;
+    this.js = jetstream(nc);
   }
 
   /** Ensures the stream and reads where it ends. */
@@ -288,7 +291,7 @@ export class BatchPublisher {
       const h = headers();
       h.set(BATCH_SEQUENCE_HEADER, String(sequence));
       try {
-        const ack = await jetstream(this.nc).publish(this.config.subject, bytes, {
+        const ack = await this.js.publish(this.config.subject, bytes, {
           msgID: String(sequence),
           expect: { lastSequence: this.lastStreamSequence },
           headers: h,

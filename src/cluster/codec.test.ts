@@ -1,0 +1,415 @@
+/**
+ * The cluster wire format: every command, result and batch comes back from its bytes exactly as it
+ * went (amounts and bigints included, no JSON number on the wire), and a malformed message is
+ * refused with a WireFormatError naming the bad field — never another exception, never a half-read value.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import fc from 'fast-check';
+import type { SubmitResult } from '../app/exchange.js';
+import type { IdempotencyRequest, OnceResult, PlaceOrder } from '../app/ports.js';
+import type {
+  Amount,
+  AssetCode,
+  FeeRate,
+  MarketId,
+  Micros,
+  OrderId,
+  Price,
+  TradeId,
+  UserId,
+  Volume,
+} from '../domain/types.js';
+import type { Command, EngineEvent, OrderState, Rejection, Trade } from '../engine/types.js';
+import type { LedgerEntry } from '../store/store.js';
+import {
+  type CommandReply,
+  type CommandRequest,
+  decodeBatch,
+  decodeCommandReply,
+  decodeCommandRequest,
+  encodeBatch,
+  encodeCommandReply,
+  encodeCommandRequest,
+  REJECT_CODES,
+  readCommand,
+  WIRE_VERSION,
+  WireFormatError,
+} from './codec.js';
+import { type ExactValue, fromExactJson, jsonBytes, toExactJson } from './exact-json.js';
+
+// ------------------------------------------------------------------------------------------------
+// Arbitraries: the whole range the types allow, not only what the engine would produce.
+
+const safe = fc.maxSafeInteger().map((n) => (Object.is(n, -0) ? 0 : n));
+const q = <T extends number>() => safe.map((n) => n as T);
+const text = fc.string({ unit: 'binary', maxLength: 12 });
+const side = fc.constantFrom('buy' as const, 'sell' as const);
+const orderType = fc.constantFrom('limit' as const, 'market' as const);
+const assetType = fc.constantFrom('crypto' as const, 'fiat' as const);
+
+const commandArb: fc.Arbitrary<Command> = fc.oneof(
+  fc.record({
+    kind: fc.constant('createAsset' as const),
+    code: text,
+    name: text,
+    type: assetType,
+    decimals: safe,
+  }),
+  fc.record({
+    kind: fc.constant('createMarket' as const),
+    base: text.map((s) => s as AssetCode),
+    quote: text.map((s) => s as AssetCode),
+    pairDecimals: safe,
+    lotDecimals: safe,
+    ordermin: q<Volume>(),
+    makerFee: q<FeeRate>(),
+    takerFee: q<FeeRate>(),
+  }),
+  fc.record({
+    kind: fc.constantFrom('deposit' as const, 'withdraw' as const),
+    userId: q<UserId>(),
+    asset: text.map((s) => s as AssetCode),
+    amount: q<Amount>(),
+  }),
+  fc.record({
+    kind: fc.constant('placeOrder' as const),
+    userId: q<UserId>(),
+    marketId: q<MarketId>(),
+    side,
+    type: orderType,
+    price: q<Price>(),
+    volume: q<Volume>(),
+  }),
+  fc.record({ kind: fc.constant('cancelOrder' as const), userId: q<UserId>(), orderId: q<OrderId>() }),
+);
+
+const orderArb: fc.Arbitrary<OrderState> = fc.record({
+  id: q<OrderId>(),
+  userId: q<UserId>(),
+  marketId: q<MarketId>(),
+  side,
+  type: orderType,
+  price: q<Price>(),
+  volume: q<Volume>(),
+  executed: q<Volume>(),
+  status: fc.constantFrom('open' as const, 'closed' as const, 'canceled' as const),
+  reason: fc.option(text, { nil: null }),
+  openTime: q<Micros>(),
+  closeTime: fc.option(q<Micros>(), { nil: null }),
+  cost: q<Amount>(),
+  fee: q<Amount>(),
+  feeExcess: safe,
+  reserved: q<Amount>(),
+});
+
+const tradeArb: fc.Arbitrary<Trade> = fc.record({
+  id: q<TradeId>(),
+  marketId: q<MarketId>(),
+  price: q<Price>(),
+  volume: q<Volume>(),
+  cost: q<Amount>(),
+  takerOrderId: q<OrderId>(),
+  makerOrderId: q<OrderId>(),
+  takerUserId: q<UserId>(),
+  makerUserId: q<UserId>(),
+  takerSide: side,
+  takerType: orderType,
+  takerFee: q<Amount>(),
+  makerFee: q<Amount>(),
+  time: q<Micros>(),
+});
+
+const eventArb: fc.Arbitrary<EngineEvent> = fc.oneof(
+  fc.record({
+    type: fc.constant('assetCreated' as const),
+    asset: fc.record({ code: text.map((s) => s as AssetCode), name: text, type: assetType, decimals: safe }),
+  }),
+  fc.record({
+    type: fc.constant('marketCreated' as const),
+    market: fc.record({
+      id: q<MarketId>(),
+      base: text.map((s) => s as AssetCode),
+      quote: text.map((s) => s as AssetCode),
+      pairDecimals: safe,
+      lotDecimals: safe,
+      ordermin: q<Volume>(),
+      makerFee: q<FeeRate>(),
+      takerFee: q<FeeRate>(),
+    }),
+  }),
+  fc.record({
+    type: fc.constantFrom('deposited' as const, 'withdrawn' as const),
+    userId: q<UserId>(),
+    asset: text.map((s) => s as AssetCode),
+    amount: q<Amount>(),
+    time: q<Micros>(),
+  }),
+  fc.record({ type: fc.constantFrom('orderAccepted' as const, 'orderDone' as const), order: orderArb }),
+  fc.record({ type: fc.constant('trade' as const), trade: tradeArb }),
+);
+
+const rejectionArb: fc.Arbitrary<Rejection> = fc.record(
+  { code: fc.constantFrom(...REJECT_CODES), message: text, field: fc.option(text, { nil: undefined }) },
+  { requiredKeys: ['code', 'message'] },
+);
+
+const ledgerEntryArb: fc.Arbitrary<LedgerEntry> = fc.record({
+  userId: q<UserId>(),
+  asset: text.map((s) => s as AssetCode),
+  kind: fc.constantFrom('deposit' as const, 'withdrawal' as const),
+  amount: q<Amount>(),
+  reference: fc.option(text, { nil: null }),
+  time: q<Micros>(),
+});
+
+/** What Exchange.submit answers: a CommandResult, with a deposit's ledger entry and duplicate flag. */
+const resultArb: fc.Arbitrary<SubmitResult> = fc.oneof(
+  fc.record(
+    {
+      ok: fc.constant(true as const),
+      events: fc.array(eventArb, { maxLength: 6 }),
+      duplicate: fc.option(fc.boolean(), { nil: undefined }),
+      recorded: fc.option(ledgerEntryArb, { nil: undefined }),
+    },
+    { requiredKeys: ['ok', 'events'] },
+  ),
+  fc.record({ ok: fc.constant(false as const), error: rejectionArb }),
+);
+
+const idempotencyArb: fc.Arbitrary<IdempotencyRequest> = fc.record({ key: text, fingerprint: text });
+
+const requestArb: fc.Arbitrary<CommandRequest> = fc.oneof(
+  fc.record(
+    {
+      op: fc.constant('submit' as const),
+      command: commandArb,
+      ledger: fc.option(fc.record({ reference: fc.option(text, { nil: undefined }) }, { requiredKeys: [] }), {
+        nil: undefined,
+      }),
+    },
+    { requiredKeys: ['op', 'command'] },
+  ),
+  fc.record({
+    op: fc.constant('submitOnce' as const),
+    command: fc
+      .record({
+        kind: fc.constant('placeOrder' as const),
+        userId: q<UserId>(),
+        marketId: q<MarketId>(),
+        side,
+        type: orderType,
+        price: q<Price>(),
+        volume: q<Volume>(),
+      })
+      .map((c): PlaceOrder => c),
+    idempotency: idempotencyArb,
+  }),
+);
+
+const onceArb: fc.Arbitrary<OnceResult> = fc.oneof(
+  fc.record({ kind: fc.constant('executed' as const), result: resultArb }),
+  fc.record({ kind: fc.constant('replayed' as const), orderId: q<OrderId>() }),
+  fc.constant({ kind: 'mismatch' as const }),
+);
+
+const replyArb: fc.Arbitrary<CommandReply> = fc.oneof(
+  fc.record({ kind: fc.constant('result' as const), result: resultArb }),
+  fc.record({ kind: fc.constant('once' as const), once: onceArb }),
+  fc.record({
+    kind: fc.constant('error' as const),
+    code: fc.constantFrom('unavailable' as const, 'failed' as const, 'bad_request' as const),
+    message: text,
+  }),
+);
+
+const exactArb: fc.Arbitrary<ExactValue> = fc.letrec<{ value: ExactValue }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constantFrom(
+      null,
+      true,
+      false,
+      undefined,
+      -0,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      0.1,
+      1e300,
+      5e-324,
+    ),
+    text,
+    fc.double(),
+    fc.bigInt({ min: -(10n ** 60n), max: 10n ** 60n }),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc
+      .array(fc.tuple(fc.oneof(text, safe, fc.bigInt()), tie('value')), { maxLength: 4 })
+      .map((entries) => new Map<ExactValue, ExactValue>(entries)),
+    fc.dictionary(fc.oneof(text, fc.constant('__proto__')), tie('value'), { maxKeys: 4 }),
+  ),
+})).value;
+
+/** Every JSON number in the parsed frame, apart from the version. */
+function jsonNumbers(json: unknown, path = '$'): string[] {
+  if (typeof json === 'number') return path === '$.v' ? [] : [path];
+  if (Array.isArray(json)) return json.flatMap((v, i) => jsonNumbers(v, `${path}[${i}]`));
+  if (typeof json === 'object' && json !== null)
+    return Object.entries(json).flatMap(([k, v]) => jsonNumbers(v, `${path}.${k}`));
+  return [];
+}
+
+/**
+ * The same value with ordinary prototypes: fast-check builds records without one, a decoder
+ * builds ordinary objects (structuredClone keeps everything else: Maps, bigints, -0, NaN, undefined).
+ */
+const plain = <T>(value: T): T => structuredClone(value);
+
+const parse = (bytes: Uint8Array): unknown => JSON.parse(new TextDecoder().decode(bytes));
+
+// ------------------------------------------------------------------------------------------------
+
+test('every command request comes back exactly as it went, with no JSON number on the wire', () => {
+  fc.assert(
+    fc.property(requestArb, (request) => {
+      const bytes = encodeCommandRequest(request);
+      assert.deepEqual(jsonNumbers(parse(bytes)), []);
+      assert.deepStrictEqual(decodeCommandRequest(bytes), plain(request));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('every reply (result, idempotent result, error) comes back exactly as it went', () => {
+  fc.assert(
+    fc.property(replyArb, (reply) => {
+      const bytes = encodeCommandReply(reply);
+      assert.deepEqual(jsonNumbers(parse(bytes)), []);
+      assert.deepStrictEqual(decodeCommandReply(bytes), plain(reply));
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('a batch envelope carries any plain data exactly: bigints, -0, NaN, Maps, undefined, __proto__ keys', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), exactArb, (sequence, payload) => {
+      const bytes = encodeBatch({ sequence, payload });
+      assert.deepEqual(jsonNumbers(parse(bytes)), []);
+      assert.deepStrictEqual(decodeBatch(bytes), { sequence, payload: plain(payload) });
+    }),
+    { numRuns: 500 },
+  );
+  const tricky = JSON.parse('{"__proto__": {"polluted": 1}}') as ExactValue;
+  const back = decodeBatch(encodeBatch({ sequence: 1, payload: tricky })).payload as object;
+  assert.ok(Object.hasOwn(back, '__proto__'), '__proto__ stays an own key');
+  assert.equal(Object.getPrototypeOf(back), Object.prototype);
+});
+
+test('a money amount at the edge of the exact range survives, one past it is refused by name', () => {
+  const big = { kind: 'deposit', userId: 1, asset: 'BTC', amount: Number.MAX_SAFE_INTEGER } as Command;
+  assert.deepStrictEqual(readCommand(fromExactJson(toExactJson(big))), big);
+  const bytes = encodeCommandRequest({ op: 'submit', command: big });
+  const tampered = new TextEncoder().encode(
+    new TextDecoder().decode(bytes).replace('#9007199254740991', '#9007199254740992'),
+  );
+  assert.throws(
+    () => decodeCommandRequest(tampered),
+    (e: unknown) =>
+      e instanceof WireFormatError && e.path === '$.b.command.amount' && /safe range/.test(e.message),
+  );
+});
+
+test('malformed messages are refused with a WireFormatError that says what is wrong', () => {
+  const good = parse(
+    encodeCommandRequest({
+      op: 'submit',
+      command: { kind: 'cancelOrder', userId: 3 as UserId, orderId: 4 as OrderId },
+    }),
+  ) as {
+    v: number;
+    t: string;
+    b: Record<string, unknown>;
+  };
+  const cases: Array<[unknown, RegExp]> = [
+    [{ ...good, v: 2 }, /version 2, this side speaks 1/],
+    [{ ...good, t: 'batch' }, /"batch" message where a command was expected/],
+    [{ ...good, extra: 1 }, /unexpected fields/],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'cancelOrder", userId: 3, orderId: '#4' } } },
+      /\$\.b\.command\.userId: unexpected number/,
+    ],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'cancelOrder", userId: '#3' } } },
+      /\$\.b\.command\.orderId: missing/,
+    ],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'cancelOrder", userId: '#3', orderId: '#4', x: 'u' } } },
+      /\$\.b\.command\.x: unknown field/,
+    ],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'nuke", userId: '#3' } } },
+      /\$\.b\.command\.kind: expected one of/,
+    ],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'cancelOrder", userId: '#3.5', orderId: '#4' } } },
+      /safe range/,
+    ],
+    [
+      { ...good, b: { ...good.b, command: { kind: "'cancelOrder", userId: '#03', orderId: '#4' } } },
+      /not a number/,
+    ],
+    [{ ...good, b: { ...good.b, op: "'submitOnce" } }, /idempotency: missing/],
+    ['just a string', /not a message object/],
+  ];
+  for (const [json, message] of cases) {
+    assert.throws(
+      () => decodeCommandRequest(jsonBytes(json)),
+      (e: unknown) => e instanceof WireFormatError && message.test(e.message),
+      `${JSON.stringify(json)} → ${message}`,
+    );
+  }
+  assert.throws(() => decodeCommandRequest(new Uint8Array([0xff, 0xfe])), /not UTF-8 text/);
+  assert.throws(() => decodeCommandRequest(new TextEncoder().encode('{"v":1,')), /not JSON/);
+  const deep = `{"v":1,"t":"batch","b":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+  assert.throws(() => decodeBatch(new TextEncoder().encode(deep)), WireFormatError);
+  assert.throws(
+    () => decodeBatch(jsonBytes({ v: WIRE_VERSION, t: 'batch', b: { sequence: '#0', payload: null } })),
+    /batch sequence number/,
+  );
+});
+
+test('random bytes and damaged frames either decode to a valid value or throw a WireFormatError, nothing else', () => {
+  const decoders = [decodeCommandRequest, decodeCommandReply, decodeBatch];
+  const tryAll = (bytes: Uint8Array) => {
+    for (const decode of decoders) {
+      try {
+        decode(bytes);
+      } catch (error) {
+        if (!(error instanceof WireFormatError)) throw error;
+      }
+    }
+  };
+  fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), tryAll), { numRuns: 300 });
+  fc.assert(
+    fc.property(requestArb, fc.nat(), fc.integer({ min: 0, max: 255 }), (request, at, byte) => {
+      const bytes = encodeCommandRequest(request);
+      const damaged = Uint8Array.from(bytes);
+      damaged[at % damaged.length] = byte;
+      tryAll(damaged);
+      tryAll(bytes.subarray(0, at % bytes.length));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('encoding refuses what is not plain data instead of sending something else', () => {
+  assert.throws(
+    () => encodeBatch({ sequence: 1, payload: new Date(0) as unknown as ExactValue }),
+    /not plain data \(Date\)/,
+  );
+  assert.throws(
+    () => encodeBatch({ sequence: 1, payload: { f: () => 1 } as unknown as ExactValue }),
+    /\$\.payload\.f: a function/,
+  );
+  assert.throws(() => encodeBatch({ sequence: 0, payload: null }), /batch sequence number/);
+});

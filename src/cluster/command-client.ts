@@ -1,0 +1,170 @@
+/**
+ * The gateway's side of the command path: `submit` and `submitOnce` with the contract of
+ * Exchange.submit / Exchange.submitOnce (src/app/ports.ts), carried to the engine by NATS
+ * request/reply. The engine answers only after the command's batch is committed, so a resolved
+ * promise means what it means in one process: durably committed.
+ *
+ * Failures:
+ * - the engine cannot be reached (no engine subscribed, NATS connection down or closed, no answer
+ *   within the timeout): EngineUnavailableError — a StoreUnavailableError, so the HTTP layer
+ *   answers 503 with Retry-After as it does for a store outage. Its `outcome` says whether the
+ *   command may have been applied: `not_delivered` (certainly not) or `unknown` (it was sent, the
+ *   answer was lost). The transport never sends a command twice: a caller resolves an unknown
+ *   outcome itself (an Idempotency-Key retry through submitOnce, or a read of the order).
+ * - the engine's store could not commit: StoreUnavailableError, as in one process (503).
+ * - a fault on the engine side or a reply this side cannot read: RemoteCommandError (500).
+ *
+ * Every request carries a deadline (the gateway's clock + the timeout): the engine drops a request
+ * that reaches it after the deadline (plus a tolerance for clock skew), so a command answered here
+ * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late.
+ */
+import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
+import type { SubmitResult } from '../app/exchange.js';
+import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../app/ports.js';
+import type { Command } from '../engine/types.js';
+import { StoreUnavailableError } from '../store/store.js';
+import {
+  type CommandReply,
+  type CommandRequest,
+  decodeCommandReply,
+  encodeCommandRequest,
+  type RemoteErrorCode,
+} from './codec.js';
+
+/** Where commands go unless configured otherwise. */
+export const DEFAULT_COMMAND_SUBJECT = 'openspot.engine.commands';
+/** How long a gateway waits for the engine's answer (a commit is milliseconds; a failover is seconds). */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
+/** The header holding a request's deadline, in milliseconds since the Unix epoch (decimal text). */
+export const DEADLINE_HEADER = 'OpenSpot-Deadline';
+
+/** What a gateway needs of the engine: the write half of the Exchange port. */
+export interface CommandSubmitter {
+  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
+  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult>;
+}
+
+export type DeliveryOutcome = 'not_delivered' | 'unknown';
+
+/** The engine could not be reached or did not answer in time. Maps to 503 (it is a StoreUnavailableError). */
+export class EngineUnavailableError extends StoreUnavailableError {
+  constructor(
+    /** `not_delivered`: the command certainly changed nothing; `unknown`: it may have been applied. */
+    readonly outcome: DeliveryOutcome,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    // The base class types its name as a literal; the logs should still say which error this is.
+    Object.defineProperty(this, 'name', { value: 'EngineUnavailableError' });
+  }
+}
+
+/** The engine answered with a fault (or with something this side cannot read). Maps to 500. */
+export class RemoteCommandError extends Error {
+  override readonly name = 'RemoteCommandError';
+  constructor(
+    readonly code: RemoteErrorCode | 'bad_reply',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+export interface CommandClientOptions {
+  readonly subject?: string;
+  readonly timeoutMs?: number;
+  /** The clock for deadlines (tests). */
+  readonly now?: () => number;
+}
+
+export class CommandClient implements CommandSubmitter {
+  readonly subject: string;
+  readonly timeoutMs: number;
+  private readonly now: () => number;
+  /** False from a disconnect until the reconnect: a request then fails at once instead of queueing. */
+  private connected = true;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    options: CommandClientOptions = {},
+  ) {
+    this.subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    this.now = options.now ?? Date.now;
+    if (!Number.isInteger(this.timeoutMs) || this.timeoutMs <= 0)
+      throw new RangeError(`invalid command timeout: ${this.timeoutMs}`);
+    void this.watchStatus();
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === 'disconnect') this.connected = false;
+      else if (status.type === 'reconnect') this.connected = true;
+    }
+  }
+
+  async submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
+    const reply = await this.request(
+      ledger === undefined ? { op: 'submit', command } : { op: 'submit', command, ledger },
+    );
+    if (reply.kind === 'result') return reply.result;
+    throw new RemoteCommandError('bad_reply', `the engine answered a submit with a ${reply.kind} reply`);
+  }
+
+  async submitOnce(command: PlaceOrder, idempotency: IdempotencyRequest): Promise<OnceResult> {
+    const reply = await this.request({ op: 'submitOnce', command, idempotency });
+    if (reply.kind === 'once') return reply.once;
+    throw new RemoteCommandError('bad_reply', `the engine answered a submitOnce with a ${reply.kind} reply`);
+  }
+
+  private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
+    // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
+    const body = encodeCommandRequest(request);
+    if (this.nc.isClosed() || this.nc.isDraining() || !this.connected)
+      throw new EngineUnavailableError('not_delivered', 'The engine cannot be reached (no NATS connection).');
+    const h = headers();
+    h.set(DEADLINE_HEADER, String(this.now() + this.timeoutMs));
+    let data: Uint8Array;
+    try {
+      data = (await this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h })).data;
+    } catch (error) {
+      throw unavailable(error);
+    }
+    let reply: CommandReply;
+    try {
+      reply = decodeCommandReply(data);
+    } catch (error) {
+      throw new RemoteCommandError('bad_reply', 'the engine sent a reply this gateway cannot read', {
+        cause: error,
+      });
+    }
+    if (reply.kind !== 'error') return reply;
+    if (reply.code === 'unavailable') throw new StoreUnavailableError(reply.message);
+    throw new RemoteCommandError(reply.code, reply.message);
+  }
+}
+
+function unavailable(error: unknown): Error {
+  if (error instanceof errors.RequestError && error.isNoResponders())
+    return new EngineUnavailableError('not_delivered', 'No engine is serving commands; retry later.', {
+      cause: error,
+    });
+  if (error instanceof errors.TimeoutError)
+    return new EngineUnavailableError(
+      'unknown',
+      'The engine did not answer in time; the command may have been applied.',
+      {
+        cause: error,
+      },
+    );
+  // Anything else (the connection closed or failed mid-request): the message may have left, so its fate is unknown.
+  return new EngineUnavailableError(
+    'unknown',
+    'The request to the engine failed; the command may have been applied.',
+    {
+      cause: error,
+    },
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * The transport while NATS is out of reach, then back: a relay in front of the shared test server
+ * is cut and restored (test/support/nats.ts), so one side loses NATS as it would in a NATS restart
+ * or a network failure, without restarting the server other tests use.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  deleteStreamAfter,
+  natsConnection,
+  natsRelay,
+  natsSuite,
+  uniqueName,
+} from '../../test/support/nats.js';
+import type { Amount, AssetCode, UserId } from '../domain/types.js';
+import {
+  type BatchGap,
+  BatchPublisher,
+  BatchPublishQueue,
+  type BatchStreamConfig,
+  consumeBatches,
+  DEFAULT_BATCH_STREAM,
+} from './batch-stream.js';
+import { CommandClient, EngineUnavailableError } from './command-client.js';
+import { CommandService } from './command-service.js';
+
+interface Cleanup {
+  after(fn: () => Promise<void> | void): void;
+}
+
+/** Resolves at the connection's next status event of that type (listening starts now). */
+function nextStatus(nc: NatsConnection, type: 'disconnect' | 'reconnect'): Promise<void> {
+  return (async () => {
+    for await (const s of nc.status()) if (s.type === type) return;
+  })();
+}
+
+function testStream(t: Cleanup): BatchStreamConfig {
+  const name = uniqueName('TEST_OUTAGE');
+  deleteStreamAfter(t, name);
+  return { ...DEFAULT_BATCH_STREAM, stream: name, subject: `test.${name}`, storage: 'memory' };
+}
+
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+const deposit = (amount: number) =>
+  ({ kind: 'deposit', userId: 1 as UserId, asset: 'EUR' as AssetCode, amount: amount as Amount }) as const;
+
+describe('the transport through a NATS outage', natsSuite(), () => {
+  test('a gateway cut off from NATS answers EngineUnavailableError (not delivered) at once, and works again once reconnected', async (t) => {
+    const relay = await natsRelay(t);
+    const gateway = await natsConnection(t, 'gateway', relay.url);
+    const engine = await natsConnection(t, 'engine');
+    const subject = uniqueName('cmd');
+    let applied = 0;
+    const service = await CommandService.start(
+      engine,
+      {
+        submit: async () => {
+          applied += 1;
+          return { ok: true, events: [] };
+        },
+        submitOnce: async () => ({ kind: 'mismatch' }),
+      },
+      { subject },
+    );
+    t.after(() => service.stop());
+    const client = new CommandClient(gateway, { subject, timeoutMs: 2_000 });
+    assert.deepEqual(await client.submit(deposit(1)), { ok: true, events: [] });
+
+    const disconnected = nextStatus(gateway, 'disconnect');
+    await relay.cut();
+    await disconnected;
+    await sleep(0);
+    const started = performance.now();
+    await assert.rejects(client.submit(deposit(2)), (e: unknown) => {
+      assert.ok(e instanceof EngineUnavailableError, String(e));
+      assert.equal(e.outcome, 'not_delivered');
+      return true;
+    });
+    assert.ok(performance.now() - started < 500, 'refused at once, not after the timeout');
+
+    const reconnected = nextStatus(gateway, 'reconnect');
+    await relay.restore();
+    await reconnected;
+    await sleep(0);
+    assert.deepEqual(await client.submit(deposit(3)), { ok: true, events: [] });
+    assert.equal(applied, 2, 'the refused command was never applied, not even after the reconnect');
+  });
+
+  test('batches committed while the engine has no NATS are published in order once it is back: no gap, no duplicate', async (t) => {
+    const relay = await natsRelay(t);
+    const engine = await natsConnection(t, 'engine', relay.url);
+    const gateway = await natsConnection(t, 'gateway');
+    const config = testStream(t);
+    const publisher = await BatchPublisher.open(engine, config, { timeoutMs: 300 });
+    let retries = 0;
+    const queue = new BatchPublishQueue(publisher, { retryDelayMs: 50, onRetry: () => (retries += 1) });
+    t.after(() => queue.close());
+    const delivered: number[] = [];
+    const gaps: BatchGap[] = [];
+    const sub = await consumeBatches(gateway, {
+      from: 1,
+      config,
+      onBatch: (b) => void delivered.push(b.sequence),
+      onGap: (g) => void gaps.push(g),
+    });
+    t.after(() => sub.stop());
+
+    for (let n = 1; n <= 3; n += 1) queue.enqueue(n, { n });
+    await queue.flushed();
+    const disconnected = nextStatus(engine, 'disconnect');
+    await relay.cut();
+    await disconnected;
+    for (let n = 4; n <= 8; n += 1) queue.enqueue(n, { n });
+    await until(() => retries > 0, 5_000, 'a failed publish');
+    assert.ok(queue.backlog > 0, 'batches wait while NATS is away');
+    await relay.restore();
+    await queue.flushed();
+    assert.equal(queue.backlog, 0);
+    await until(() => delivered.length === 8, 5_000, 'all 8 batches at the gateway');
+    assert.deepEqual(delivered, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert.deepEqual(gaps, []);
+    const info = await (await jetstreamManager(gateway)).streams.info(config.stream);
+    assert.equal(info.state.messages, 8, 'each batch stored once, retries included');
+  });
+
+  test('a gateway cut off from NATS resumes its batches where it stopped once reconnected', async (t) => {
+    const relay = await natsRelay(t);
+    const gateway = await natsConnection(t, 'gateway', relay.url);
+    const engine = await natsConnection(t, 'engine');
+    const config = testStream(t);
+    const publisher = await BatchPublisher.open(engine, config);
+    const delivered: number[] = [];
+    const gaps: BatchGap[] = [];
+    const sub = await consumeBatches(gateway, {
+      from: 1,
+      config,
+      onBatch: (b) => void delivered.push(b.sequence),
+      onGap: (g) => void gaps.push(g),
+    });
+    t.after(() => sub.stop());
+    for (let n = 1; n <= 3; n += 1) await publisher.publish(n, n);
+    await until(() => delivered.length === 3, 5_000, 'the first batches');
+    const disconnected = nextStatus(gateway, 'disconnect');
+    await relay.cut();
+    await disconnected;
+    for (let n = 4; n <= 6; n += 1) await publisher.publish(n, n);
+    await relay.restore();
+    // Promptly: the subscription reopens its consumer on the reconnect instead of waiting for heartbeats.
+    await until(() => delivered.length === 6, 3_000, 'the batches published during the outage');
+    assert.deepEqual(delivered, [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(gaps, []);
+  });
+});

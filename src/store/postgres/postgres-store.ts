@@ -61,7 +61,7 @@ import {
   type UserRecord,
   type UserTrade,
 } from '../store.js';
-import { COMMIT_SQL, commitParams } from './commit-sql.js';
+import { commitStatement } from './commit-sql.js';
 import { databaseName, EXACT_TYPES, guarded, parseDatabaseUrl, toStoreError } from './connection.js';
 import {
   acquireWriterLock,
@@ -227,7 +227,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async commit(batch: CommitBatch): Promise<void> {
-    const params = commitParams(batch);
+    const statement = commitStatement(batch);
     let writer: pg.Client;
     try {
       writer = await this.#writerConnection();
@@ -237,11 +237,11 @@ export class PostgresStore implements AsyncStore {
       throw toStoreError(error);
     }
     try {
-      // Named: parsed and planned once per connection, then only bound and executed.
+      // Named: parsed and planned once per connection and batch shape, then only bound and executed.
       await writer.query({
-        name: 'openspot_commit',
-        text: COMMIT_SQL,
-        values: params,
+        name: statement.name,
+        text: statement.text,
+        values: statement.values,
         // Per commit, not per connection: a migration at open may rightly take longer.
         query_timeout: this.#options.commitTimeoutMs,
       } as pg.QueryConfig);
@@ -443,6 +443,10 @@ export class PostgresStore implements AsyncStore {
         record.nonceRequired === true,
       ],
     );
+  }
+
+  cachedApiKey(key: string): ApiKeyRecord | undefined {
+    return this.#apiKeys.get(key);
   }
 
   async getApiKey(key: string): Promise<ApiKeyRecord | undefined> {

@@ -29,21 +29,28 @@ const mode = process.argv[2];
 
 /**
  * Closes the server and exits on SIGINT/SIGTERM, so `node --cpu-prof` gets to write its profile
- * (and the data directory is removed). A close that hangs does not keep the process alive.
+ * (and the data directory is removed). A close that hangs does not keep the process alive, but
+ * `abandon` (the bench database's drop) still runs first: a loaded machine can take longer than
+ * the wait, and a database left behind would stay on a server others share.
  */
-function exitOnSignal(close: () => Promise<unknown>): void {
+function exitOnSignal(close: () => Promise<unknown>, abandon: () => Promise<unknown> = async () => {}): void {
   let closing = false;
   const stop = () => {
     if (closing) return;
     closing = true;
-    setTimeout(() => process.exit(1), 5000).unref();
+    setTimeout(() => {
+      setTimeout(() => process.exit(1), 5000).unref();
+      abandon().finally(() => process.exit(1));
+    }, 10_000).unref();
     close().then(
       () => process.exit(0),
       () => process.exit(1),
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  // on, not once: a second signal (a parent and its process group both signalled) must not end the
+  // process in the middle of its clean-up.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 if (mode === 'bare') {
@@ -77,14 +84,17 @@ if (mode === 'bare') {
         ? { DATABASE_URL: database.url }
         : {};
   const t = await startTestServer(env, dir);
-  exitOnSignal(async () => {
-    try {
-      await t.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-      await database?.drop();
-    }
-  });
+  exitOnSignal(
+    async () => {
+      try {
+        await t.close();
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+        await database?.drop();
+      }
+    },
+    async () => database?.drop(),
+  );
   const traders = [];
   for (let i = 0; i < 8; i++) traders.push(await t.trader({ EUR: '100000000', BTC: '10000' }));
   // A book with depth on both sides so /orderbook and /tickers have something to serialize.

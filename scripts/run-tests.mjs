@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs every *.test.ts under src/, test/ and examples/ with Node's own test runner (tsx compiles on the fly).
 // Node 20's runner does not expand globs itself, so the files are collected here.
-// `--server-suites`: only the files that start a real server through test/support/server-fixture.ts
-// (with TEST_STORE=postgres, `npm run test:postgres` runs them on PostgreSQL).
+// `--server-suites`: only the files that start a real server through test/support/server-fixture.ts,
+// or say `@server-suite` (with TEST_STORE=postgres, `npm run test:postgres` runs them on PostgreSQL).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,7 +28,10 @@ for (const root of roots) {
 }
 files.sort();
 if (serverSuites) {
-  const starts = (path) => readFileSync(path, 'utf8').includes('support/server-fixture');
+  const starts = (path) => {
+    const text = readFileSync(path, 'utf8');
+    return text.includes('support/server-fixture') || text.includes('@server-suite');
+  };
   files.splice(0, files.length, ...files.filter(starts));
 }
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {

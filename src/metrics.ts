@@ -117,6 +117,11 @@ export class Metrics {
 
   private wsConnections: Gauge | undefined;
   private wsSubscriptions: Gauge | undefined;
+  private readonly rateLimitFallbacks = new Counter({
+    name: 'openspot_rate_limit_local_fallback_total',
+    help: 'Per-key rate limit checks decided by this process alone because the shared store (Redis) could not answer',
+    registers: [this.registry],
+  });
   private readonly chaosFaults = new Counter({
     name: 'openspot_chaos_faults_total',
     help: 'Faults injected for rehearsal (docs/chaos.md), by fault',
@@ -125,6 +130,10 @@ export class Metrics {
   });
 
   /** One injected fault (src/chaos). */
+  rateLimitFallback(): void {
+    this.rateLimitFallbacks.inc();
+  }
+
   chaosFault(fault: string): void {
     this.chaosFaults.inc({ fault });
   }

@@ -30,6 +30,7 @@ import {
 } from './simulator/index.js';
 import { type PreparedReplay, prepareReplay } from './simulator/replay.js';
 import { openConfiguredStore } from './store/open-store.js';
+import { unavailableReason } from './store/store.js';
 import { ChannelGrants } from './ws/channel-grants.js';
 import { mountRealtime } from './ws/mount.js';
 
@@ -127,15 +128,46 @@ export async function startServer(
     clock: exchange.clock,
     config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
   });
-  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate().
-  await app.register(httpRateLimit, config.rateLimit);
+  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate(),
+  // in Redis when REDIS_URL is set (shared by every process serving the API), else in this process.
+  // The Redis client is loaded only then (~0.1 s of start-up otherwise spent for nothing).
+  const keyLimiter =
+    config.redisUrl !== undefined && config.rateLimit.keyPerSecond > 0
+      ? new (await import('./http/shared-rate-limit.js')).SharedTokenBuckets({
+          url: config.redisUrl,
+          ratePerSecond: config.rateLimit.keyPerSecond,
+          burst: config.rateLimit.keyBurst,
+          onFallback: () => metrics.rateLimitFallback(),
+          onStateChange: (up, error) => {
+            if (up) logger.info('rate limit store (Redis) answers again: per-key limits are shared again');
+            else
+              logger.warn(
+                { reason: error?.message },
+                'rate limit store (Redis) is not answering: per-key limits are enforced by each process alone until it is back',
+              );
+          },
+        })
+      : undefined;
+  if (keyLimiter !== undefined) {
+    app.addHook('onClose', () => keyLimiter.close());
+    // Starts shared when Redis answers within 2 s; otherwise starts anyway, limiting locally (logged).
+    await keyLimiter.ready();
+  }
+  await app.register(httpRateLimit, {
+    ...config.rateLimit,
+    ...(keyLimiter === undefined ? {} : { keyLimiter }),
+  });
   metrics.mount(app, admin.token);
   const readiness = () =>
     shuttingDown ? 'shutting down' : exchange.isWritable() ? 'ready' : ('store unavailable' as const);
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
     const status = readiness();
-    return reply.code(status === 'ready' ? 200 : 503).send({ status });
+    if (status === 'ready') return reply.code(200).send({ status });
+    // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
+    const reason =
+      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
+    return reply.code(503).send({ status, store: STORE_NAMES[kind], reason });
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
@@ -208,13 +240,17 @@ export async function startServer(
   // Right after provisioning, in the same turn: the simulator's first order needs several round
   // trips over HTTP (markets, tickers, open orders), so none can be committed before this runs.
   let initialCheckpoint = false;
-  try {
-    initialCheckpoint = await keepInitialState(exchange);
-    if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
-  } catch (error) {
-    // Only `reset` needs it: the venue runs without, and a reset then says there is none.
-    logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
-  }
+  const { capabilities } = store;
+  // Said once, plainly, rather than a failed save at every start (docs/interface-decisions.md 79a).
+  if (!capabilities.checkpoints) logger.info(capabilities.why);
+  else
+    try {
+      initialCheckpoint = await keepInitialState(exchange);
+      if (initialCheckpoint) logger.info('saved the freshly seeded state as checkpoint "initial" (reset)');
+    } catch (error) {
+      // Only `reset` needs it: the venue runs without, and a reset then says there is none.
+      logger.warn({ err: error }, 'could not save the freshly seeded state; reset will be refused');
+    }
   return {
     app,
     exchange,
@@ -242,6 +278,8 @@ function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | unde
     return market === undefined ? undefined : { pair, ...market };
   });
 }
+const STORE_NAMES = { sqlite: 'sqlite', postgres: 'postgresql' } as const;
+
 const PROBE_SCHEMAS = {
   healthz: {
     tags: ['health'],
@@ -255,8 +293,13 @@ const PROBE_SCHEMAS = {
       200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
       503: {
         type: 'object',
-        description: 'Not ready: a load balancer should send traffic elsewhere',
-        properties: { status: { type: 'string', enum: ['store unavailable', 'shutting down'] } },
+        description:
+          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine holds the writer lock`, `disk full` (docs/operations.md, "What /readyz reports")',
+        properties: {
+          status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
+          store: { type: 'string', enum: ['sqlite', 'postgresql'] },
+          reason: { type: 'string' },
+        },
       },
     },
   },

@@ -164,7 +164,7 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
           {
             ...RESTORED,
             409: adminError(
-              `no_initial_state: this data directory has no ${INITIAL_CHECKPOINT} checkpoint (its history predates checkpoints); or checkpoint_incompatible`,
+              `no_initial_state: this data directory has no ${INITIAL_CHECKPOINT} checkpoint (its history predates checkpoints), or the store keeps no checkpoints (PostgreSQL, for now); or checkpoint_incompatible`,
             ),
           },
           { writes: true },
@@ -173,6 +173,9 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
       `${NO_BODY} Restores the checkpoint ${INITIAL_CHECKPOINT}, as a restore does.`,
     ),
     async () => {
+      const { capabilities } = exchange.store;
+      // Not "its history predates checkpoints": this store keeps none at all (yet).
+      if (!capabilities.checkpoints) throw fail(409, 'no_initial_state', `${capitalized(capabilities.why)}.`);
       if (!(await exchange.listCheckpoints()).some((c) => c.name === INITIAL_CHECKPOINT))
         throw fail(
           409,
@@ -183,3 +186,5 @@ export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, f
     },
   );
 }
+
+const capitalized = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1);

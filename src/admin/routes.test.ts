@@ -57,3 +57,40 @@ test('valid UTF-8 JSON (with or without a byte order mark) is still read; malfor
   assert.equal(poisoned.statusCode, 400);
   assert.equal((await exchange.store.listUsers()).length, 1);
 });
+
+test('operator text with a control character (NUL, a newline) is refused with 422 and changes nothing', async () => {
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+  const users = (await exchange.store.listUsers()).length;
+  const email = await post('/admin/v1/users', json({ email: 'a\u0000b@example.org' }));
+  assert.equal(email.statusCode, 422);
+  assert.equal((email.json() as { error: { field: string } }).error.field, 'email');
+  assert.equal((await exchange.store.listUsers()).length, users);
+
+  for (const name of ['Nul\u0000coin', 'Two\nlines', 'Del\u007f']) {
+    const asset = await post('/admin/v1/assets', json({ code: 'CTRL', name, type: 'crypto', decimals: 8 }));
+    assert.equal(asset.statusCode, 422, name);
+    assert.deepEqual(asset.json(), {
+      error: {
+        code: 'invalid_input',
+        message: 'The name must not contain control characters.',
+        field: 'name',
+      },
+    });
+  }
+  assert.equal(exchange.catalogue.asset('CTRL'), undefined);
+
+  const created = await post(
+    '/admin/v1/assets',
+    json({ code: 'CTRL', name: 'Control', type: 'crypto', decimals: 8 }),
+  );
+  assert.equal(created.statusCode, 201);
+  const user = (await post('/admin/v1/users', json({})).then((r) => r.json())) as { id: number };
+  const deposit = await post(
+    `/admin/v1/users/${user.id}/deposits`,
+    json({ asset: 'CTRL', amount: '1', reference: 'tx\u00001' }),
+  );
+  assert.equal(deposit.statusCode, 422);
+  assert.equal((deposit.json() as { error: { field: string } }).error.field, 'reference');
+  const balances = await exchange.readCommitted(() => exchange.balances(user.id as never));
+  assert.ok(balances.every((b) => b.available === 0 && b.reserved === 0));
+});

@@ -14,7 +14,16 @@ import type { Rejection } from '../engine/types.js';
 import { type ApiKeyScope, StoreUnavailableError } from '../store/store.js';
 import { bearerMatches } from './admin-token.js';
 import { checkpointRoutes } from './checkpoint-routes.js';
-import { asObject, assetCommand, decimalField, InputError, marketCommand, stringField } from './inputs.js';
+import {
+  asObject,
+  assetCommand,
+  decimalField,
+  hasControlCharacter,
+  InputError,
+  marketCommand,
+  stringField,
+  textField,
+} from './inputs.js';
 import {
   AdminErrorSchema,
   type AdminHealth,
@@ -241,7 +250,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     async (request, reply) => {
       const body = asObject(request.body ?? {});
       const email = stringField(body, 'email', true);
-      if (email !== undefined && !/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email))
+      if (email !== undefined && (!/^[^\s@]{1,64}@[^\s@]{1,255}$/.test(email) || hasControlCharacter(email)))
         throw new InputError('email', 'The email must be a valid email address.');
       if (email !== undefined && (await store.listUsers()).some((u) => u.email === email)) {
         throw new AdminError(409, 'user_exists', 'A user with this email already exists.', 'email');
@@ -360,10 +369,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
       const asset = exchange.catalogue.asset(code);
       if (asset === undefined) throw new InputError('asset', 'The selected asset is invalid.');
       const amount = decimalField(body, 'amount', asset.decimals) as Amount;
-      const reference = stringField(body, 'reference', true);
-      if (reference !== undefined && (reference.length === 0 || reference.length > 128)) {
-        throw new InputError('reference', 'The reference must be 1 to 128 characters.');
-      }
+      const reference = textField(body, 'reference', 128, true);
       const result = await submit({ kind, userId, asset: asset.code as AssetCode, amount }, reference);
       const { recorded } = result;
       if (recorded !== undefined && (recorded.asset !== asset.code || recorded.amount !== amount)) {

@@ -2,8 +2,9 @@
  * The exchange: the engine wrapped in a sequencer that commits before it answers.
  *
  * request -> submit (queued) -> [next turn of the event loop] apply the whole queue to the engine
- * -> drain changes -> append the batch to the commit log (one group commit, awaited) -> resolve
- * every waiting request -> [once their replies are written] notify listeners (WebSocket fan-out).
+ * -> drain changes -> append the batch to the commit log (one group commit, awaited) -> hand it to
+ * the committed feed (`feed`, which keeps the readers' MarketView, `view`) -> resolve every waiting
+ * request -> [once their replies are written] release it to the fan-out (WebSocket).
  * The commit is asynchronous (a database across the network), so a batch is a *step*: from the
  * moment the engine applies it until its commit settled (and, after a failure, the engine is back
  * at the committed state), no other batch is applied, and the commands that arrive meanwhile wait
@@ -36,7 +37,7 @@ import type {
   Sequences,
   Trade,
 } from '../engine/types.js';
-import type { Candle, INTERVALS } from '../market-data/candle.js';
+import { type Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
 import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../store/ports.js';
 import {
@@ -47,6 +48,8 @@ import {
   StoreUnavailableError,
 } from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
+import { feedBatch, InProcessFeed } from './committed-feed.js';
+import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
   Catalogue,
@@ -120,6 +123,12 @@ export interface OpenExchange extends Exchange {
   listCheckpoints(): Promise<CheckpointInfo[]>;
   /** False when there was no such checkpoint. */
   deleteCheckpoint(name: string): Promise<boolean>;
+  /**
+   * While commands are refused (isWritable false): the store's last failure (the failed commit,
+   * then each failed probe), for /readyz to say why (store.ts, unavailableReason). Undefined
+   * while writable.
+   */
+  unavailableCause(): unknown;
   /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
   readonly commitLog: CommitLog;
   /** The whole store (the composition root, tools and tests); adapters use `history` and `credentials`. */
@@ -162,6 +171,14 @@ class SequencedExchange implements OpenExchange {
   private candles = new CandleAggregator([]);
   private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
+  /** The newest trades per market: what a MarketView snapshot taken here starts with. */
+  private recentTrades = new RecentTrades();
+  /** Every committed batch, numbered: what the readers' MarketView (and later, gateways) follow. */
+  readonly feed: InProcessFeed;
+  /** The read model HTTP and WebSocket readers read; kept from `feed` only (set by `start`). */
+  view!: MarketView;
+  /** A restore replaced the state and the feed has not said so yet (the rebuild failed). */
+  private resetDue = false;
   private readonly bookSequences = new Map<MarketId, number>();
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
   /** Listeners called at commit, before any reply (see onCommitted). */
@@ -191,6 +208,8 @@ class SequencedExchange implements OpenExchange {
   private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
+  /** The latest store failure while not writable (see unavailableCause). */
+  private lastFailure: unknown;
   /**
    * True when a failed commit could not be followed by a rebuild: the engine (or the candle
    * aggregator) may hold uncommitted effects, so nothing may be applied or committed on top of it.
@@ -219,11 +238,17 @@ class SequencedExchange implements OpenExchange {
     this.engine = engine;
     this.references = references;
     this.catalogue = new EngineCatalogue(engine);
+    this.feed = new InProcessFeed(this.logger);
+    // First of each set: the feed (and the view it keeps) moves before any other listener runs.
+    this.immediateListeners.add((batch) => this.feed.publish(feedBatch(batch)));
+    this.listeners.add((batch) => this.feed.release(batch.sequence));
   }
 
   /** Loads the read models, then finds out whether the store takes writes. */
   async start(): Promise<void> {
     await this.loadReadModels();
+    this.view = MarketView.fromSnapshot(this.marketSnapshot());
+    followFeed(this.view, this.feed, this.logger);
     // Whether the store takes writes is only known by writing: one that cannot (a full disk) is
     // reported unwritable from the start (/readyz 503) and probed until it can.
     if (!(await this.tryWrite())) {
@@ -238,6 +263,7 @@ class SequencedExchange implements OpenExchange {
     // Built afresh: after a checkpoint restore, markets may have no trade, or another history.
     const stats = new TradeStatsBook();
     const lastPrices = new Map<MarketId, Price>();
+    const recentTrades = new RecentTrades();
     const latest: Candle[] = [];
     for (const market of this.engine.marketList()) {
       const newest = await this.ports.latestCandles(market.id);
@@ -245,15 +271,56 @@ class SequencedExchange implements OpenExchange {
       const sinceSeconds = Math.floor((now - MICROS_PER_DAY) / 1_000_000) - 60;
       stats.record(await this.ports.listCandles(market.id, 1, sinceSeconds, 1441));
       stats.record(newest);
-      const [last] = await this.ports.listPublicTrades({ marketId: market.id, limit: 1 });
+      const trades = await this.ports.listPublicTrades({ marketId: market.id, limit: RECENT_TRADES });
+      const last = trades[0];
       if (last !== undefined) lastPrices.set(market.id, last.price);
+      recentTrades.add(market.id, trades.reverse());
     }
     // Swapped in at once, once everything is read: a failed read leaves the old models whole.
     this.stats = stats;
     this.lastPrices.clear();
     for (const [id, price] of lastPrices) this.lastPrices.set(id, price);
     this.candles = new CandleAggregator(latest);
+    this.recentTrades = recentTrades;
     this.catalogue.committed(this.engine);
+  }
+
+  /**
+   * The market state as committed, for a MarketView to start from, at the feed's current
+   * sequence. Read from the engine and the read models directly: callers take it between steps
+   * (start) or inside the step that changed the state (a restore).
+   */
+  private marketSnapshot(): MarketSnapshot {
+    const engine = this.engine;
+    const markets = engine.marketList();
+    const candles: Candle[] = [];
+    for (const market of markets)
+      for (const interval of INTERVALS) {
+        const candle = this.candles.current(market.id, interval);
+        if (candle !== undefined) candles.push(candle);
+      }
+    return {
+      sequence: this.feed.head(),
+      assets: [...engine.assetList()],
+      markets,
+      books: markets.map((market) => ({
+        marketId: market.id,
+        sequence: this.bookSequences.get(market.id) ?? 0,
+        bids: engine.levels(market.id, 'buy', 0),
+        asks: engine.levels(market.id, 'sell', 0),
+      })),
+      lastPrices: [...this.lastPrices].map(([marketId, price]) => ({ marketId, price })),
+      candles,
+      statsCandles: this.stats.candles(),
+      recentTrades: this.recentTrades.snapshot(),
+      balances: engine.snapshot().balances.filter((b) => b.available !== 0 || b.reserved !== 0),
+    };
+  }
+
+  /** Tells the feed (and so every view) that the state was replaced: a reset entry with the new state. */
+  private publishReset(): void {
+    this.resetDue = false;
+    this.feed.publish({ kind: 'reset', sequence: this.feed.nextSequence(), snapshot: this.marketSnapshot() });
   }
 
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
@@ -359,12 +426,15 @@ class SequencedExchange implements OpenExchange {
     const { results, events, changes, trades, touched, ledger } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
-    for (const [marketId, list] of trades) this.lastPrices.set(marketId, list[list.length - 1]!.price);
+    for (const [marketId, list] of trades) {
+      this.lastPrices.set(marketId, list[list.length - 1]!.price);
+      this.recentTrades.add(marketId, list);
+    }
     this.stats.record(touched);
     this.catalogue.committed(this.engine);
     const committed =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
-        ? this.committedBatch(events, changes.levels, touched, trades)
+        ? this.committedBatch(events, changes, touched, trades)
         : undefined;
     // The engine equals the committed state again: readers may read it from here on.
     this.endStep();
@@ -594,6 +664,7 @@ class SequencedExchange implements OpenExchange {
 
   private async recoverFromFailedCommit(error: unknown): Promise<void> {
     this.writable = false;
+    this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
     await this.rebuild();
@@ -611,6 +682,7 @@ class SequencedExchange implements OpenExchange {
       this.stale = false;
       return true;
     } catch (reloadError) {
+      this.lastFailure = reloadError;
       this.logger?.error(
         { err: reloadError },
         'could not reload the committed state; commands stay refused until it can be reloaded',
@@ -650,9 +722,11 @@ class SequencedExchange implements OpenExchange {
 
   private async probeStep(): Promise<void> {
     if (this.stale && !(await this.rebuild())) return;
+    if (this.resetDue) this.publishReset();
     if (!(await this.tryWrite())) return; // still unavailable; the failure was logged when it began
     if (this.closed) return;
     this.writable = true;
+    this.lastFailure = undefined;
     this.stopProbing();
     this.logger?.info('the store accepts writes again; commands are accepted');
   }
@@ -662,14 +736,15 @@ class SequencedExchange implements OpenExchange {
     try {
       await this.ports.commit(emptyBatch(this.engine.sequences()));
       return true;
-    } catch {
+    } catch (error) {
+      this.lastFailure = error;
       return false;
     }
   }
 
   private committedBatch(
     events: readonly EngineEvent[],
-    levels: ReturnType<Engine['drainChanges']>['levels'],
+    { levels, balances }: ChangeSet,
     candles: Candle[],
     trades: ReadonlyMap<MarketId, readonly Trade[]>,
   ): CommittedBatch {
@@ -693,7 +768,7 @@ class SequencedExchange implements OpenExchange {
       });
     }
     for (const [marketId, book] of books) this.bookSequences.set(marketId, book.sequence);
-    return { events, books, candles, trades };
+    return { sequence: this.feed.nextSequence(), events, books, candles, trades, balances };
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
@@ -741,6 +816,10 @@ class SequencedExchange implements OpenExchange {
 
   isWritable(): boolean {
     return this.writable;
+  }
+
+  unavailableCause(): unknown {
+    return this.writable ? undefined : this.lastFailure;
   }
 
   onRestored(listener: () => void): () => void {
@@ -797,6 +876,10 @@ class SequencedExchange implements OpenExchange {
       }
       for (const market of this.engine.marketList())
         this.bookSequences.set(market.id, (this.bookSequences.get(market.id) ?? 0) + 1);
+      // The feed says so before anyone is told of the restore (or, if the rebuild failed, once
+      // the probe's rebuild succeeds): the view then shows the restored state.
+      this.resetDue = true;
+      if (!this.stale) this.publishReset();
       this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
       for (const listener of this.restoredListeners) {
         try {

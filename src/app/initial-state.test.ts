@@ -66,3 +66,23 @@ test('the freshly seeded state is kept once, before any order, and never replace
   assert.ok((await exchange.store.listCheckpoints())[0]!.bytes >= first);
   await exchange.close();
 });
+
+test('a store that keeps no checkpoints (PostgreSQL) is not asked to save one', async () => {
+  const exchange = await seeded();
+  let saves = 0;
+  const withoutCheckpoints = {
+    ...exchange,
+    commitLog: exchange.commitLog,
+    store: { ...exchange.store, capabilities: { checkpoints: false, why: 'not here' } as const },
+    saveCheckpoint: async (name: string) => {
+      saves++;
+      return exchange.saveCheckpoint(name);
+    },
+    listCheckpoints: () => exchange.listCheckpoints(),
+  };
+  assert.equal(await keepInitialState(withoutCheckpoints), false);
+  assert.equal(await keepInitialState(withoutCheckpoints, { replace: true }), false);
+  assert.equal(saves, 0);
+  assert.deepEqual(await names(exchange), []);
+  await exchange.close();
+});

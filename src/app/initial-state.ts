@@ -12,12 +12,14 @@ export const INITIAL_CHECKPOINT = 'initial';
 /**
  * Saves `initial` when the store is fresh (no order was ever placed) and has none yet; with
  * `replace`, saves it again (the test venue, after funding its accounts on a fresh store).
- * True when it saved.
+ * True when it saved; false, without trying, on a store that keeps no checkpoints (PostgreSQL:
+ * the caller says so from `store.capabilities`).
  */
 export async function keepInitialState(
-  exchange: OpenExchange,
+  exchange: Pick<OpenExchange, 'store' | 'saveCheckpoint' | 'listCheckpoints' | 'commitLog'>,
   options: { readonly replace?: boolean } = {},
 ): Promise<boolean> {
+  if (!exchange.store.capabilities.checkpoints) return false;
   if (options.replace === true) {
     await exchange.saveCheckpoint(INITIAL_CHECKPOINT);
     return true;

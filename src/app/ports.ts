@@ -1,8 +1,9 @@
 /**
  * What the adapters (HTTP API, WebSocket server, admin API, simulator) may ask of the exchange.
  * Writes go through `submit`, which resolves only after the command's effects are committed.
- * Reads see committed state only: engine state through `readCommitted` (it waits for the commit
- * in flight), everything else from committed read models (catalogue, last prices, statistics).
+ * Reads see committed state only: market state from the MarketView (`view`), which the committed
+ * feed (`feed`) keeps; engine state through `readCommitted` (it waits for the commit in flight);
+ * the rest from committed read models (catalogue) and the store (history, credentials).
  */
 import type {
   AssetSpec,
@@ -26,6 +27,8 @@ import type {
 import type { Candle } from '../market-data/candle.js';
 import type { CredentialStore, HistoryQueries } from '../store/ports.js';
 import type { LedgerKind } from '../store/store.js';
+import type { CommittedFeed } from './committed-feed.js';
+import type { MarketView } from './market-view.js';
 
 export interface Catalogue {
   assets(): readonly AssetSpec[];
@@ -72,6 +75,8 @@ export interface LevelChange {
 
 /** What one committed batch changed, handed to listeners after the commit, in engine order. */
 export interface CommittedBatch {
+  /** Its number in the committed feed (see CommittedFeed): +1 per batch that had events. */
+  readonly sequence: number;
   readonly events: readonly EngineEvent[];
   /**
    * Per market, every level whose total changed, in the order of their first changes, each with
@@ -85,6 +90,8 @@ export interface CommittedBatch {
   readonly candles: readonly Candle[];
   /** The batch's trades per market, in engine order (the same trades as in `events`). */
   readonly trades: ReadonlyMap<MarketId, readonly Trade[]>;
+  /** Every balance the batch changed, as it is after the batch. */
+  readonly balances: readonly BalanceState[];
 }
 
 /** Trade statistics over a window (today since 00:00 UTC, or the last 24 hours). */
@@ -111,6 +118,13 @@ export interface BookView {
 
 export interface Exchange {
   readonly catalogue: Catalogue;
+  /** Every committed batch, numbered, as plain data: what the read models are kept from. */
+  readonly feed: CommittedFeed;
+  /**
+   * The market read model (books, tickers, candles, recent trades, balances, catalogue), kept
+   * from `feed` alone: what HTTP market data, the wallet and the WebSocket server read.
+   */
+  readonly view: MarketView;
   /** Paged history (orders, trades, candles, ledger), committed rows only. */
   readonly history: HistoryQueries;
   /** Users, API keys, nonces. */

@@ -43,6 +43,14 @@ export class TradeStatsBook {
     }
   }
 
+  /** Every candle held (for a snapshot: `record` on a new book gives the same figures). */
+  candles(): Candle[] {
+    const out: Candle[] = [];
+    for (const perMarket of this.minutes.values()) out.push(...perMarket.values());
+    out.push(...this.daily.values());
+    return out;
+  }
+
   today(marketId: MarketId, now: Micros): TradeStats {
     const candle = this.daily.get(marketId);
     const midnight = Math.floor(now / MICROS_PER_SECOND / 86_400) * 86_400;

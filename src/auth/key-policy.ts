@@ -250,9 +250,10 @@ export interface KeyPolicyInput {
   /**
    * Called once the address is allowed, before a nonce is spent: the per-key rate limit (which
    * throws its 429). A request refused there therefore does not use up its nonce, and a caller
-   * outside the allow-list cannot use up the key's rate budget.
+   * outside the allow-list cannot use up the key's rate budget. A promise when the limit is
+   * shared by several gateways (it asks Redis): the nonce waits for it.
    */
-  readonly rateLimit?: () => void;
+  readonly rateLimit?: () => void | Promise<void>;
 }
 
 export type KeyPolicyResult =
@@ -271,13 +272,19 @@ const OK: KeyPolicyResult = { ok: true };
  *    route would refuse it too), 422 Invalid Nonce when it has no valid nonce or one not greater
  *    than the last accepted; otherwise the nonce is accepted (durably) and the request goes on.
  * A GET or HEAD passes step 3 without a nonce; any other body-less request is 422 Invalid Nonce.
- * May throw what `rateLimit` throws; a promise only for a nonce (it rejects with
+ * May throw what `rateLimit` throws; a promise only for a nonce or a shared rate limit (it rejects with
  * StoreUnavailableError when the nonce cannot be recorded, RangeError for a non-canonical one).
  */
 export function checkKeyPolicy(input: KeyPolicyInput): KeyPolicyResult | Promise<KeyPolicyResult> {
   const { record } = input;
   if (!ipAllowed(record.ipAllowlist, input.ip)) return { ok: false, status: 403, error: ACCESS_DENIED };
-  input.rateLimit?.();
+  const limited = input.rateLimit?.();
+  return limited instanceof Promise ? limited.then(() => checkNonce(input)) : checkNonce(input);
+}
+
+/** Step 3 of checkKeyPolicy. */
+function checkNonce(input: KeyPolicyInput): KeyPolicyResult | Promise<KeyPolicyResult> {
+  const { record } = input;
   if (!record.nonceRequired) return OK;
   const nonce = nonceOfBody(input.method, input.rawBody, input.contentType);
   switch (nonce.kind) {

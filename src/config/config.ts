@@ -49,6 +49,11 @@ export interface Config {
    * SQLite in DATA_DIR. Undefined: SQLite, as by default.
    */
   readonly databaseUrl: string | undefined;
+  /**
+   * REDIS_URL (redis://…): the per-key rate limit is kept in that Redis, shared by every process
+   * serving the API (src/http/shared-rate-limit.ts). Undefined: each process limits on its own.
+   */
+  readonly redisUrl: string | undefined;
   readonly catalogueFile: string | undefined;
   readonly bodyLimitBytes: number;
   readonly simulator: {
@@ -127,6 +132,22 @@ function databaseUrl(raw: string | undefined): string | undefined {
   }
 }
 
+/** A redis:// or rediss:// URL with a host; the refusal never repeats the URL (it may hold a password). */
+function redisUrl(raw: string | undefined): string | undefined {
+  const text = raw?.trim();
+  if (text === undefined || text === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('REDIS_URL is not a URL (expected redis://host:6379)');
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new ConfigError(`REDIS_URL must start with redis:// or rediss:// (got ${url.protocol}//)`);
+  if (url.hostname === '') throw new ConfigError('REDIS_URL names no host (expected redis://host:6379)');
+  return text;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const production = env.NODE_ENV === 'production';
   const host = env.HOST?.trim() || '127.0.0.1';
@@ -177,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
       | 'FULL'
       | 'NORMAL',
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    redisUrl: redisUrl(env.REDIS_URL),
     catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     simulator: {

@@ -26,9 +26,9 @@ import {
   type Side,
   type Volume,
 } from '../domain/types.js';
+import { formatVolume } from '../wire/serializers.js';
 import { FieldErrors, rule } from './errors.js';
 import { decimalFormError, isAbsent, parsePositiveDecimal, resolvePair } from './parse.js';
-import { formatVolume } from './serializers.js';
 
 export interface CreateOrderInput {
   readonly side: Side;

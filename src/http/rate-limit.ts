@@ -107,6 +107,14 @@ export class TokenBuckets {
   }
 }
 
+/**
+ * What the per-key limit needs: in-process buckets (TokenBuckets, the default) or buckets shared
+ * by every gateway (SharedTokenBuckets in shared-rate-limit.ts, which answers with a promise).
+ */
+export interface KeyRateLimiter {
+  take(id: string): TakeResult | Promise<TakeResult>;
+}
+
 export interface RateLimitSettings {
   /** Requests per second per client IP; 0 turns the IP limit off. */
   readonly ipPerSecond: number;
@@ -123,10 +131,15 @@ export interface HttpRateLimitOptions extends RateLimitSettings {
   readonly adminPrefix?: string;
   readonly maxEntries?: number;
   readonly now?: () => number;
+  /**
+   * The per-key limiter, when not this process's own buckets (a shared one across gateways).
+   * Used only while the key limit is on (keyPerSecond > 0); its rate and burst are its own.
+   */
+  readonly keyLimiter?: KeyRateLimiter;
 }
 
 /** The per-key limiter of the server that received the request (set by the plugin's hook). */
-const keyLimiters = new WeakMap<FastifyRequest, TokenBuckets>();
+const keyLimiters = new WeakMap<FastifyRequest, KeyRateLimiter>();
 
 function tooManyRequests(request: FastifyRequest, retryAfterSeconds: number): HttpError {
   const { body } = errorForShape(routeErrorShape(request), 429, TOO_MANY_REQUESTS);
@@ -137,12 +150,17 @@ function tooManyRequests(request: FastifyRequest, retryAfterSeconds: number): Ht
  * The per-key limit, for a request whose signature has just been verified: throws a 429
  * HttpError (with Retry-After) when the key is over its limit. A no-op when the plugin is not
  * registered or the key limit is off. Call it only after verification: a caller who merely knows
- * a key (not its secret) must not be able to use up that key's budget.
+ * a key (not its secret) must not be able to use up that key's budget. A promise (rejecting with
+ * the 429) only when the limiter is shared and asks Redis.
  */
-export function enforceKeyRateLimit(request: FastifyRequest, apiKey: string): void {
+export function enforceKeyRateLimit(request: FastifyRequest, apiKey: string): void | Promise<void> {
   const limiter = keyLimiters.get(request);
   if (limiter === undefined) return;
   const verdict = limiter.take(apiKey);
+  if (verdict instanceof Promise)
+    return verdict.then((v) => {
+      if (!v.ok) throw tooManyRequests(request, v.retryAfterSeconds);
+    });
   if (!verdict.ok) throw tooManyRequests(request, verdict.retryAfterSeconds);
 }
 
@@ -171,9 +189,10 @@ export const httpRateLimit: FastifyPluginCallback<HttpRateLimitOptions> = (
     options.ipPerSecond > 0
       ? new TokenBuckets({ ...common, ratePerSecond: options.ipPerSecond, burst: options.ipBurst })
       : undefined;
-  const byKey =
+  const byKey: KeyRateLimiter | undefined =
     options.keyPerSecond > 0
-      ? new TokenBuckets({ ...common, ratePerSecond: options.keyPerSecond, burst: options.keyBurst })
+      ? (options.keyLimiter ??
+        new TokenBuckets({ ...common, ratePerSecond: options.keyPerSecond, burst: options.keyBurst }))
       : undefined;
   const exempt = new Set(options.exemptRoutes ?? ['/healthz', '/readyz']);
   const adminPrefix = options.adminPrefix ?? '/admin/';

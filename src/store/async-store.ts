@@ -18,6 +18,7 @@ function settled<T>(call: () => T): Promise<T> {
 
 export function asyncStore(store: Store): AsyncStore {
   return {
+    capabilities: { checkpoints: true },
     loadSnapshot: () => settled(() => store.loadSnapshot()),
     loadLedgerReferences: () => settled(() => store.loadLedgerReferences()),
     commit: (batch) => settled(() => store.commit(batch)),

@@ -8,6 +8,7 @@ import type { Config } from '../config/config.js';
 import { asyncStore } from './async-store.js';
 import type { AsyncStore } from './ports.js';
 import { PostgresStore } from './postgres/postgres-store.js';
+import { type GatewayStore, PostgresReader } from './postgres/reader.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'>;
@@ -17,16 +18,34 @@ export interface OpenedStore {
   readonly store: AsyncStore;
 }
 
+/** A standby engine's wait for the writer lock (PostgreSQL only; see PostgresStoreOptions). */
+export interface StandbySettings {
+  /** Ends the wait: the open rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+  /** Told who holds the lock when the wait starts: for the log. */
+  readonly onLockWait?: (holder: string) => void;
+}
+
 /**
  * Opens the configured store. PostgreSQL: connects, takes the writer lock (refusing, with the
- * holder's name, when another engine has it) and migrates. An in-memory server never uses
- * PostgreSQL: asking for both is refused rather than silently ignoring one.
+ * holder's name, when another engine has it; waiting for it with `standby`) and migrates. An
+ * in-memory server never uses PostgreSQL: asking for both is refused rather than silently
+ * ignoring one.
  */
-export async function openConfiguredStore(settings: StoreSettings, inMemory = false): Promise<OpenedStore> {
+export async function openConfiguredStore(
+  settings: StoreSettings,
+  inMemory = false,
+  standby?: StandbySettings,
+): Promise<OpenedStore> {
   if (settings.databaseUrl !== undefined) {
     if (inMemory) throw new Error('an in-memory server cannot use DATABASE_URL: unset one of them');
-    return { kind: 'postgres', store: await PostgresStore.open({ url: settings.databaseUrl }) };
+    const wait = standby === undefined ? {} : { waitForLock: true, ...standby };
+    return { kind: 'postgres', store: await PostgresStore.open({ url: settings.databaseUrl, ...wait }) };
   }
+  if (standby !== undefined)
+    throw new Error(
+      'a standby engine needs DATABASE_URL: it waits for the writer lock of a PostgreSQL database (an SQLite store belongs to one process)',
+    );
   const sqlite = SqliteStore.open({
     path: inMemory ? ':memory:' : join(settings.dataDir, 'openspot.db'),
     synchronous: settings.sqliteSynchronous,
@@ -34,4 +53,15 @@ export async function openConfiguredStore(settings: StoreSettings, inMemory = fa
     ...(inMemory ? {} : { checkpointDir: join(settings.dataDir, 'checkpoints') }),
   });
   return { kind: 'sqlite', store: asyncStore(sqlite) };
+}
+
+/**
+ * A gateway's store: the engine's PostgreSQL database, read (and credentials written) without
+ * the writer lock, never migrated (reader.ts). Refused without DATABASE_URL: an SQLite store
+ * belongs to the one process that opened it.
+ */
+export async function openGatewayStore(settings: Pick<Config, 'databaseUrl'>): Promise<GatewayStore> {
+  if (settings.databaseUrl === undefined)
+    throw new Error("a gateway needs DATABASE_URL: it reads the engine's PostgreSQL database");
+  return PostgresReader.open({ url: settings.databaseUrl });
 }

@@ -15,7 +15,7 @@
  * asked with `CheckpointError`; invalid input as documented per method (RangeError for a nonce).
  */
 import type { MarketId, Micros, OrderId, TradeId, UserId } from '../domain/types.js';
-import type { EngineSnapshot, OrderState, Trade } from '../engine/types.js';
+import type { BalanceState, EngineSnapshot, OrderState, Trade } from '../engine/types.js';
 import type { Candle, Interval } from '../market-data/candle.js';
 import type {
   ApiKeyRecord,
@@ -28,6 +28,7 @@ import type {
   OrderFilter,
   Page,
   PublicTradeFilter,
+  StoreCapabilities,
   TradeFilter,
   UserRecord,
   UserTrade,
@@ -86,6 +87,16 @@ export interface HistoryQueries {
   findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string): Promise<LedgerEntry | undefined>;
 }
 
+/**
+ * Committed balances, read from the store rather than from an engine in the same process: what a
+ * gateway (which runs no engine) answers wallet reads with. Only stores whose balances are rows
+ * of their own implement it (PostgreSQL).
+ */
+export interface BalanceQueries {
+  /** The user's balance of every asset it has one in, by asset code. */
+  balancesOf(userId: UserId): Promise<BalanceState[]>;
+}
+
 /** Users, API keys and nonces. Independent of the sequencer: written directly, not in a batch. */
 export interface CredentialStore {
   createUser(email: string | null, time: Micros): Promise<UserRecord>;
@@ -123,7 +134,12 @@ export interface CheckpointStore {
   deleteCheckpoint(name: string): Promise<boolean>;
 }
 
-/** One adapter: every port, and its end. */
+/** One adapter: every port, what it can do, and its end. */
 export interface AsyncStore extends CommitLog, HistoryQueries, CredentialStore, CheckpointStore {
+  /**
+   * Whether the `CheckpointStore` methods work here. Without checkpoints, saving and restoring
+   * are refused (CheckpointError) and the list is empty; callers ask first instead of trying.
+   */
+  readonly capabilities: StoreCapabilities;
   close(): Promise<void>;
 }

@@ -119,9 +119,35 @@ export interface UserTrade {
   readonly taker: boolean;
 }
 
+/**
+ * I/O trouble: the store cannot take this read or write now (answered 503). `reason` is a short
+ * phrase from a fixed vocabulary that /readyz shows (`database unreachable`, `disk full`, …):
+ * safe to publish, unlike the message, which may name hosts and files.
+ */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
+  readonly reason: string | undefined;
+  constructor(message: string, options?: ErrorOptions & { readonly reason?: string }) {
+    super(message, options);
+    this.reason = options?.reason;
+  }
 }
+
+/** Why the store is unavailable, as /readyz says it: the first reason along `error`'s causes. */
+export function unavailableReason(error: unknown): string {
+  for (let e = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++)
+    if (e instanceof StoreUnavailableError && e.reason !== undefined) return e.reason;
+  return 'the store does not accept writes';
+}
+
+/**
+ * Whether the store keeps checkpoints (save, restore, reset). Adapters that do not refuse them;
+ * the server says so plainly instead of trying (PostgreSQL for now: docs/interface-decisions.md 79a).
+ */
+export type StoreCapabilities =
+  | { readonly checkpoints: true }
+  /** `why`: one sentence for operators (logged at start, answered by a reset). */
+  | { readonly checkpoints: false; readonly why: string };
 
 /**
  * A checkpoint's name: a letter or digit, then letters, digits, '.', '_' or '-', at most 64 in

@@ -1,18 +1,22 @@
 /**
  * The exchange side of the channels: what each channel name means (a ChannelProvider for the
- * protocol layer) and the messages published after every committed batch.
+ * protocol layer) and the messages published for every committed batch.
  *
- * Nothing is published before it is committed: messages are built only in the `onCommitted`
- * listener, which the exchange calls in the next turn of the event loop, after the batch's
- * replies are written, between two steps of the sequencer and always before the next batch is
- * applied (docs/architecture.md, interface decision W13), so the engine reads made there (book,
- * stats) see exactly the state after the batch. The private execution messages also need orders
- * and trades from the store (asynchronous): they are prepared after the listener returns, in
- * batch order. Snapshots read from the store are checked against the commit mark (see
- * src/ws/subscriptions.ts). Work is skipped for channels nobody is subscribed to.
+ * Market state comes from the MarketView (`exchange.view`), which the committed feed keeps; the
+ * updates come from the committed feed itself (`exchange.feed`, delivered once the batch's
+ * replies are written). Neither reads the live engine, and the public channels read nothing from
+ * the store: the view holds books, tickers, current candles and recent trades. In this process the
+ * view moves at the commit and the fan-out follows before the next batch is applied, so when a
+ * batch is fanned out the view shows exactly the state after it (docs/architecture.md, interface
+ * decision W13). Only the private executions channel reads the store (an order's earlier fills):
+ * its messages are prepared after the batch is handed over, in batch order, and its snapshots are
+ * checked against the commit mark (see src/ws/subscriptions.ts). Work is skipped for channels
+ * nobody is subscribed to.
  */
 import { type Clock, systemClock } from '../app/clock.js';
-import type { CommittedBatch, Exchange } from '../app/ports.js';
+import type { FeedBatch, FeedBookChanges } from '../app/committed-feed.js';
+import type { MarketView } from '../app/market-view.js';
+import type { Exchange } from '../app/ports.js';
 import {
   joinedPair,
   type MarketId,
@@ -22,8 +26,8 @@ import {
   type UserId,
 } from '../domain/types.js';
 import type { OrderState, Trade } from '../engine/types.js';
-import { serializeOrder, serializeUserTrade } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
+import { serializeOrder, serializeUserTrade } from '../wire/serializers.js';
 import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
 import { CHECKSUM_DEPTH } from './crc32.js';
 import { executionSteps } from './executions.js';
@@ -78,16 +82,21 @@ class FeedContext {
     return this.options.exchange;
   }
 
+  get view(): MarketView {
+    return this.options.exchange.view;
+  }
+
   /**
    * Market specs never change once created, so the formatting data is cached per spec: a
    * checkpoint restore replaces the engine (new spec objects, and an id may then name another
    * market), which the identity check notices.
    */
   market(id: MarketId): FeedMarket | undefined {
-    const spec = this.exchange.catalogue.market(id);
+    const catalogue = this.view.catalogue;
+    const spec = catalogue.market(id);
     let cached = this.markets.get(id);
     if (cached === undefined || cached.spec !== spec) {
-      const quote = spec && this.exchange.catalogue.asset(spec.quote);
+      const quote = spec && catalogue.asset(spec.quote);
       if (spec === undefined || quote === undefined) return undefined;
       cached = feedMarket(spec, quote);
       this.markets.set(id, cached);
@@ -97,10 +106,11 @@ class FeedContext {
 
   ticker(m: FeedMarket, type: MessageType): ReturnType<typeof tickerMessage> {
     const id = m.spec.id;
-    const top = this.exchange.book(id, 1);
+    const view = this.view;
+    const top = view.book(id, 1);
     return tickerMessage(m, type, {
-      stats: this.exchange.stats24h(id, this.clock()),
-      last: this.exchange.lastPrice(id),
+      stats: view.stats24h(id, this.clock()),
+      last: view.lastPrice(id),
       bestBid: top.bids[0],
       bestAsk: top.asks[0],
     });
@@ -126,7 +136,7 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
     const parsed = parseChannelName(channel);
     if (parsed === undefined) return undefined;
     if (parsed.kind === 'executions') return { kind: 'executions', userId: parsed.userId };
-    const market = exchange.catalogue.marketByName(parsed.pair);
+    const market = context.view.catalogue.marketByName(parsed.pair);
     // Only the joined spelling names a channel (one name, one set of subscribers).
     if (market === undefined || joinedPair(market) !== parsed.pair) return undefined;
     return parsed.kind === 'ohlc'
@@ -134,17 +144,26 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
       : { kind: parsed.kind, marketId: market.id };
   }
 
-  async function candleSnapshot(m: FeedMarket, resolved: ResolvedChannel): Promise<unknown> {
-    const [candle] = await exchange.history.listCandles(m.spec.id, resolved.interval!, 0, 1);
+  function candleSnapshot(m: FeedMarket, resolved: ResolvedChannel): unknown {
+    const candle = context.view.currentCandle(m.spec.id, resolved.interval!);
     if (candle === undefined) return undefined;
-    return candleMessage(m, 'snapshot', candle, await lastTradeTimeIn(m.spec.id, candle));
+    return candleMessage(m, 'snapshot', candle, lastTradeTimeIn(m.spec.id, candle));
   }
 
   /** The time of the candle's last trade: the market's last trade, when it falls inside the candle. */
-  async function lastTradeTimeIn(marketId: MarketId, candle: Candle): Promise<Micros> {
-    const [last] = await exchange.history.listPublicTrades({ marketId, limit: 1 });
+  function lastTradeTimeIn(marketId: MarketId, candle: Candle): Micros {
+    const last = context.view.lastTrade(marketId);
     const begin = candle.start * 1_000_000;
     return (last !== undefined && last.time >= begin ? last.time : begin) as Micros;
+  }
+
+  function tradeSnapshot(m: FeedMarket): unknown {
+    if (snapshotTrades <= context.view.recentTradesCapacity)
+      return tradeMessage(m, 'snapshot', context.view.recentTrades(m.spec.id, snapshotTrades));
+    // More than the view keeps (a configuration beyond its memory): from the history.
+    return exchange.history
+      .listPublicTrades({ marketId: m.spec.id, limit: snapshotTrades })
+      .then((recent) => tradeMessage(m, 'snapshot', recent.reverse()));
   }
 
   async function executionsSnapshot(userId: UserId): Promise<unknown> {
@@ -158,9 +177,10 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
     const trades = await exchange.history.tradesOfOrders(orders.map((o) => o.id));
     const serialized: unknown[] = [];
     for (const order of orders) {
-      const market = exchange.catalogue.market(order.marketId);
+      const catalogue = context.view.catalogue;
+      const market = catalogue.market(order.marketId);
       if (market === undefined) continue;
-      serialized.push(serializeOrder(order, market, exchange.catalogue, trades.get(order.id) ?? []));
+      serialized.push(serializeOrder(order, market, catalogue, trades.get(order.id) ?? []));
     }
     return executionsSnapshotMessage(serialized, page.length > snapshotOrders);
   }
@@ -173,28 +193,21 @@ export function createExchangeChannels(options: FeedOptions): ChannelProvider {
       return executionsInFlight.get(exchange)?.settled;
     },
     commitMark: () => exchange.commitMark(),
-    betweenCommits: (run) => {
-      const done = exchange.readCommitted(run);
-      if (!(done instanceof Promise)) return done;
-      // At run time the promise settles with `run`'s own (promises flatten).
-      return done.then(
-        () => undefined,
-        (error: unknown) => context.logger.error({ err: error }, 'a subscription failed'),
-      );
-    },
+    // No `betweenCommits`: nothing here reads the engine. During a step every batch committed
+    // before it is fanned out already (the sequencer publishes them before it applies the next),
+    // so the view and the updates still to come agree at any moment; a snapshot taken during a
+    // commit shows the state before it, and that batch's updates follow.
     snapshot(_channel, resolved) {
       if (resolved.kind === 'executions') return executionsSnapshot(resolved.userId!);
       const m = context.market(resolved.marketId!);
       if (m === undefined) return undefined;
       switch (resolved.kind) {
         case 'book':
-          return bookSnapshotMessage(m, exchange.book(m.spec.id, 0));
+          return bookSnapshotMessage(m, context.view.book(m.spec.id, 0));
         case 'ticker':
           return context.ticker(m, 'snapshot');
         case 'trade':
-          return exchange.history
-            .listPublicTrades({ marketId: m.spec.id, limit: snapshotTrades })
-            .then((recent) => tradeMessage(m, 'snapshot', recent.reverse()));
+          return tradeSnapshot(m);
         case 'ohlc':
           return candleSnapshot(m, resolved);
       }
@@ -217,12 +230,12 @@ function groupByTaker(trades: readonly Trade[]): Trade[][] {
 }
 
 /** Best bid and ask with their quantities, to tell whether the ticker changed. */
-const topKey = (view: ReturnType<Exchange['book']>): string =>
+const topKey = (view: ReturnType<MarketView['book']>): string =>
   `${view.bids[0]?.join() ?? ''}/${view.asks[0]?.join() ?? ''}`;
 
 /**
- * Subscribes to the exchange's commits and publishes every channel's updates. Returns the
- * function that stops it.
+ * Follows the committed feed (each batch once its replies are written) and publishes every
+ * channel's updates. Returns the function that stops it.
  */
 export function startExchangeFeed(options: FeedOptions & { readonly publisher: Publisher }): () => void {
   const context = new FeedContext(options);
@@ -232,11 +245,11 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
 
   const watched = (channel: string): boolean => publisher.subscriberCount(channel) > 0;
 
-  function publishBook(m: FeedMarket, update: NonNullable<ReturnType<CommittedBatch['books']['get']>>): void {
+  function publishBook(m: FeedMarket, update: FeedBookChanges): void {
     const channel = channelName.book(m.pair);
     if (!watched(channel)) return;
     // The book after the batch, deep enough to rebuild the top 10 between its messages.
-    const after = exchange.book(m.spec.id, CHECKSUM_DEPTH + update.changes.length);
+    const after = context.view.book(m.spec.id, CHECKSUM_DEPTH + update.changes.length);
     if (after.sequence !== update.sequence)
       context.logger.warn(
         { market: m.symbol, batch: update.sequence, book: after.sequence },
@@ -252,7 +265,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
       lastTop.delete(m.spec.id);
       return;
     }
-    const key = topKey(exchange.book(m.spec.id, 1));
+    const key = topKey(context.view.book(m.spec.id, 1));
     if (!traded && lastTop.get(m.spec.id) === key) return;
     lastTop.set(m.spec.id, key);
     publisher.publish(channel, UPDATE_EVENT, context.ticker(m, 'update'));
@@ -265,7 +278,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
       publisher.publish(channel, UPDATE_EVENT, tradeMessage(m, 'update', group));
   }
 
-  function publishCandles(candles: readonly Candle[], trades: CommittedBatch['trades']): void {
+  function publishCandles(candles: readonly Candle[], trades: ReadonlyMap<MarketId, readonly Trade[]>): void {
     for (const candle of candles) {
       const m = context.market(candle.marketId);
       if (m === undefined) continue;
@@ -283,7 +296,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
    * sent in batch order, one batch after the other. A new executions subscriber waits until they
    * are sent (catchUp), so it never gets a message its snapshot already holds.
    */
-  function publishExecutions(batch: CommittedBatch): void {
+  function publishExecutions(batch: FeedBatch): void {
     const watchers = new Set<UserId>();
     const isWatched = (userId: UserId): boolean => {
       if (watchers.has(userId)) return true;
@@ -334,11 +347,12 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
 
   function sendExecutions(steps: ReturnType<typeof executionSteps>): void {
     for (const step of steps) {
-      const market: MarketSpec | undefined = exchange.catalogue.market(step.order.marketId);
+      const catalogue = context.view.catalogue;
+      const market: MarketSpec | undefined = catalogue.market(step.order.marketId);
       if (market === undefined) continue;
-      const order = serializeOrder(step.order, market, exchange.catalogue, step.orderTrades);
+      const order = serializeOrder(step.order, market, catalogue, step.orderTrades);
       const trades =
-        step.execution === undefined ? [] : [serializeUserTrade(step.execution, market, exchange.catalogue)];
+        step.execution === undefined ? [] : [serializeUserTrade(step.execution, market, catalogue)];
       publisher.publish(
         channelName.executions(step.userId),
         UPDATE_EVENT,
@@ -347,13 +361,16 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
     }
   }
 
-  function onBatch(batch: CommittedBatch): void {
-    const trades = batch.trades;
-    const markets = new Set<MarketId>([...batch.books.keys(), ...trades.keys()]);
+  function onBatch(batch: FeedBatch): void {
+    const books = new Map<MarketId, FeedBookChanges>();
+    for (const update of batch.books) books.set(update.marketId, update);
+    const trades = new Map<MarketId, readonly Trade[]>();
+    for (const entry of batch.trades) trades.set(entry.marketId, entry.trades);
+    const markets = new Set<MarketId>([...books.keys(), ...trades.keys()]);
     for (const id of markets) {
       const m = context.market(id);
       if (m === undefined) continue;
-      const book = batch.books.get(id);
+      const book = books.get(id);
       if (book !== undefined) publishBook(m, book);
       const marketTrades = trades.get(id);
       if (marketTrades !== undefined) publishTrades(m, marketTrades);
@@ -363,14 +380,28 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
     publishExecutions(batch);
   }
 
-  return exchange.onCommitted((batch) => {
-    try {
-      // One write per connection for everything this batch sends it (book, trade, ticker, …).
-      if (publisher.batch === undefined) onBatch(batch);
-      else publisher.batch(() => onBatch(batch));
-    } catch (error) {
-      // The exchange has already committed; a publishing failure must not reach it.
-      context.logger.error({ err: error }, 'publishing a committed batch failed');
-    }
-  });
+  const { feed } = exchange;
+  return feed.subscribe(
+    feed.head({ afterReplies: true }) + 1,
+    (message) => {
+      if (message.kind === 'gap') {
+        // Cannot happen in this process (the feed holds what was not delivered yet); a gateway
+        // that sees one must re-snapshot its subscribers rather than publish past the hole.
+        context.logger.error({ requested: message.requested, oldest: message.oldest }, 'feed gap');
+        return;
+      }
+      // A reset (checkpoint restore) closes every connection (see mount.ts): nothing to send.
+      if (message.kind === 'reset') return;
+      const batch = message;
+      try {
+        // One write per connection for everything this batch sends it (book, trade, ticker, …).
+        if (publisher.batch === undefined) onBatch(batch);
+        else publisher.batch(() => onBatch(batch));
+      } catch (error) {
+        // The exchange has already committed; a publishing failure must not reach it.
+        context.logger.error({ err: error }, 'publishing a committed batch failed');
+      }
+    },
+    { afterReplies: true },
+  );
 }

@@ -15,8 +15,8 @@ import {
   type Volume,
 } from '../domain/types.js';
 import type { BookLevels, Trade } from '../engine/types.js';
-import { formatVwap } from '../http/serializers.js';
 import type { Candle } from '../market-data/candle.js';
+import { formatVwap } from '../wire/serializers.js';
 import { bookChecksum, CHECKSUM_DEPTH, type TextLevel } from './crc32.js';
 
 /** A market with what formatting its messages needs. */

@@ -239,6 +239,15 @@ describe('the admin API in the OpenAPI document', () => {
         body: { error: { code: string } };
       };
       assert.deepEqual([refused.status, refused.body.error.code], [409, 'checkpoint_incompatible']);
+      // Reset says plainly that this store keeps no checkpoints (not that its history predates them).
+      const reset = (await call('POST', '/admin/v1/reset')) as {
+        status: number;
+        body: { error: { code: string; message: string } };
+      };
+      assert.deepEqual([reset.status, reset.body.error.code], [409, 'no_initial_state']);
+      assert.match(reset.body.error.message, /not available on the PostgreSQL store yet/);
+      assert.doesNotMatch(reset.body.error.message, /predates/);
+      assert.equal(t.server.initialCheckpoint, false);
       return;
     }
     // Checkpoints: save (201, then replaced), the reserved name (409), list, restore (with the

@@ -1,6 +1,7 @@
 /**
  * The HTTP crash scenario, shared by the short test (`crash-http.test.ts`, part of `npm test`) and
- * the long one (`crash.soak.ts`, `npm run test:crash`).
+ * the long one (`crash.soak.ts`, `npm run test:crash`), on SQLite or on PostgreSQL (crash-store.ts;
+ * `crash-postgres.test.ts` in `npm run test:postgres`, `npm run test:crash -- --store postgres`).
  *
  * The real server runs as a child process on one data directory. Several users send signed order
  * placements (limit and market, both sides, prices around a mid so that about half cross) and
@@ -21,11 +22,21 @@
  * - after the restart: /readyz 200, /admin/v1/ledger/check ok, every order acknowledged in the
  *   round served by GET /v1/orders/:id to its owner with the committed status and execution, and
  *   the books served (GET /v1/orderbook depth=0 for every market + every user's open orders) hash
- *   to the same value as the books committed in the file at the moment of the kill.
+ *   to the same value as the books committed in the file at the moment of the kill; also no
+ *   request applied twice (each tag stored at most once).
+ *
+ * On PostgreSQL, some rounds first make the database go away under load while the server runs
+ * (a cluster restart, or this database's sessions ended and connections refused: runOutage): the
+ * server must answer 503 in the interface's shape and say why on /readyz, take commands again
+ * without a restart, and then pass the same committed-state checks, its served books compared
+ * with the committed ones while it keeps running. A 503 is in doubt like a missing answer (the
+ * connection may have broken after PostgreSQL committed): applied entirely or not at all, and
+ * the same at every later check.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   bookFromParts,
   bookHash,
@@ -37,11 +48,12 @@ import {
   type Committed,
   checkLedger,
   committedBooks,
-  readCommitted,
   replayCheck,
   USER_CANCEL_REASON,
 } from './committed-state.js';
+import { type CrashStore, type OutageKind, openCrashStore, type StoreKind } from './crash-store.js';
 import {
+  type Answer,
   admin,
   fromUnits,
   markets as listMarkets,
@@ -66,10 +78,25 @@ export interface CrashOptions {
   readonly minLoadMs?: number;
   readonly maxLoadMs?: number;
   readonly log?: (line: string) => void;
+  /** Where the server keeps its state (default sqlite; postgres needs TEST_DATABASE_URL). */
+  readonly store?: StoreKind;
+  /**
+   * PostgreSQL only: in these rounds, before the load that ends in the kill, the database goes
+   * away under load and comes back while the server keeps running (see runOutage).
+   */
+  readonly outages?: {
+    readonly rounds: readonly number[];
+    readonly kind: OutageKind;
+    /** `terminate`: how long new connections are refused (default 1500 ms). */
+    readonly blockMs?: number;
+  };
 }
 
 export interface CrashSummary {
+  readonly store: StoreKind;
   readonly kills: number;
+  /** Times the database went away under load (PostgreSQL restarts or terminated sessions). */
+  readonly outages: number;
   readonly seed: number;
   readonly requests: number;
   readonly ackedOrders: number;
@@ -79,12 +106,26 @@ export interface CrashSummary {
   readonly unanswered: { readonly placements: number; readonly cancels: number };
   /** Of the unanswered placements: how many turned out committed. */
   readonly unansweredCommitted: { readonly placements: number; readonly cancels: number };
+  /** Answered 503 while the database was away; in doubt like an unanswered request. */
+  readonly unavailable: { readonly placements: number; readonly cancels: number };
+  /** Of those: how many turned out committed (the connection broke after PostgreSQL committed). */
+  readonly unavailableCommitted: { readonly placements: number; readonly cancels: number };
+  /** What /readyz said while the database was away (each distinct body once). */
+  readonly readyzDuringOutages: readonly string[];
   readonly orders: number;
   readonly trades: number;
   readonly seconds: number;
 }
 
-type Outcome = 'pending' | 'ack' | 'refused' | 'unanswered';
+/**
+ * `unavailable`: answered 503 while the database was away. Like `unanswered`, in doubt: a commit
+ * whose connection broke after PostgreSQL committed it is answered 503 and is nevertheless there
+ * (docs/operations.md, "When the database goes away"); either way it must stay as first found.
+ */
+type Outcome = 'pending' | 'ack' | 'refused' | 'unanswered' | 'unavailable';
+const inDoubt = (outcome: Outcome): boolean => outcome === 'unanswered' || outcome === 'unavailable';
+/** The 503 of POST /v1/orders and DELETE /v1/orders/:id (error shape E) while the store is away. */
+const UNAVAILABLE_BODY = JSON.stringify({ error: 'Service Unavailable' });
 
 interface PlaceRecord {
   readonly kind: 'place';
@@ -127,18 +168,27 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
   const concurrency = options.concurrency ?? 24;
   const minLoad = options.minLoadMs ?? 300;
   const maxLoad = options.maxLoadMs ?? 1500;
+  const storeKind = options.store ?? 'sqlite';
+  const outageRounds = new Set(options.outages?.rounds ?? []);
+  if (outageRounds.size > 0 && storeKind !== 'postgres')
+    throw new Error('database outages are a PostgreSQL scenario');
   const started = Date.now();
   const dataDir = mkdtempSync(join(tmpdir(), 'openspot-crash-http-'));
-  const dbFile = join(dataDir, 'openspot.db');
   const places = new Map<number, PlaceRecord>();
   const cancels: CancelRecord[] = [];
   const unexpected: string[] = [];
+  const readyzSeen = new Set<string>();
+  let outagesDone = 0;
   let nextTag = 1;
   let server: ServerProcess | undefined;
   let committed: Committed | undefined;
+  let store: CrashStore | undefined;
 
   try {
-    server = await startServerProcess({ dataDir });
+    store = await openCrashStore(storeKind, dataDir);
+    const crashStore = store;
+    const start = () => startServerProcess({ dataDir, env: { ...crashStore.env } });
+    server = await start();
     const allMarkets = await listMarkets(server.url);
     const traded = allMarkets.filter((m) => MID[m.pair] !== undefined);
     if (traded.length !== Object.keys(MID).length)
@@ -154,13 +204,22 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     const streamOf = (round: number, client: number) =>
       seededRandom((options.seed ^ Math.imul(round * 1024 + client + 1, 0x9e3779b1)) >>> 0);
 
-    for (let round = 1; round <= options.kills; round++) {
-      const live: ServerProcess = server;
-      let stopping = false;
-      const issue = async (random: () => number): Promise<void> => {
+    /**
+     * One client request against `live`, recorded. A 503 is expected only while the database is
+     * made to go away (`outage`), and must then be in the interface's shape with Retry-After.
+     */
+    const issuer =
+      (live: ServerProcess, round: number, outage: boolean) =>
+      async (random: () => number): Promise<Outcome> => {
         const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
         const trader = pick(traders);
         const open = openOf.get(trader.userId)!;
+        const unavailable = (what: string, answer: Answer): boolean => {
+          if (!outage || answer.status !== 503) return false;
+          if (answer.text !== UNAVAILABLE_BODY || answer.headers.get('retry-after') !== '1')
+            unexpected.push(`${what}: 503 not in the interface's shape: ${answer.text}`);
+          return true;
+        };
         if (open.length > 0 && (random() < 0.25 || open.length > 150)) {
           const orderId = open.splice(Math.floor(random() * open.length), 1)[0]!;
           const record: CancelRecord = { kind: 'cancel', round, trader, orderId, outcome: 'pending' };
@@ -171,9 +230,10 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
             record.status = answer.status;
             if (answer.status === 200) record.outcome = 'ack';
             else if (answer.status === 404 || answer.status === 409) record.outcome = 'refused';
+            else if (unavailable(`cancel ${orderId}`, answer)) record.outcome = 'unavailable';
             else unexpected.push(`cancel ${orderId}: ${answer.status} ${answer.text}`);
           }
-          return;
+          return record.outcome;
         }
         const market = pick(traded);
         const side = random() < 0.5 ? 'buy' : 'sell';
@@ -210,7 +270,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         });
         if (answer === undefined) {
           record.outcome = 'unanswered';
-          return;
+          return record.outcome;
         }
         record.status = answer.status;
         if (answer.status === 201) {
@@ -220,20 +280,133 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           record.orderId = Number(id);
           if (type === 'limit') open.push(record.orderId);
         } else if (answer.status === 422) record.outcome = 'refused';
+        else if (unavailable(`placement ${tag}`, answer)) record.outcome = 'unavailable';
         else unexpected.push(`placement ${tag}: ${answer.status} ${answer.text}`);
+        return record.outcome;
       };
+    const failOnUnexpected = () => {
+      if (unexpected.length > 0)
+        throw new Error(`unexpected answers:\n${unexpected.slice(0, 10).join('\n')}`);
+    };
+    /** Everything checked against the committed state; the books' hash when all is well. */
+    const checkCommitted = (c: Committed, when: string): string => {
+      const problems = [...checkLedger(c), ...replayCheck(c), ...checkAcks(c, places, cancels)];
+      if (problems.length > 0)
+        throw new Error(`${when}, the committed state is wrong:\n${problems.slice(0, 20).join('\n')}`);
+      return bookHash(committedBooks(c));
+    };
+    const forgetClosed = (c: Committed) => {
+      for (const [userId, list] of openOf) {
+        // Forget orders that are no longer open, so cancels mostly hit open ones.
+        const stillOpen = new Set(
+          c.orders.filter((o) => o.user_id === userId && o.status === 'open').map((o) => o.id),
+        );
+        openOf.set(
+          userId,
+          list.filter((id) => stillOpen.has(id)),
+        );
+      }
+    };
+
+    /**
+     * The database goes away under load and comes back, the server running on: commands are
+     * answered 503 in the interface's shape meanwhile and /readyz says why; then, with no restart,
+     * commands are acknowledged again. The load stops, and the committed state is checked, and
+     * the books the RUNNING server serves must hash to the committed ones (its engine was
+     * rebuilt from the database after the failed commit, whatever that commit's fate).
+     */
+    const runOutage = async (live: ServerProcess, round: number, kind: OutageKind): Promise<void> => {
+      const issue = issuer(live, round, true);
+      const outcomes = { ack: 0, unavailable: 0, ackedAfter: 0 };
+      let over = false;
+      let stopping = false;
+      const worker = async (random: () => number) => {
+        while (!stopping) {
+          const outcome = await issue(random);
+          if (outcome === 'unavailable') outcomes.unavailable++;
+          if (outcome === 'ack' && over) outcomes.ackedAfter++;
+        }
+      };
+      // Client indexes 512+: streams of their own, apart from the kill phase's.
+      const workers = Array.from({ length: concurrency }, (_, i) => worker(streamOf(round, 512 + i)));
+      let polling = true;
+      let notReady = 0;
+      const poller = (async () => {
+        while (polling) {
+          const r = await request(`${live.url}/readyz`, { method: 'GET', timeoutMs: 5000 });
+          if (r !== undefined && r.status === 503) {
+            notReady++;
+            readyzSeen.add(r.text);
+          }
+          await sleep(25);
+        }
+      })();
+      await sleep(200 + Math.floor(random() * 600));
+      const t0 = Date.now();
+      await crashStore.outage(kind, options.outages?.blockMs ?? 1500);
+      const outageMs = Date.now() - t0;
+      over = true;
+      outagesDone++;
+      // Recovery without a restart: acknowledgements again, within the probe's reach.
+      const deadline = Date.now() + 30_000;
+      while (outcomes.ackedAfter < 10 && Date.now() < deadline) await sleep(25);
+      stopping = true;
+      await Promise.all(workers);
+      polling = false;
+      await poller;
+      failOnUnexpected();
+      if (live.child.exitCode !== null || live.child.signalCode !== null)
+        throw new Error(`the server died during the database outage:\n${live.recentOutput()}`);
+      if (outcomes.ackedAfter < 10)
+        throw new Error(
+          `outage ${outagesDone} (${kind}): commands were not acknowledged again within 30 s:\n${live.recentOutput()}`,
+        );
+      if (outcomes.unavailable === 0)
+        throw new Error(
+          `outage ${outagesDone} (${kind}): no command was answered 503 while the database was away`,
+        );
+      if (notReady === 0) throw new Error(`outage ${outagesDone} (${kind}): /readyz never reported it`);
+      for (const body of readyzSeen) {
+        const parsed = JSON.parse(body) as { status?: unknown; reason?: unknown };
+        if (
+          parsed.status !== 'store unavailable' ||
+          typeof parsed.reason !== 'string' ||
+          parsed.reason === ''
+        )
+          throw new Error(`/readyz during the outage: ${body} (expected a status and a reason)`);
+      }
+      const t1 = Date.now();
+      const c = await crashStore.read();
+      const hash = checkCommitted(c, `after database outage ${outagesDone} (${kind})`);
+      await checkServed(live, c, hash, traders, allMarkets, places, cancels, round);
+      forgetClosed(c);
+      const roundPlaces = [...places.values()].filter((p) => p.round === round);
+      log(
+        `outage ${outagesDone} (${kind}) in round ${round}: the database was away ${outageMs} ms; ` +
+          `${outcomes.unavailable} commands answered 503, /readyz 503 ${notReady} times, ` +
+          `${roundPlaces.filter((p) => p.outcome === 'unavailable' && p.committed === true).length} of the 503 placements committed; ` +
+          `${outcomes.ackedAfter} acknowledged after it, no restart; books ${hash.slice(0, 12)} = served by the running server ` +
+          `(checks ${Date.now() - t1} ms)`,
+      );
+    };
+
+    for (let round = 1; round <= options.kills; round++) {
+      if (outageRounds.has(round)) await runOutage(server, round, options.outages!.kind);
+      const live: ServerProcess = server;
+      const issue = issuer(live, round, false);
+      let stopping = false;
       const worker = async (random: () => number) => {
         while (!stopping) await issue(random);
       };
       const loadMs = minLoad + random() * (maxLoad - minLoad);
       const workers = Array.from({ length: concurrency }, (_, i) => worker(streamOf(round, i)));
-      await new Promise((resolve) => setTimeout(resolve, loadMs));
+      await sleep(loadMs);
       stopping = true;
       // The clients are slower than the server, so at a random instant the server is often idle,
       // waiting for them. A burst sent just before the kill, with a random 0-19 ms head start,
       // makes the kill land while requests are being read, applied, committed or answered.
       const burst = Array.from({ length: 32 }, (_, i) => issue(streamOf(round, concurrency + i)));
-      await new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 20)));
+      await sleep(Math.floor(random() * 20));
       if (live.child.exitCode !== null || live.child.signalCode !== null)
         throw new Error(`the server died before the kill:\n${live.recentOutput()}`);
       await live.kill();
@@ -241,23 +414,16 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       const { signal } = await live.exited;
       if (signal !== 'SIGKILL') throw new Error(`the server ended with ${signal}, not SIGKILL`);
       await Promise.all(workers);
-      if (unexpected.length > 0)
-        throw new Error(`unexpected answers:\n${unexpected.slice(0, 10).join('\n')}`);
+      failOnUnexpected();
 
       const t0 = Date.now();
-      committed = readCommitted(dbFile);
-      const problems = [
-        ...checkLedger(committed),
-        ...replayCheck(committed),
-        ...checkAcks(committed, places, cancels),
-      ];
-      if (problems.length > 0)
-        throw new Error(
-          `after kill ${round}, the committed state is wrong:\n${problems.slice(0, 20).join('\n')}`,
-        );
-      const committedHash = bookHash(committedBooks(committed));
+      // On PostgreSQL the dead server's sessions may still be finishing a commit: wait them out,
+      // so what is read is final (and the restarted server finds the writer lock free).
+      await crashStore.settle();
+      committed = await crashStore.read();
+      const committedHash = checkCommitted(committed, `after kill ${round}`);
       const t1 = Date.now();
-      server = await startServerProcess({ dataDir });
+      server = await start();
       const t2 = Date.now();
       await checkServed(server, committed, committedHash, traders, allMarkets, places, cancels, round);
       const t3 = Date.now();
@@ -265,41 +431,31 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       log(
         `kill ${round}/${options.kills} after ${Math.round(loadMs)} ms: ${roundPlaces.length} placements ` +
           `(${count(roundPlaces, 'ack')} acked, ${count(roundPlaces, 'unanswered')} unanswered of which ` +
-          `${roundPlaces.filter((p) => p.committed === true).length} committed), ` +
+          `${roundPlaces.filter((p) => p.outcome === 'unanswered' && p.committed === true).length} committed), ` +
           `${cancels.filter((c) => c.round === round).length} cancels; store: ${committed.orders.length} orders, ` +
           `${committed.trades.length} trades; books ${committedHash.slice(0, 12)} = served ` +
           `(store checks ${t1 - t0} ms, restart ${t2 - t1} ms, served checks ${t3 - t2} ms)`,
       );
-      for (const [userId, list] of openOf) {
-        // Forget orders that are no longer open, so cancels mostly hit open ones.
-        const stillOpen = new Set(
-          committed.orders.filter((o) => o.user_id === userId && o.status === 'open').map((o) => o.id),
-        );
-        openOf.set(
-          userId,
-          list.filter((id) => stillOpen.has(id)),
-        );
-      }
+      forgetClosed(committed);
     }
 
     // A graceful stop at the end must also leave a consistent store with the same books.
-    const before = bookHash(committedBooks(committed ?? readCommitted(dbFile)));
+    const before = bookHash(committedBooks(committed ?? (await crashStore.read())));
     const stopped = await server.stop();
     if (stopped.code !== 0) throw new Error(`graceful stop exited with ${stopped.code}/${stopped.signal}`);
     server = undefined;
-    committed = readCommitted(dbFile);
-    const problems = [
-      ...checkLedger(committed),
-      ...replayCheck(committed),
-      ...checkAcks(committed, places, cancels),
-    ];
-    if (problems.length > 0) throw new Error(`after the final stop:\n${problems.join('\n')}`);
-    if (bookHash(committedBooks(committed)) !== before)
+    await crashStore.settle();
+    committed = await crashStore.read();
+    if (checkCommitted(committed, 'after the final stop') !== before)
       throw new Error('the books changed across the final stop');
 
     const all = [...places.values()];
+    const committedOf = (records: readonly (PlaceRecord | CancelRecord)[], outcome: Outcome) =>
+      records.filter((r) => r.outcome === outcome && r.committed === true).length;
     return {
+      store: storeKind,
       kills: options.kills,
+      outages: outagesDone,
       seed: options.seed,
       requests: all.length + cancels.length,
       ackedOrders: count(all, 'ack'),
@@ -307,19 +463,25 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       refused: refusals([...all, ...cancels]),
       unanswered: { placements: count(all, 'unanswered'), cancels: count(cancels, 'unanswered') },
       unansweredCommitted: {
-        placements: all.filter((p) => p.outcome === 'unanswered' && p.committed === true).length,
-        cancels: cancels.filter((c) => c.outcome === 'unanswered' && c.committed === true).length,
+        placements: committedOf(all, 'unanswered'),
+        cancels: committedOf(cancels, 'unanswered'),
       },
+      unavailable: { placements: count(all, 'unavailable'), cancels: count(cancels, 'unavailable') },
+      unavailableCommitted: {
+        placements: committedOf(all, 'unavailable'),
+        cancels: committedOf(cancels, 'unavailable'),
+      },
+      readyzDuringOutages: [...readyzSeen],
       orders: committed.orders.length,
       trades: committed.trades.length,
       seconds: Math.round((Date.now() - started) / 100) / 10,
     };
   } finally {
     if (server !== undefined) await server.kill();
+    await store?.dispose();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
-
 function refusals(records: readonly (PlaceRecord | CancelRecord)[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) {
@@ -348,6 +510,7 @@ function checkAcks(
   for (const o of c.orders) {
     const tag = o.volume % TAG_SPACE;
     const p = places.get(tag);
+    if (storedTags.has(tag)) fail(`order ${o.id}: request ${tag} was applied twice`);
     storedTags.add(tag);
     if (p === undefined) {
       fail(`order ${o.id} matches no request (tag ${tag})`);
@@ -359,16 +522,16 @@ function checkAcks(
     if (p.outcome === 'ack' && p.orderId !== o.id) fail(`order ${o.id}: acknowledged as ${p.orderId}`);
     if (p.outcome === 'refused' || p.outcome === 'pending')
       fail(`order ${o.id}: stored, but its request was ${p.outcome} (${p.status})`);
-    if (p.outcome === 'unanswered') {
-      if (p.committed === false) fail(`order ${o.id}: appeared after an earlier crash found it absent`);
+    if (inDoubt(p.outcome)) {
+      if (p.committed === false) fail(`order ${o.id}: appeared after an earlier check found it absent`);
       p.committed = true;
     }
   }
   for (const p of places.values()) {
     if (storedTags.has(p.tag)) continue;
     if (p.outcome === 'ack') fail(`acknowledged order ${p.orderId} (tag ${p.tag}) is missing`);
-    if (p.outcome === 'unanswered') {
-      if (p.committed === true) fail(`unanswered placement ${p.tag} was committed, and is gone now`);
+    if (inDoubt(p.outcome)) {
+      if (p.committed === true) fail(`${p.outcome} placement ${p.tag} was committed, and is gone now`);
       p.committed = false;
     }
   }
@@ -383,9 +546,9 @@ function checkAcks(
       fail(
         `acknowledged cancel of ${r.orderId}: the order is ${o?.status ?? 'missing'} (${o?.reason ?? ''})`,
       );
-    if (r.outcome === 'unanswered') {
+    if (inDoubt(r.outcome)) {
       if (r.committed === true && !userCanceled)
-        fail(`unanswered cancel of ${r.orderId} was committed, and is gone now`);
+        fail(`${r.outcome} cancel of ${r.orderId} was committed, and is gone now`);
       r.committed ??= userCanceled;
     }
   }
@@ -394,14 +557,14 @@ function checkAcks(
     const o = byId.get(orderId);
     const userCanceled = o !== undefined && o.status === 'canceled' && o.reason === USER_CANCEL_REASON;
     const last = list[list.length - 1]!;
-    if (userCanceled && list.length === 1 && last.outcome === 'unanswered' && last.committed === false)
-      fail(`unanswered cancel of ${orderId} appeared after a crash had found it not applied`);
+    if (userCanceled && list.length === 1 && inDoubt(last.outcome) && last.committed === false)
+      fail(`${last.outcome} cancel of ${orderId} appeared after a check had found it not applied`);
   }
   for (const o of c.orders) {
     if (o.status !== 'canceled' || o.reason !== USER_CANCEL_REASON) continue;
     const requests = cancelsOf.get(o.id) ?? [];
-    if (!requests.some((r) => r.outcome === 'ack' || r.outcome === 'unanswered'))
-      fail(`order ${o.id} was canceled by its user, but no cancel of it was acknowledged or left unanswered`);
+    if (!requests.some((r) => r.outcome === 'ack' || inDoubt(r.outcome)))
+      fail(`order ${o.id} was canceled by its user, but no cancel of it was acknowledged or left in doubt`);
   }
   return problems;
 }

@@ -31,7 +31,8 @@ import { startTestServer, type TestServer } from '../support/server-fixture.js';
 const run = (command: string, args: string[]) => execFileSync(command, args, { stdio: 'pipe' });
 
 // The failing storage here is DATA_DIR's SQLite file; PostgreSQL's outages are tested in
-// test/store/postgres.test.ts and by npm run test:pg-restart.
+// test/store/postgres.test.ts, test/durability/postgres-outage.test.ts, test/crash/crash-postgres.test.ts
+// and by npm run test:pg-restart and npm run test:crash -- --store postgres.
 const SQLITE_ONLY = 'the SQLite data directory is what fails here (TEST_STORE=postgres)';
 
 function mountUnsupported(): string | undefined {
@@ -134,7 +135,13 @@ async function checkRefusing(s: Scenario): Promise<void> {
   const { server } = s;
   const ready = await request(`${server.url}/readyz`, { method: 'GET' });
   assert.equal(ready?.status, 503);
-  assert.deepEqual(JSON.parse(ready!.text), { status: 'store unavailable' });
+  // With why, in the fixed vocabulary of src/store/sqlite/errors.ts (never a path or a message).
+  const { status, store, reason } = JSON.parse(ready!.text) as Record<string, unknown>;
+  assert.deepEqual([status, store], ['store unavailable', 'sqlite']);
+  assert.match(
+    String(reason),
+    /^(disk full|database file is read-only|database file I\/O error|database file cannot be opened)$/,
+  );
   assert.equal(await s.place(1), 503, 'refused while the store is unavailable');
   const deposit = await server.admin('POST', `/users/${s.a.userId}/deposits`, { asset: 'EUR', amount: '1' });
   assert.equal(deposit.status, 503);

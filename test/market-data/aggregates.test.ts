@@ -28,11 +28,11 @@ import type {
   Volume,
 } from '../../src/domain/types.js';
 import type { Trade } from '../../src/engine/types.js';
-import { serializeCandle } from '../../src/http/serializers.js';
 import type { Candle } from '../../src/market-data/candle.js';
 import { CandleAggregator } from '../../src/market-data/candles.js';
 import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { serializeCandle } from '../../src/wire/serializers.js';
 import { candleMessage, feedMarket, tickerMessage } from '../../src/ws/payloads.js';
 
 const EUR: AssetSpec = { code: 'EUR' as AssetCode, name: 'Euro', type: 'fiat', decimals: 4 };

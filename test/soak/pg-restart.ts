@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL store while PostgreSQL itself restarts (the adapter alone; the server's crash
- * soak on PostgreSQL waits for the server to run on it):
+ * The PostgreSQL store while PostgreSQL itself restarts (the adapter alone; the whole server
+ * through the same restarts, with SIGKILLs between them, is `npm run test:crash -- --store postgres`):
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run test:pg-restart [-- --restarts 3]
  *
  * Commits one batch after another (an order and a referenced deposit each) into a fresh database

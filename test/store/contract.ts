@@ -41,9 +41,15 @@ import {
 } from '../../src/store/sqlite/test-fixtures.js';
 import type { CommitBatch, IdempotencyRecord } from '../../src/store/store.js';
 
-/** Each method of the asynchronous ports, as either adapter returns it (a value or its promise). */
+/**
+ * Each method of the asynchronous ports, as either adapter returns it (a value or its promise).
+ * Methods only (optional ones too: `cachedApiKey`): `capabilities` is a property of the
+ * asynchronous wrapper, not of the synchronous SqliteStore the contract also runs on.
+ */
 export type ContractStore = {
-  [K in keyof AsyncStore]: AsyncStore[K] extends (...args: infer A) => Promise<infer R>
+  [K in keyof AsyncStore as NonNullable<AsyncStore[K]> extends (...args: never[]) => unknown
+    ? K
+    : never]: AsyncStore[K] extends (...args: infer A) => Promise<infer R>
     ? (...args: A) => R | Promise<R>
     : AsyncStore[K];
 };
@@ -573,15 +579,19 @@ export function storeContract(adapter: Adapter): void {
         createdAt: T0,
         revokedAt: null,
       });
+      if (store.cachedApiKey === undefined) {
+        t.skip('this adapter keeps no API key cache');
+        return;
+      }
       const read = await store.getApiKey('k');
-      const cached = store.cachedApiKey?.('k');
+      const cached = store.cachedApiKey('k');
       // Held after a read (authentication then needs no promise); when held, it is the same record.
       assert.notEqual(cached, undefined);
       assert.deepEqual(cached, read);
-      assert.equal(store.cachedApiKey?.('unknown'), undefined);
+      assert.equal(store.cachedApiKey('unknown'), undefined);
       await store.revokeApiKey('k', (T0 + 1) as Micros);
       // Dropped by the revocation: a caller falls back to getApiKey, which reads the revocation.
-      const after = store.cachedApiKey?.('k');
+      const after = store.cachedApiKey('k');
       assert.ok(after === undefined || after.revokedAt === T0 + 1, 'a revoked key is not held as active');
       assert.equal((await store.getApiKey('k'))?.revokedAt, T0 + 1);
     });

@@ -81,7 +81,9 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     assert.equal((await store.getOrder(2 as OrderId))?.id, 2);
     const holders = await queryDatabase<{ n: number }>(
       url,
-      "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted",
+      // This database's only: suites running beside this one hold their own.
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND granted
+       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     );
     assert.equal(holders[0]?.n, 1);
   });
@@ -99,6 +101,7 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     );
     assert.ok(failure instanceof StoreUnavailableError, String(failure));
     assert.match(failure.message, /openspot test writer B/);
+    assert.equal(failure.reason, 'another engine holds the writer lock');
     assert.equal(await b.getOrder(7 as OrderId), undefined);
   });
 
@@ -144,6 +147,37 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
       (error: unknown) => error,
     );
     assert.ok(failure instanceof StoreUnavailableError, String(failure));
+    assert.equal(failure.reason, 'database unreachable');
+  });
+
+  test('a database that refuses connections is unavailable (with that reason), and commits resume once it allows them', async (t) => {
+    const url = await freshDatabase(t);
+    const name = new URL(url).pathname.slice(1);
+    const store = await openStore(t, url, 'openspot test refused');
+    await store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    // ALLOW_CONNECTIONS false answers new connections with SQLSTATE 55000, a class that otherwise
+    // means a caller's mistake: it must still be an outage (503), not an unexpected error (500).
+    await queryDatabase(TEST_DATABASE_URL!, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`); // the drop at the end forces it anyway
+    await queryDatabase(
+      TEST_DATABASE_URL!,
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1',
+      [name],
+    );
+    for (const attempt of [
+      () => store.commit(batch({ orders: [order(2)] })),
+      () => store.getOrder(1 as OrderId),
+    ]) {
+      const failure = await attempt().then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      assert.ok(failure instanceof StoreUnavailableError, String(failure));
+      assert.equal(failure.reason, 'database refuses connections');
+    }
+    await queryDatabase(TEST_DATABASE_URL!, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+    await store.commit(batch({ orders: [order(3)] }));
+    assert.equal((await store.getOrder(3 as OrderId))?.id, 3);
+    assert.equal(await store.getOrder(2 as OrderId), undefined);
   });
 });
 
@@ -240,5 +274,11 @@ describe('PostgreSQL store: checkpoints', postgresSuite(), () => {
     await assert.rejects(store.restoreCheckpoint('x'), CheckpointError);
     assert.deepEqual(await store.listCheckpoints(), []);
     assert.equal(await store.deleteCheckpoint('x'), false);
+    // Declared, so the server says so at start and on reset instead of trying.
+    assert.equal(store.capabilities.checkpoints, false);
+    assert.match(
+      store.capabilities.checkpoints ? '' : store.capabilities.why,
+      /not available on the PostgreSQL store yet/,
+    );
   });
 });

@@ -8,6 +8,14 @@ import type { FastifyInstance } from 'fastify';
 import { MICROS_PER_DAY } from '../../app/clock.js';
 import type { MarketSpec, Micros, Side } from '../../domain/types.js';
 import { INTERVALS, type Interval } from '../../market-data/candle.js';
+import {
+  serializeCandle,
+  serializeLevels,
+  serializeMarket,
+  serializePublicTrade,
+  serializeTicker,
+} from '../../wire/serializers.js';
+import { unixSeconds } from '../../wire/time.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorA, errorB, errorE, INVALID_REQUEST, rule } from '../errors.js';
@@ -24,14 +32,6 @@ import {
   StringEnum,
   TickerSchema,
 } from '../schemas.js';
-import {
-  serializeCandle,
-  serializeLevels,
-  serializeMarket,
-  serializePublicTrade,
-  serializeTicker,
-} from '../serializers.js';
-import { unixSeconds } from '../time.js';
 import type { V1RouteConfig } from './plugin.js';
 import { type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
 import { envelope, sendJson } from './shared.js';
@@ -63,7 +63,7 @@ const utcDay = (time: Micros): number => Math.floor(time / MICROS_PER_DAY);
 
 /** The market a B-shaped endpoint's `ticker_id` names, or a 422 saying it is unknown. */
 function tickerMarket(deps: V1Deps, tickerId: string): MarketSpec {
-  const market = resolvePair(deps.exchange.catalogue, tickerId);
+  const market = resolvePair(deps.exchange.view.catalogue, tickerId);
   if (market === undefined) throw errorB(422, [rule.invalid('ticker_id')]);
   return market;
 }
@@ -71,7 +71,9 @@ function tickerMarket(deps: V1Deps, tickerId: string): MarketSpec {
 export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
   const { exchange } = deps;
-  const catalogue = exchange.catalogue;
+  // Market state comes from the MarketView (kept from the committed feed), never the engine.
+  const view = exchange.view;
+  const catalogue = view.catalogue;
   const cache = new PublicResponseCache(exchange);
   // At the commit itself: a client reading right after its 201 must not get the older answer.
   const stopWatching = exchange.onCommitted((batch) => cache.committed(batch), { immediate: true });
@@ -128,21 +130,18 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         markets = [market];
         dependency = market.id;
       }
-      // Stamped in the same synchronous run as the reads below, between two commits: no commit
-      // can come in between, and the book read is committed state.
-      const { stamp, now, tickers } = await exchange.readCommitted(() => {
-        const stamp = cache.stamp(dependency);
-        const now = deps.clock();
-        const tickers = markets.map((market) => {
-          const top = exchange.book(market.id, 1);
-          return serializeTicker(market, catalogue, {
-            today: exchange.statsToday(market.id, now),
-            last: exchange.lastPrice(market.id),
-            bestBid: top.bids[0]?.[0] ?? null,
-            bestAsk: top.asks[0]?.[0] ?? null,
-          });
+      // Stamped in the same synchronous run as the reads below: no commit can come in between,
+      // and the view holds committed state only.
+      const stamp = cache.stamp(dependency);
+      const now = deps.clock();
+      const tickers = markets.map((market) => {
+        const top = view.book(market.id, 1);
+        return serializeTicker(market, catalogue, {
+          today: view.statsToday(market.id, now),
+          last: view.lastPrice(market.id),
+          bestBid: top.bids[0]?.[0] ?? null,
+          bestAsk: top.asks[0]?.[0] ?? null,
         });
-        return { stamp, now, tickers };
       });
       if (request.method !== 'GET') return tickers;
       return sendJson(reply, cache.store(request.url, stamp, utcDay(now), reply.serialize(tickers)));
@@ -205,12 +204,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const market = tickerMarket(deps, ticker_id);
       const total = depth === undefined ? ORDERBOOK_DEFAULT_DEPTH : Number(depth);
       const perSide = total === 0 ? 0 : Math.ceil(total / 2);
-      // Stamped in the same synchronous run as the read below, between two commits: no commit
-      // can come in between, and the book read is committed state.
-      const { stamp, book } = await exchange.readCommitted(() => ({
-        stamp: cache.stamp(market.id),
-        book: exchange.book(market.id, perSide),
-      }));
+      // Stamped in the same synchronous run as the read below: no commit can come in between,
+      // and the view holds committed state only.
+      const stamp = cache.stamp(market.id);
+      const book = view.book(market.id, perSide);
       const timestamp = unixSeconds(deps.clock());
       const body = [
         {

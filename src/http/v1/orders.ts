@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { MarketSpec, OrderId, UserId } from '../../domain/types.js';
 import type { CommandResult, OrderState } from '../../engine/types.js';
 import type { OrderFilter } from '../../store/store.js';
+import { pageWindow, paginationMeta, serializeOrder } from '../../wire/serializers.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorC, errorE, INVALID_REQUEST, validationError } from '../errors.js';
@@ -32,7 +33,6 @@ import {
   PagedEnvelope,
   StringEnum,
 } from '../schemas.js';
-import { pageWindow, paginationMeta, serializeOrder } from '../serializers.js';
 import type { V1RouteConfig } from './plugin.js';
 import { envelope, listPath, pageRequest, sendJson, sendJsonStream, streamList } from './shared.js';
 

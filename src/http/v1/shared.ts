@@ -1,10 +1,10 @@
 /** Small pieces shared by the v1 route modules. */
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { PageRequest } from '../../wire/serializers.js';
 import type { V1Deps } from '../context.js';
 import { errorE, INVALID_REQUEST } from '../errors.js';
 import { parseIntInRange, single } from '../parse.js';
-import type { PageRequest } from '../serializers.js';
 
 /** Largest `page-size` accepted on list endpoints. */
 export const MAX_PAGE_SIZE = 500;

@@ -3,6 +3,7 @@ import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { MarketId, MarketSpec, TradeId } from '../../domain/types.js';
 import type { TradeFilter, UserTrade } from '../../store/store.js';
+import { pageWindow, paginationMeta, serializeUserTrade } from '../../wire/serializers.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorC, errorE, INVALID_REQUEST } from '../errors.js';
@@ -10,7 +11,6 @@ import { parseId, queryArray, resolvePair } from '../parse.js';
 import { TRADE_NOT_FOUND } from '../rejections.js';
 import { caller } from '../request-state.js';
 import { Envelope, ErrorCSchema, ErrorESchema, PagedEnvelope, UserTradeSchema } from '../schemas.js';
-import { pageWindow, paginationMeta, serializeUserTrade } from '../serializers.js';
 import type { V1RouteConfig } from './plugin.js';
 import { envelope, listPath, pageRequest, sendJsonStream, streamList } from './shared.js';
 

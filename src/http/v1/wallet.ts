@@ -1,11 +1,11 @@
 /** Private balances: GET /spot-wallet and its deprecated twin GET /trade-wallet. */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { serializeWalletEntry } from '../../wire/serializers.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { caller } from '../request-state.js';
 import { Envelope, ErrorESchema, WalletEntrySchema } from '../schemas.js';
-import { serializeWalletEntry } from '../serializers.js';
 import { createValuation } from '../valuation.js';
 import type { V1RouteConfig } from './plugin.js';
 import { envelope } from './shared.js';

@@ -49,12 +49,19 @@ const UNAVAILABLE_NODE = new Set([
   'EAI_AGAIN',
 ]);
 
+/**
+ * `ALTER DATABASE … ALLOW_CONNECTIONS false` (or `datallowconn` off): SQLSTATE 55000, a class
+ * that otherwise means a caller's mistake, so it is recognised by its message as well.
+ */
+const NOT_ACCEPTING = /is not currently accepting connections/i;
+
 export function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   if (error instanceof StoreUnavailableError) return true;
   const code = (error as { code?: unknown }).code;
   // 08P01 (protocol violation) is a bug of the caller, not the database being away.
   if (code === '08P01') return false;
+  if (code === '55000' && NOT_ACCEPTING.test(error.message)) return true;
   if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_NODE.has(code)))
     return true;
   // The driver's own messages when the socket goes away or a pool wait times out.
@@ -67,7 +74,31 @@ export function isUnavailable(error: unknown): boolean {
 export function toStoreError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError || !isUnavailable(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
-  return new StoreUnavailableError(`store unavailable: PostgreSQL: ${message}`, { cause: error });
+  return new StoreUnavailableError(`store unavailable: PostgreSQL: ${message}`, {
+    cause: error,
+    reason: postgresReason(error),
+  });
+}
+
+/**
+ * What /readyz says while PostgreSQL is away (StoreUnavailableError.reason): a fixed phrase per
+ * kind of trouble, never the driver's message (which names hosts).
+ */
+export function postgresReason(error: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message = error instanceof Error ? error.message : '';
+  if (code === '55000' && NOT_ACCEPTING.test(message)) return 'database refuses connections';
+  if (code === '53300') return 'database refuses connections (too many connections)';
+  if (code === '53100') return 'database disk full';
+  if (code === '57P03') return 'database starting up or shutting down';
+  if (code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE')
+    return 'database connection lost';
+  if (typeof code === 'string' && code.startsWith('58')) return 'database I/O error';
+  if (typeof code === 'string' && UNAVAILABLE_NODE.has(code)) return 'database unreachable';
+  if (/Connection terminated|Client has encountered a connection error|not queryable/i.test(message))
+    return 'database connection lost';
+  if (/timeout/i.test(message)) return 'database not answering';
+  return 'database unavailable';
 }
 
 export async function guarded<T>(operation: () => Promise<T>): Promise<T> {

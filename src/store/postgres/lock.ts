@@ -77,3 +77,65 @@ export async function acquireWriterLock(client: Pick<ClientBase, 'query'>, datab
       'Only one OpenSpot engine may write to a database; stop that one first.',
   );
 }
+
+export interface LockWaitOptions {
+  /** Stops the wait: the promise rejects with the signal's reason (an AbortError by default). */
+  readonly signal?: AbortSignal | undefined;
+  /** Between two attempts, in milliseconds (default 200). */
+  readonly pollMs?: number | undefined;
+  /** Told who holds the lock: once when the wait starts, and again only if the holder changes. */
+  readonly onWait?: ((holder: string) => void) | undefined;
+}
+
+export const DEFAULT_LOCK_POLL_MS = 200;
+
+/**
+ * Takes the writer lock on `client`, waiting while another engine has it (a standby). Polls
+ * `pg_try_advisory_lock` rather than blocking in `pg_advisory_lock`: each attempt is a short
+ * statement, so a connection of ours that died is noticed at the next attempt (not hours later,
+ * inside a statement that never returns), an abort needs no cancel request to the server, and the
+ * holder can be named while we wait. The price is at most `pollMs` added to a failover.
+ */
+export async function waitForWriterLock(
+  client: Pick<ClientBase, 'query'>,
+  options: LockWaitOptions = {},
+): Promise<void> {
+  const pollMs = options.pollMs ?? DEFAULT_LOCK_POLL_MS;
+  if (!(pollMs > 0) || !Number.isFinite(pollMs)) throw new RangeError(`invalid pollMs: ${pollMs}`);
+  const { signal } = options;
+  let told: string | undefined;
+  for (;;) {
+    signal?.throwIfAborted();
+    const result = await client.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_lock($1::bigint) AS locked',
+      [WRITER_LOCK_KEY],
+    );
+    if (result.rows[0]?.locked === true) return;
+    const holder =
+      (await lockHolder(client, WRITER_LOCK_KEY)) ?? 'another process (not visible to this role)';
+    // Named by application name and server process: a reconnect of the same engine is a new holder.
+    if (holder !== told) {
+      told = holder;
+      options.onWait?.(holder);
+    }
+    await sleep(pollMs, signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -6,27 +6,22 @@
  *   connection drop, the lock is gone with it, and the next commit first reconnects and takes the
  *   lock again (or fails with StoreUnavailableError naming the process that took it meanwhile);
  * - a small POOL for reads and for credentials (users, API keys, nonces), which are not engine
- *   state and are written one statement at a time.
+ *   state and are written one statement at a time. Those queries live in queries.ts, shared with
+ *   the gateways' reader (reader.ts), which has the pool and nothing else.
  *
  * A commit is one statement (commit-sql.ts): atomic, one round trip. Reads see committed data only.
  * Every list is read in full (with the page's LIMIT/OFFSET), newest first as the ports say.
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import type { MarketId, Micros, OrderId, OrderStatus, TradeId, UserId } from '../../domain/types.js';
-import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/types.js';
-import type { Candle, Interval } from '../../market-data/candle.js';
+import type { Micros, OrderId, UserId } from '../../domain/types.js';
+import type { EngineSnapshot, Sequences } from '../../engine/types.js';
 import type { AsyncStore } from '../ports.js';
 import {
-  type ApiKeyRow,
   type AssetRow,
-  apiKeyFromRow,
   assetFromRow,
   type BalanceRow,
   balanceFromRow,
-  type CandleRow,
-  candleFromRow,
-  encodeIpAllowlist,
-  encodeScopes,
   type LedgerRow,
   ledgerFromRow,
   type MarketRow,
@@ -35,41 +30,29 @@ import {
   type OrderRow,
   orderFromRow,
   type TotalsRow,
-  TRADE_COLUMNS,
-  type TradeRow,
   totalsFromRow,
-  tradeFromRow,
-  type UserRow,
-  userFromRow,
-  userTradeFromRow,
 } from '../sqlite/rows.js';
 import {
-  type ApiKeyRecord,
-  CANONICAL_NONCE,
   CheckpointError,
   type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
-  type LedgerKind,
-  type NewApiKeyRecord,
-  type OrderFilter,
-  type Page,
-  type PublicTradeFilter,
+  type StoreCapabilities,
   StoreUnavailableError,
-  type TradeFilter,
-  type UserRecord,
-  type UserTrade,
 } from '../store.js';
 import { commitStatement } from './commit-sql.js';
-import { databaseName, EXACT_TYPES, guarded, parseDatabaseUrl, toStoreError } from './connection.js';
+import { databaseName, EXACT_TYPES, isUnavailable, parseDatabaseUrl, toStoreError } from './connection.js';
 import {
   acquireWriterLock,
   engineApplicationName,
+  type LockWaitOptions,
   readerApplicationName,
   WriterLockHeldError,
+  waitForWriterLock,
 } from './lock.js';
 import { migratePostgres } from './migrations.js';
+import { hasNul, LEDGER_SELECT, PostgresQueries } from './queries.js';
 
 export interface PostgresStoreOptions {
   /** postgres://user[:password]@host[:port]/database (DATABASE_URL). */
@@ -85,40 +68,66 @@ export interface PostgresStoreOptions {
    * its connection is dropped: a silent network partition must not hold the sequencer forever.
    */
   readonly commitTimeoutMs?: number;
+  /**
+   * A standby engine: wait for the writer lock while another engine holds it, instead of refusing
+   * with WriterLockHeldError. `open` resolves once the lock is taken (and the schema migrated);
+   * the caller loads the snapshot after that, so it reads what the last holder committed.
+   */
+  readonly waitForLock?: boolean;
+  /** Ends a wait for the lock: `open` rejects with the signal's reason, having taken nothing. */
+  readonly signal?: AbortSignal;
+  /** Between two attempts to take the lock while waiting, in milliseconds (default 200). */
+  readonly lockPollMs?: number;
+  /** Told who holds the lock when a wait starts (and if the holder changes): for the log. */
+  readonly onLockWait?: (holder: string) => void;
 }
 
-const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
-const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
-const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
-/** API key records kept in memory (see getApiKey). */
-const MAX_CACHED_API_KEYS = 10_000;
+/** What the writer connection is made from (the wait settings only matter at open). */
+type WriterSettings = Required<
+  Omit<PostgresStoreOptions, 'waitForLock' | 'signal' | 'lockPollMs' | 'onLockWait'>
+>;
 
-const API_KEY_SELECT =
-  'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required::int AS nonce_required';
-const CANDLE_SELECT =
-  'market_id, interval, start, open, high, low, close, volume, quote_volume, notional, count';
-const LEDGER_SELECT = 'user_id, asset, kind, amount, reference, time';
+/**
+ * Server-side TCP settings for the writer's session (PostgreSQL's own, settable per session): should
+ * the engine's machine vanish without closing its connection, the server notices within
+ * idle + interval × count = 5 + 2 × 3 = 11 s when the session is idle (keep-alives), or 10 s when
+ * it has unacknowledged data in flight (tcp_user_timeout), ends the session and so frees the lock
+ * for a standby. The server's defaults follow the operating system's: two hours, or ~15 minutes
+ * of retransmissions. A killed process is noticed at once: its kernel closes the connection.
+ * Ignored over a Unix socket. Not idle_session_timeout: that would end a quiet primary's session,
+ * handing the lock to a standby although nothing failed.
+ */
+const WRITER_KEEPALIVES =
+  'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 10000';
+
+const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
 
 export const CHECKPOINTS_UNSUPPORTED =
   'checkpoints are not supported on the PostgreSQL store yet: use pg_dump / point-in-time recovery (docs/operations.md), or run the test venue on SQLite';
 
-export class PostgresStore implements AsyncStore {
+/** Checkpoints (and so reset) are not available here yet: docs/interface-decisions.md 79a. */
+export const POSTGRES_CAPABILITIES: StoreCapabilities = Object.freeze({
+  checkpoints: false,
+  why: 'checkpoints and reset are not available on the PostgreSQL store yet (use pg_dump / point-in-time recovery; docs/operations.md, "PostgreSQL")',
+});
+
+export class PostgresStore extends PostgresQueries implements AsyncStore {
+  /** A plain field (no getter): the metrics proxy reads it through `Reflect.get`. */
+  readonly capabilities: StoreCapabilities = POSTGRES_CAPABILITIES;
   readonly #url: string;
   readonly #database: string;
-  readonly #options: Required<PostgresStoreOptions>;
-  readonly #pool: pg.Pool;
+  readonly #options: WriterSettings;
   /** The lock-holding connection; undefined after it was lost, until the next commit reconnects. */
   #writer: pg.Client | undefined;
   #reconnecting: Promise<pg.Client> | undefined;
-  #closed = false;
-  /** See SqliteStore: every write to api_keys goes through this object and drops the entry. */
-  readonly #apiKeys = new Map<string, ApiKeyRecord>();
 
-  private constructor(options: Required<PostgresStoreOptions>, writer: pg.Client, pool: pg.Pool) {
+  private constructor(options: WriterSettings, writer: pg.Client, pool: pg.Pool) {
+    // API key records are kept until a write through this store drops them (as SqliteStore does):
+    // in one process every revocation goes through it.
+    super(pool, Number.POSITIVE_INFINITY);
     this.#url = options.url;
     this.#database = databaseName(options.url);
     this.#options = options;
-    this.#pool = pool;
     this.#adoptWriter(writer);
   }
 
@@ -127,14 +136,21 @@ export class PostgresStore implements AsyncStore {
    * written nothing), brings the schema up to date, and opens the read pool.
    */
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
-    const full: Required<PostgresStoreOptions> = {
+    const full: WriterSettings = {
       url: parseDatabaseUrl(options.url),
       poolSize: options.poolSize ?? 4,
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       applicationName: options.applicationName ?? engineApplicationName(),
       commitTimeoutMs: options.commitTimeoutMs ?? 30_000,
     };
-    const writer = await connectWriter(full);
+    const writer =
+      options.waitForLock === true
+        ? await connectStandby(full, {
+            signal: options.signal,
+            pollMs: options.lockPollMs,
+            onWait: options.onLockWait,
+          })
+        : await connectWriter(full);
     try {
       await migratePostgres(writer);
     } catch (error) {
@@ -166,11 +182,11 @@ export class PostgresStore implements AsyncStore {
 
   /** The lock-holding connection, reconnected (and the lock retaken) when it was lost. */
   async #writerConnection(): Promise<pg.Client> {
-    if (this.#closed) throw new StoreUnavailableError('store unavailable: the store is closed');
+    if (this.closed) throw new StoreUnavailableError('store unavailable: the store is closed');
     if (this.#writer !== undefined) return this.#writer;
     this.#reconnecting ??= connectWriter(this.#options)
       .then((writer) => {
-        if (this.#closed) {
+        if (this.closed) {
           void writer.end().catch(() => undefined);
           throw new StoreUnavailableError('store unavailable: the store is closed');
         }
@@ -184,7 +200,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async loadSnapshot(): Promise<EngineSnapshot> {
-    return this.#readTransaction(async (c) => {
+    return this.readTransaction(async (c) => {
       const assets = await c.query<AssetRow>(
         'SELECT code, name, type, decimals FROM assets ORDER BY position',
       );
@@ -218,7 +234,7 @@ export class PostgresStore implements AsyncStore {
   }
 
   async loadLedgerReferences(): Promise<LedgerEntry[]> {
-    const rows = await this.#rows<LedgerRow>(
+    const rows = await this.rows<LedgerRow>(
       `SELECT ${LEDGER_SELECT} FROM ledger_entries
        WHERE id IN (SELECT min(id) FROM ledger_entries WHERE reference IS NOT NULL GROUP BY user_id, kind, reference)
        ORDER BY id`,
@@ -233,7 +249,10 @@ export class PostgresStore implements AsyncStore {
       writer = await this.#writerConnection();
     } catch (error) {
       if (error instanceof WriterLockHeldError)
-        throw new StoreUnavailableError(`store unavailable: ${error.message}`, { cause: error });
+        throw new StoreUnavailableError(`store unavailable: ${error.message}`, {
+          cause: error,
+          reason: 'another engine holds the writer lock',
+        });
       throw toStoreError(error);
     }
     try {
@@ -263,7 +282,7 @@ export class PostgresStore implements AsyncStore {
 
   async findIdempotencyRecord(userId: UserId, key: string): Promise<IdempotencyRecord | undefined> {
     if (hasNul(key)) return undefined;
-    const [row] = await this.#rows<{
+    const [row] = await this.rows<{
       user_id: number;
       key: string;
       fingerprint: string;
@@ -282,226 +301,6 @@ export class PostgresStore implements AsyncStore {
         time: row.time as Micros,
       }
     );
-  }
-
-  // ------------------------------------------------------------ history
-
-  async getOrder(id: OrderId): Promise<OrderState | undefined> {
-    const [row] = await this.#rows<OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]);
-    return row && orderFromRow(row);
-  }
-
-  async listOrders(filter: OrderFilter, page?: Page): Promise<OrderState[]> {
-    const { limit, offset } = checkPage(page);
-    const [where, params] = orderConditions(filter);
-    const rows = await this.#rows<OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE ${where} ORDER BY id DESC LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-      [...params, limit, offset],
-    );
-    return rows.map(orderFromRow);
-  }
-
-  async countOrders(filter: OrderFilter): Promise<number> {
-    const [where, params] = orderConditions(filter);
-    const [row] = await this.#rows<{ n: number }>(`SELECT count(*) AS n FROM orders WHERE ${where}`, params);
-    return row?.n ?? 0;
-  }
-
-  async tradesOfOrders(ids: readonly OrderId[]): Promise<Map<OrderId, Trade[]>> {
-    const result = new Map<OrderId, Trade[]>(ids.map((id) => [id, []]));
-    if (result.size === 0) return result;
-    const rows = await this.#rows<TradeRow>(
-      `SELECT ${TRADE_COLUMNS} FROM trades WHERE taker_order_id = ANY($1::bigint[]) OR maker_order_id = ANY($1::bigint[])
-       ORDER BY id`,
-      [[...result.keys()]],
-    );
-    for (const row of rows) {
-      const trade = tradeFromRow(row);
-      result.get(trade.takerOrderId)?.push(trade);
-      result.get(trade.makerOrderId)?.push(trade);
-    }
-    return result;
-  }
-
-  async getUserTrade(userId: UserId, id: TradeId): Promise<UserTrade | undefined> {
-    const [row] = await this.#rows<TradeRow>(
-      `SELECT ${TRADE_COLUMNS} FROM trades WHERE id = $1 AND (taker_user_id = $2 OR maker_user_id = $2)`,
-      [id, userId],
-    );
-    return row && userTradeFromRow(row, userId);
-  }
-
-  async listUserTrades(filter: TradeFilter, page?: Page): Promise<UserTrade[]> {
-    const { limit, offset } = checkPage(page);
-    const [market, params] = userTradeConditions(filter);
-    const n = params.length;
-    // Each arm stops at limit + offset rows (its index walk, newest first); the union is then cut.
-    const arm = (role: 'taker' | 'maker') =>
-      `(SELECT ${TRADE_COLUMNS} FROM trades WHERE ${role}_user_id = $1${market}
-        ORDER BY id DESC LIMIT $${n + 1}::bigint + $${n + 2}::bigint)`;
-    const rows = await this.#rows<TradeRow>(
-      `${arm('taker')} UNION ALL ${arm('maker')} ORDER BY id DESC LIMIT $${n + 1} OFFSET $${n + 2}`,
-      [...params, limit, offset],
-    );
-    return rows.map((row) => userTradeFromRow(row, filter.userId));
-  }
-
-  async countUserTrades(filter: TradeFilter): Promise<number> {
-    const [market, params] = userTradeConditions(filter);
-    const count = (role: 'taker' | 'maker') =>
-      `(SELECT count(*) FROM trades WHERE ${role}_user_id = $1${market})`;
-    const [row] = await this.#rows<{ n: number }>(
-      `SELECT ${count('taker')} + ${count('maker')} AS n`,
-      params,
-    );
-    return row?.n ?? 0;
-  }
-
-  async listPublicTrades(filter: PublicTradeFilter): Promise<Trade[]> {
-    const limit = filter.limit === undefined ? null : checkCount(filter.limit, 'limit');
-    const since = filter.since === undefined ? '' : ' AND time >= $4';
-    const params: unknown[] = [filter.marketId, filter.takerSide ?? null, limit];
-    if (filter.since !== undefined) params.push(filter.since);
-    const rows = await this.#rows<TradeRow>(
-      `SELECT ${TRADE_COLUMNS} FROM trades WHERE market_id = $1${since} AND ($2::text IS NULL OR taker_side = $2)
-       ORDER BY id DESC LIMIT $3`,
-      params,
-    );
-    return rows.map(tradeFromRow);
-  }
-
-  async listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Promise<Candle[]> {
-    const rows = await this.#rows<CandleRow>(
-      `SELECT ${CANDLE_SELECT} FROM (
-         SELECT ${CANDLE_SELECT} FROM candles WHERE market_id = $1 AND interval = $2 AND start > $3
-         ORDER BY start DESC LIMIT $4
-       ) recent ORDER BY start`,
-      [marketId, interval, since, checkCount(limit, 'limit')],
-    );
-    return rows.map(candleFromRow);
-  }
-
-  async latestCandles(marketId: MarketId): Promise<Candle[]> {
-    const rows = await this.#rows<CandleRow>(
-      `SELECT DISTINCT ON (interval) ${CANDLE_SELECT} FROM candles WHERE market_id = $1 ORDER BY interval, start DESC`,
-      [marketId],
-    );
-    return rows.map(candleFromRow);
-  }
-
-  async findLedgerEntry(
-    userId: UserId,
-    kind: LedgerKind,
-    reference: string,
-  ): Promise<LedgerEntry | undefined> {
-    if (hasNul(reference)) return undefined;
-    const [row] = await this.#rows<LedgerRow>(
-      `SELECT ${LEDGER_SELECT} FROM ledger_entries WHERE user_id = $1 AND kind = $2 AND reference = $3
-       ORDER BY id LIMIT 1`,
-      [userId, kind, reference],
-    );
-    return row && ledgerFromRow(row);
-  }
-
-  // ------------------------------------------------------------ credentials
-
-  async createUser(email: string | null, time: Micros): Promise<UserRecord> {
-    const [row] = await this.#rows<UserRow>(
-      'INSERT INTO users (email, created_at) VALUES ($1, $2) RETURNING id, email, created_at',
-      [email, time],
-    );
-    if (row === undefined) throw new Error('INSERT ... RETURNING returned no row');
-    return userFromRow(row);
-  }
-
-  async getUser(id: UserId): Promise<UserRecord | undefined> {
-    const [row] = await this.#rows<UserRow>('SELECT id, email, created_at FROM users WHERE id = $1', [id]);
-    return row && userFromRow(row);
-  }
-
-  async listUsers(): Promise<UserRecord[]> {
-    return (await this.#rows<UserRow>('SELECT id, email, created_at FROM users ORDER BY id')).map(
-      userFromRow,
-    );
-  }
-
-  async createApiKey(record: NewApiKeyRecord): Promise<void> {
-    this.#apiKeys.delete(record.key);
-    const scopes = encodeScopes(record.scopes);
-    const ipAllowlist = encodeIpAllowlist(record.ipAllowlist);
-    await this.#rows(
-      `INSERT INTO api_keys (key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [
-        record.key,
-        record.userId,
-        record.sealedSecret,
-        scopes,
-        record.createdAt,
-        record.revokedAt,
-        ipAllowlist,
-        record.nonceRequired === true,
-      ],
-    );
-  }
-
-  cachedApiKey(key: string): ApiKeyRecord | undefined {
-    return this.#apiKeys.get(key);
-  }
-
-  async getApiKey(key: string): Promise<ApiKeyRecord | undefined> {
-    if (hasNul(key)) return undefined;
-    const cached = this.#apiKeys.get(key);
-    if (cached !== undefined) return cached;
-    const [row] = await this.#rows<ApiKeyRow>(`SELECT ${API_KEY_SELECT} FROM api_keys WHERE key = $1`, [key]);
-    if (row === undefined) return undefined; // unknown keys are not remembered
-    const record = apiKeyFromRow(row);
-    Object.freeze(record.scopes);
-    if (record.ipAllowlist !== null) Object.freeze(record.ipAllowlist);
-    if (this.#apiKeys.size >= MAX_CACHED_API_KEYS) {
-      const oldest = this.#apiKeys.keys().next();
-      if (oldest.done !== true) this.#apiKeys.delete(oldest.value);
-    }
-    this.#apiKeys.set(key, Object.freeze(record));
-    return record;
-  }
-
-  async listApiKeys(userId: UserId): Promise<ApiKeyRecord[]> {
-    const rows = await this.#rows<ApiKeyRow>(
-      `SELECT ${API_KEY_SELECT} FROM api_keys WHERE user_id = $1 ORDER BY created_at, position`,
-      [userId],
-    );
-    return rows.map(apiKeyFromRow);
-  }
-
-  async revokeApiKey(key: string, time: Micros): Promise<boolean> {
-    if (hasNul(key)) return false;
-    this.#apiKeys.delete(key);
-    const result = await guarded(() =>
-      this.#pool.query('UPDATE api_keys SET revoked_at = $1 WHERE key = $2 AND revoked_at IS NULL', [
-        time,
-        key,
-      ]),
-    );
-    // Dropped again: a read racing the update may have cached the record as it was before.
-    this.#apiKeys.delete(key);
-    return (result.rowCount ?? 0) > 0;
-  }
-
-  async acceptNonce(key: string, nonce: string): Promise<boolean> {
-    if (typeof nonce !== 'string' || !CANONICAL_NONCE.test(nonce))
-      throw new RangeError(`invalid nonce: ${JSON.stringify(nonce)}`);
-    if (hasNul(key)) return false;
-    // One conditional UPDATE, committed (synchronous_commit) before it returns: a row lock makes
-    // two requests with the same nonce serialize, and the second finds last_nonce already equal.
-    const result = await guarded(() =>
-      this.#pool.query(
-        `UPDATE api_keys SET last_nonce = $2::numeric
-         WHERE key = $1 AND revoked_at IS NULL AND (last_nonce IS NULL OR last_nonce < $2::numeric)`,
-        [key, nonce],
-      ),
-    );
-    return (result.rowCount ?? 0) > 0;
   }
 
   // ------------------------------------------------------------ checkpoints
@@ -525,11 +324,11 @@ export class PostgresStore implements AsyncStore {
 
   /** Ends the read pool and the writer connection: the writer lock is released with its session. */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.closed) return;
+    this.closed = true;
     const writer = this.#writer ?? (await this.#reconnecting?.catch(() => undefined));
     this.#writer = undefined;
-    await Promise.allSettled([this.#pool.end(), writer?.end()]);
+    await Promise.allSettled([this.pool.end(), writer?.end()]);
   }
 
   // ------------------------------------------------------------ helpers
@@ -537,34 +336,7 @@ export class PostgresStore implements AsyncStore {
   async #terminateBackend(client: pg.Client): Promise<void> {
     const pid = (client as unknown as { processID?: unknown }).processID;
     if (typeof pid !== 'number') return;
-    await this.#pool.query('SELECT pg_terminate_backend($1)', [pid]).catch(() => undefined);
-  }
-
-  async #rows<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
-    if (this.#closed) throw new StoreUnavailableError('store unavailable: the store is closed');
-    const result = await guarded(() => this.#pool.query<R>(text, values));
-    return result.rows;
-  }
-
-  /** Several reads from one snapshot of the database. */
-  async #readTransaction<T>(read: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    if (this.#closed) throw new StoreUnavailableError('store unavailable: the store is closed');
-    return guarded(async () => {
-      const client = await this.#pool.connect();
-      let broken = false;
-      try {
-        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-        const value = await read(client);
-        await client.query('COMMIT');
-        return value;
-      } catch (error) {
-        broken = true;
-        throw error;
-      } finally {
-        // A connection that failed mid-transaction is not handed out again.
-        client.release(broken);
-      }
-    });
+    await this.pool.query('SELECT pg_terminate_backend($1)', [pid]).catch(() => undefined);
   }
 
   /** For messages and tests: the database this store writes. */
@@ -573,10 +345,9 @@ export class PostgresStore implements AsyncStore {
   }
 }
 
-async function connectWriter(options: Required<PostgresStoreOptions>): Promise<pg.Client> {
-  const { url } = options;
+function writerClient(options: WriterSettings): pg.Client {
   const client = new pg.Client({
-    connectionString: url,
+    connectionString: options.url,
     application_name: options.applicationName,
     connectionTimeoutMillis: options.connectTimeoutMs,
     // TCP keep-alives: a peer that vanished without a word is noticed by the kernel too.
@@ -585,9 +356,15 @@ async function connectWriter(options: Required<PostgresStoreOptions>): Promise<p
   });
   // Until adopted: an error on a connection being set up must not end the process.
   client.on('error', () => undefined);
+  return client;
+}
+
+async function connectWriter(options: WriterSettings): Promise<pg.Client> {
+  const client = writerClient(options);
   try {
     await client.connect();
-    await acquireWriterLock(client, databaseName(url));
+    await client.query(WRITER_KEEPALIVES);
+    await acquireWriterLock(client, databaseName(options.url));
     return client;
   } catch (error) {
     await client.end().catch(() => undefined);
@@ -596,36 +373,29 @@ async function connectWriter(options: Required<PostgresStoreOptions>): Promise<p
   }
 }
 
+/** Retrying a lost connection while waiting for the lock (the database restarting, say). */
+const STANDBY_RECONNECT_MS = 1000;
+
 /**
- * PostgreSQL text cannot hold a NUL character (SQLite's can): no stored key or reference has one,
- * so a lookup by such a string finds nothing, as it would on SQLite, instead of failing.
+ * A standby's writer connection: waits for the lock (lock.ts: waitForWriterLock) on its own
+ * session, and reconnects when that session is lost while waiting, until `signal` aborts.
  */
-const hasNul = (text: string): boolean => text.includes('\u0000');
-
-function orderConditions(filter: OrderFilter): [string, unknown[]] {
-  const params: unknown[] = [filter.userId];
-  const status = filter.status === 'open' ? OPEN_STATUSES : DONE_STATUSES;
-  let where = `user_id = $1 AND status ${status.length === 1 ? `= '${status[0]}'` : `IN (${status.map((s) => `'${s}'`).join(', ')})`}`;
-  if (filter.marketId !== undefined) {
-    params.push(filter.marketId);
-    where += ` AND market_id = $${params.length}`;
+async function connectStandby(options: WriterSettings, wait: LockWaitOptions): Promise<pg.Client> {
+  for (;;) {
+    wait.signal?.throwIfAborted();
+    const client = writerClient(options);
+    try {
+      await client.connect();
+      await client.query(WRITER_KEEPALIVES);
+      await waitForWriterLock(client, wait);
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (wait.signal?.aborted === true) throw wait.signal.reason;
+      if (!isUnavailable(error)) throw toStoreError(error);
+    }
+    await delay(STANDBY_RECONNECT_MS, undefined, wait.signal ? { signal: wait.signal } : {}).catch(() => {
+      throw wait.signal?.reason;
+    });
   }
-  return [where, params];
-}
-
-/** An empty market list matches nothing; undefined means no filter. */
-function userTradeConditions(filter: TradeFilter): [string, unknown[]] {
-  if (filter.marketIds === undefined) return ['', [filter.userId]];
-  return [' AND market_id = ANY($2::bigint[])', [filter.userId, [...filter.marketIds]]];
-}
-
-function checkCount(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`invalid ${name}: ${value}`);
-  return value;
-}
-
-/** LIMIT NULL is no limit in PostgreSQL. */
-function checkPage(page: Page | undefined): { limit: number | null; offset: number } {
-  if (page === undefined) return { limit: null, offset: 0 };
-  return { limit: checkCount(page.limit, 'page limit'), offset: checkCount(page.offset, 'page offset') };
 }

@@ -15,7 +15,19 @@ export function isUnavailable(error: unknown): error is InstanceType<typeof Data
 /** The error callers should see: I/O-type SQLite failures become StoreUnavailableError, others pass through. */
 export function toStoreError(error: unknown): unknown {
   if (!isUnavailable(error)) return error;
-  return new StoreUnavailableError(`store unavailable: ${error.message} (${error.code})`, { cause: error });
+  return new StoreUnavailableError(`store unavailable: ${error.message} (${error.code})`, {
+    cause: error,
+    reason: sqliteReason(error.code),
+  });
+}
+
+/** The /readyz reason of an SQLite result code (StoreUnavailableError.reason). */
+export function sqliteReason(code: string): string {
+  if (code.startsWith('SQLITE_FULL')) return 'disk full';
+  if (code.startsWith('SQLITE_READONLY')) return 'database file is read-only';
+  if (code.startsWith('SQLITE_BUSY')) return 'database file locked by another process';
+  if (code.startsWith('SQLITE_CANTOPEN')) return 'database file cannot be opened';
+  return 'database file I/O error';
 }
 
 export function guarded<T>(operation: () => T): T {

@@ -16,8 +16,6 @@ import {
   type Volume,
 } from '../domain/types.js';
 import type { BalanceState, OrderState, Trade } from '../engine/types.js';
-import type { Candle } from '../market-data/candle.js';
-import type { UserTrade } from '../store/store.js';
 import type {
   CandleRecord,
   ExecutionRecord,
@@ -29,10 +27,12 @@ import type {
   TickerRecord,
   UserTradeRecord,
   WalletEntryRecord,
-} from './schemas.js';
+} from '../http/schemas.js';
+import type { Valuation } from '../http/valuation.js';
+import type { Candle } from '../market-data/candle.js';
+import type { UserTrade } from '../store/store.js';
 import { NO_EXPIRY, unixSeconds, unixSeconds4, utcDateTime } from './time.js';
 import { orderTransactionId, tradeTransactionId } from './txid.js';
-import type { Valuation } from './valuation.js';
 
 export type AssetLookup = Pick<Catalogue, 'asset'>;
 

@@ -4,6 +4,8 @@ import fc from 'fast-check';
 import type { TradeStats } from '../app/ports.js';
 import type { Amount, Micros, OrderId, Price, TradeId, UserId, Volume } from '../domain/types.js';
 import type { OrderState, Trade } from '../engine/types.js';
+import { BTC, BTCEUR, ETH, ETHBTC, fixedCatalogue } from '../http/testing/catalogue.js';
+import type { Valuation } from '../http/valuation.js';
 import type { Candle } from '../market-data/candle.js';
 import type { UserTrade } from '../store/store.js';
 import {
@@ -19,9 +21,7 @@ import {
   serializeWalletEntry,
   tradesAveragePrice,
 } from './serializers.js';
-import { BTC, BTCEUR, ETH, ETHBTC, fixedCatalogue } from './testing/catalogue.js';
 import { orderTransactionId, tradeTransactionId } from './txid.js';
-import type { Valuation } from './valuation.js';
 
 const catalogue = fixedCatalogue();
 const T0 = 1_700_000_000_123_456 as Micros;

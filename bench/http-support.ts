@@ -16,9 +16,12 @@ export interface Trader {
  * resolves with its first line of output (its address, and the funded traders of `openspot`).
  */
 export function startTarget(
-  mode: 'bare' | 'openspot' | 'openspot-normal' | 'openspot-uncommitted',
+  mode: 'bare' | 'openspot' | 'openspot-normal' | 'openspot-uncommitted' | 'openspot-postgres',
   root: string = join(import.meta.dirname, '..'),
-): Promise<{ child: ChildProcess; info: { url: string; traders?: Trader[] } }> {
+): Promise<{
+  child: ChildProcess;
+  info: { url: string; traders?: Trader[]; adminToken?: string; database?: string };
+}> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -26,6 +29,9 @@ export function startTarget(
       { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
     );
     child.on('error', reject);
+    child.once('exit', (code) =>
+      reject(new Error(`bench target ${mode} exited (${code}) before it was ready`)),
+    );
     createInterface({ input: child.stdout! }).once('line', (line) =>
       resolve({ child, info: JSON.parse(line) }),
     );
@@ -36,7 +42,7 @@ export function startTarget(
 const sign = signRequest;
 
 /** CPU time (user + system) a process has used so far, in µs; undefined where /proc is not there. */
-function processCpuMicros(pid: number | undefined): number | undefined {
+export function processCpuMicros(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');

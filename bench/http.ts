@@ -20,8 +20,12 @@
  * more per request leaves less to the server.
  * Options: --seconds N (per measurement, default 10), --connections N (default 64),
  * --runs N (rounds, default 3; medians), --warmup N (seconds per target, default 2).
+ *
+ * `--store postgres` runs the other bench instead (bench/http-store.ts): signed order placement
+ * on PostgreSQL against SQLite and a bare route, driven by wrk with pre-signed requests.
  */
 import autocannon from 'autocannon';
+import { storeBench } from './http-store.js';
 import {
   cpuFigure,
   type Measurement,
@@ -127,4 +131,11 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+const storeIndex = process.argv.indexOf('--store');
+const store = storeIndex >= 0 ? process.argv[storeIndex + 1] : undefined;
+if (store === 'postgres') await storeBench();
+else if (store === undefined) await main();
+else {
+  process.stderr.write(`unknown --store ${store}: the store bench compares postgres against SQLite\n`);
+  process.exit(2);
+}

@@ -377,7 +377,7 @@ class SequencedExchange implements OpenExchange {
 
   /**
    * Applies and commits everything queued, as one batch (put off a few turns while more arrives,
-   * unless `now`: the queue already grew while the previous commit was in flight). Returns the step.
+   * unless `now`: a restore or close that must not wait). Returns the step.
    */
   private flush(now = false): Promise<void> | undefined {
     this.flushScheduled = false;
@@ -460,7 +460,11 @@ class SequencedExchange implements OpenExchange {
     this.stepWaiters = [];
     for (const wake of waiters) wake();
     if (this.unpublished.length > 0) this.schedulePublication();
-    if (this.queue.length > 0 && !this.flushScheduled) this.scheduleFlush(true);
+    // Not at once: the step's replies are being written, and their clients' next commands arrive
+    // within a turn or two. Flushed at once, what queued during the commit would leave as one
+    // group and those as the next, each waiting for the other's commit (half-sized batches, twice
+    // the commits, with a store whose commit is asynchronous); the flush waits while the queue grows.
+    if (this.queue.length > 0 && !this.flushScheduled) this.scheduleFlush();
   }
 
   /** Resolves when no step is in flight (at once, in a microtask, when none is). */

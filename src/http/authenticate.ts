@@ -83,14 +83,16 @@ function header(request: FastifyRequest, name: string): string | undefined {
 }
 
 /**
- * The caller of a signed request: one read of the key's record from the credential store (a
- * promise), then everything else synchronously, except a nonce, which is recorded in the store.
- * Throws (synchronously) or rejects with the request's refusal.
+ * The caller of a signed request: the key's record from the credential store, then everything
+ * else synchronously, except a nonce, which is recorded in the store. The record comes without a
+ * promise when the store holds it in memory (its API key cache: every key in use), so the common
+ * request is authenticated synchronously; otherwise it is read (a promise). Throws (synchronously)
+ * or rejects with the request's refusal.
  */
 export function authenticate(
   request: FastifyRequest,
   deps: Pick<V1Deps, 'exchange' | 'vault'>,
-): Promise<Caller> {
+): Caller | Promise<Caller> {
   const key = header(request, 'x-api-key');
   const sign = header(request, 'x-api-sign');
   if (
@@ -102,7 +104,10 @@ export function authenticate(
   ) {
     throw invalidSignature();
   }
-  return deps.exchange.credentials.getApiKey(key).then((record) => verify(request, deps, key, sign, record));
+  const { credentials } = deps.exchange;
+  const cached = credentials.cachedApiKey?.(key);
+  if (cached !== undefined) return verify(request, deps, key, sign, cached);
+  return credentials.getApiKey(key).then((record) => verify(request, deps, key, sign, record));
 }
 
 function verify(
@@ -137,11 +142,15 @@ function verify(
     store: deps.exchange.credentials,
     rateLimit: () => enforceKeyRateLimit(request, key),
   });
-  const caller = (result: KeyPolicyResult): Caller => {
-    if (!result.ok) throw errorE(result.status, result.error);
-    return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
-  };
-  return policy instanceof Promise ? policy.then(caller) : caller(policy);
+  return policy instanceof Promise
+    ? policy.then((result) => callerOf(result, record, key))
+    : callerOf(policy, record, key);
+}
+
+/** The caller a passed key policy admits; the policy's refusal otherwise. */
+function callerOf(result: KeyPolicyResult, record: ApiKeyRecord, key: string): Caller {
+  if (!result.ok) throw errorE(result.status, result.error);
+  return { userId: record.userId, apiKey: key, scopes: record.scopes, nonceRequired: record.nonceRequired };
 }
 
 export function requireScope(who: Caller, scope: ApiKeyScope): void {

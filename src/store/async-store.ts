@@ -43,6 +43,7 @@ export function asyncStore(store: Store): AsyncStore {
     listUsers: () => settled(() => store.listUsers()),
     createApiKey: (record) => settled(() => store.createApiKey(record)),
     getApiKey: (key) => settled(() => store.getApiKey(key)),
+    cachedApiKey: (key) => store.cachedApiKey?.(key),
     listApiKeys: (userId) => settled(() => store.listApiKeys(userId)),
     revokeApiKey: (key, time) => settled(() => store.revokeApiKey(key, time)),
     acceptNonce: (key, nonce) => settled(() => store.acceptNonce(key, nonce)),

@@ -105,6 +105,12 @@ export interface CredentialStore {
 
   createApiKey(record: NewApiKeyRecord): Promise<void>;
   getApiKey(key: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * The record `getApiKey` would answer, when this process already holds it in memory (its API
+   * key cache): no read, no promise. Undefined means "not held", not "unknown": ask getApiKey.
+   * Lets a signed request whose key is cached be authenticated without a turn of the event loop.
+   */
+  cachedApiKey?(key: string): ApiKeyRecord | undefined;
   listApiKeys(userId: UserId): Promise<ApiKeyRecord[]>;
   revokeApiKey(key: string, time: Micros): Promise<boolean>;
   /**

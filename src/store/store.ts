@@ -188,6 +188,8 @@ export interface Store {
 
   createApiKey(record: NewApiKeyRecord): void;
   getApiKey(key: string): ApiKeyRecord | undefined;
+  /** The record when it is in the API key cache, without a read (see CredentialStore.cachedApiKey). */
+  cachedApiKey?(key: string): ApiKeyRecord | undefined;
   listApiKeys(userId: UserId): ApiKeyRecord[];
   revokeApiKey(key: string, time: Micros): boolean;
   /**

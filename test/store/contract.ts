@@ -43,15 +43,15 @@ import type { CommitBatch, IdempotencyRecord } from '../../src/store/store.js';
 
 /**
  * Each method of the asynchronous ports, as either adapter returns it (a value or its promise).
- * Methods only: `capabilities` is a property of the asynchronous wrapper, not of the synchronous
- * SqliteStore the contract also runs on.
+ * Methods only (optional ones too: `cachedApiKey`): `capabilities` is a property of the
+ * asynchronous wrapper, not of the synchronous SqliteStore the contract also runs on.
  */
 export type ContractStore = {
-  [K in keyof AsyncStore as AsyncStore[K] extends (...args: never[]) => unknown
+  [K in keyof AsyncStore as NonNullable<AsyncStore[K]> extends (...args: never[]) => unknown
     ? K
     : never]: AsyncStore[K] extends (...args: infer A) => Promise<infer R>
     ? (...args: A) => R | Promise<R>
-    : never;
+    : AsyncStore[K];
 };
 
 export interface StoreHandle {
@@ -565,6 +565,34 @@ export function storeContract(adapter: Adapter): void {
       });
       assert.equal((await store.getApiKey('k'))?.revokedAt, null);
       await store.revokeApiKey('k', (T0 + 1) as Micros);
+      assert.equal((await store.getApiKey('k'))?.revokedAt, T0 + 1);
+    });
+
+    test('cachedApiKey answers without a read only what getApiKey would answer, never a revoked key as active', async (t) => {
+      const { store } = await adapter.open(t);
+      const user = await store.createUser(null, T0);
+      await store.createApiKey({
+        key: 'k',
+        userId: user.id,
+        sealedSecret: 's',
+        scopes: ['read', 'trade'],
+        createdAt: T0,
+        revokedAt: null,
+      });
+      if (store.cachedApiKey === undefined) {
+        t.skip('this adapter keeps no API key cache');
+        return;
+      }
+      const read = await store.getApiKey('k');
+      const cached = store.cachedApiKey('k');
+      // Held after a read (authentication then needs no promise); when held, it is the same record.
+      assert.notEqual(cached, undefined);
+      assert.deepEqual(cached, read);
+      assert.equal(store.cachedApiKey('unknown'), undefined);
+      await store.revokeApiKey('k', (T0 + 1) as Micros);
+      // Dropped by the revocation: a caller falls back to getApiKey, which reads the revocation.
+      const after = store.cachedApiKey('k');
+      assert.ok(after === undefined || after.revokedAt === T0 + 1, 'a revoked key is not held as active');
       assert.equal((await store.getApiKey('k'))?.revokedAt, T0 + 1);
     });
 

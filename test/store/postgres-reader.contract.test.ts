@@ -40,6 +40,7 @@ function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStor
     listUsers: () => reader.listUsers(),
     createApiKey: (record) => reader.createApiKey(record),
     getApiKey: (key) => reader.getApiKey(key),
+    cachedApiKey: (key) => reader.cachedApiKey(key),
     listApiKeys: (userId) => reader.listApiKeys(userId),
     revokeApiKey: (key, time) => reader.revokeApiKey(key, time),
     acceptNonce: (key, nonce) => reader.acceptNonce(key, nonce),

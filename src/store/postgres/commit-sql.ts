@@ -1,8 +1,9 @@
 /**
- * One group commit as ONE statement: data-modifying CTEs, one per table, each inserting the rows
- * of its column arrays (`unnest`). A single statement is a single transaction in PostgreSQL, so
- * the batch is all or nothing; it is one round trip (Parse once per connection, then Bind/Execute),
- * whatever the number of rows; and the deferred foreign keys are checked when it commits.
+ * One group commit as ONE statement: data-modifying CTEs, one per table the batch writes, each
+ * inserting the rows of its column arrays (`unnest`). A single statement is a single transaction
+ * in PostgreSQL, so the batch is all or nothing; it is one round trip (Parse once per connection
+ * and batch shape, then Bind/Execute), whatever the number of rows; and the deferred foreign keys
+ * are checked when it commits.
  *
  * Rows of one table are deduplicated here (the last state wins), because one INSERT … ON CONFLICT
  * may not touch a row twice. Sub-statements of one statement see the same snapshot and none of
@@ -127,46 +128,79 @@ const META = [
 type Columns = ReadonlyArray<readonly [string, string]>;
 const names = (columns: Columns): string[] => columns.map(([n]) => n);
 
-function buildCommitSql(): string {
-  let next = 1;
-  const insert = (table: string, columns: Columns): string => {
-    const sql = unnestInsert(table, columns, next);
-    next += columns.length;
-    return sql;
-  };
-  const parts: string[] = [];
-  parts.push(`w_assets AS (${insert('assets', ASSET)})`);
-  parts.push(`w_markets AS (${insert('markets', MARKET)})`);
-  parts.push(`w_trades AS (${insert('trades', TRADE)})`);
-  parts.push(
-    `w_orders AS (${insert('orders', ORDER)} ON CONFLICT (id) DO UPDATE SET ${setExcluded(names(ORDER).slice(1))})`,
-  );
-  parts.push(
-    `w_balances AS (${insert('balances', BALANCE)} ON CONFLICT (user_id, asset) DO UPDATE SET ${setExcluded(['available', 'reserved'])})`,
-  );
-  parts.push(
-    `w_totals AS (${insert('asset_totals', TOTALS)} ON CONFLICT (asset) DO UPDATE SET ${setExcluded(['net_deposits', 'fees'])})`,
-  );
-  parts.push(`w_ledger AS (${insert('ledger_entries', LEDGER)})`);
-  parts.push(
-    `w_candles AS (${insert('candles', CANDLE)} ON CONFLICT (market_id, interval, start) DO UPDATE SET ${setExcluded(names(CANDLE).slice(3))})`,
-  );
-  const idemUsers = next;
-  const idemKeys = next + 1;
-  parts.push(
-    `w_idempotency AS (${insert('idempotency_keys', IDEMPOTENCY)} ON CONFLICT (user_id, key) DO UPDATE SET ${setExcluded(['fingerprint', 'order_id', 'time'])})`,
-  );
-  const expired = next++;
-  parts.push(`w_pruned AS (DELETE FROM idempotency_keys WHERE (user_id, key) IN (
-      SELECT user_id, key FROM idempotency_keys
-      WHERE $${expired}::bigint IS NOT NULL AND time < $${expired}::bigint
-        AND (user_id, key) NOT IN (SELECT u, k FROM unnest($${idemUsers}::bigint[], $${idemKeys}::text[]) AS y(u, k))
-      ORDER BY time LIMIT ${IDEMPOTENCY_PRUNE_LIMIT}))`);
-  const meta = insert('meta', META);
-  return `WITH ${parts.join(',\n')}\n${meta} ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
-}
+/** The tables a commit may write, in statement order: columns and the ON CONFLICT clause, if any. */
+const TABLES = [
+  { cte: 'w_assets', table: 'assets', columns: ASSET, conflict: '' },
+  { cte: 'w_markets', table: 'markets', columns: MARKET, conflict: '' },
+  { cte: 'w_trades', table: 'trades', columns: TRADE, conflict: '' },
+  {
+    cte: 'w_orders',
+    table: 'orders',
+    columns: ORDER,
+    conflict: ` ON CONFLICT (id) DO UPDATE SET ${setExcluded(names(ORDER).slice(1))}`,
+  },
+  {
+    cte: 'w_balances',
+    table: 'balances',
+    columns: BALANCE,
+    conflict: ` ON CONFLICT (user_id, asset) DO UPDATE SET ${setExcluded(['available', 'reserved'])}`,
+  },
+  {
+    cte: 'w_totals',
+    table: 'asset_totals',
+    columns: TOTALS,
+    conflict: ` ON CONFLICT (asset) DO UPDATE SET ${setExcluded(['net_deposits', 'fees'])}`,
+  },
+  { cte: 'w_ledger', table: 'ledger_entries', columns: LEDGER, conflict: '' },
+  {
+    cte: 'w_candles',
+    table: 'candles',
+    columns: CANDLE,
+    conflict: ` ON CONFLICT (market_id, interval, start) DO UPDATE SET ${setExcluded(names(CANDLE).slice(3))}`,
+  },
+  {
+    cte: 'w_idempotency',
+    table: 'idempotency_keys',
+    columns: IDEMPOTENCY,
+    conflict: ` ON CONFLICT (user_id, key) DO UPDATE SET ${setExcluded(['fingerprint', 'order_id', 'time'])}`,
+  },
+] as const;
+const IDEMPOTENCY_TABLE = TABLES.length - 1;
+/** Bit of the shape: the batch prunes expired idempotency records. */
+const PRUNE = 1 << TABLES.length;
 
-export const COMMIT_SQL: string = buildCommitSql();
+/**
+ * The statement for one shape of batch: a bit per table that has rows (and PRUNE). A table
+ * without rows gets no sub-statement at all: an empty `unnest` insert still costs its executor
+ * set-up and its parameters, on every commit, for tables most batches never touch (assets,
+ * markets, ledger, idempotency keys).
+ */
+export function commitSql(shape: number): string {
+  let next = 1;
+  const parts: string[] = [];
+  let idempotencyParams: number | undefined;
+  for (const [i, t] of TABLES.entries()) {
+    if ((shape & (1 << i)) === 0) continue;
+    if (i === IDEMPOTENCY_TABLE) idempotencyParams = next;
+    parts.push(`${t.cte} AS (${unnestInsert(t.table, t.columns, next)}${t.conflict})`);
+    next += t.columns.length;
+  }
+  if ((shape & PRUNE) !== 0) {
+    const expired = next++;
+    // Sub-statements see the same snapshot and none of each other's writes: the keys this batch
+    // (re)writes are left alone explicitly.
+    const rewritten =
+      idempotencyParams === undefined
+        ? ''
+        : `AND (user_id, key) NOT IN (SELECT u, k FROM unnest($${idempotencyParams}::bigint[], $${idempotencyParams + 1}::text[]) AS y(u, k))`;
+    parts.push(`w_pruned AS (DELETE FROM idempotency_keys WHERE (user_id, key) IN (
+      SELECT user_id, key FROM idempotency_keys
+      WHERE time < $${expired}::bigint ${rewritten}
+      ORDER BY time LIMIT ${IDEMPOTENCY_PRUNE_LIMIT}))`);
+  }
+  const meta = `${unnestInsert('meta', META, next)} ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  return parts.length === 0 ? meta : `WITH ${parts.join(',\n')}\n${meta}`;
+}
 
 /** Keeps the last of each key, in first-seen order. */
 function lastByKey<T>(rows: readonly T[], key: (row: T) => string | number): T[] {
@@ -189,8 +223,43 @@ function columnsOf<T>(rows: readonly T[], columns: number, row: (r: T) => readon
   return out;
 }
 
-/** The parameters of COMMIT_SQL for one batch, in the order the statement numbers them. */
-export function commitParams(batch: CommitBatch): unknown[] {
+export interface CommitStatement {
+  /** Names the prepared statement: one per shape, parsed once per connection. */
+  readonly name: string;
+  readonly text: string;
+  readonly values: unknown[];
+}
+
+const statements = new Map<number, { readonly name: string; readonly text: string }>();
+
+/** The statement and its parameters for one batch. */
+export function commitStatement(batch: CommitBatch): CommitStatement {
+  const tables = commitRows(batch);
+  let shape = 0;
+  const values: unknown[] = [];
+  for (const [i, columns] of tables.entries()) {
+    if (columns[0]!.length === 0) continue;
+    shape |= 1 << i;
+    for (const column of columns) values.push(column);
+  }
+  if (batch.idempotencyExpiredBefore !== undefined) {
+    shape |= PRUNE;
+    values.push(batch.idempotencyExpiredBefore);
+  }
+  values.push(
+    [...SEQUENCE_KEYS],
+    SEQUENCE_KEYS.map((k) => batch.changes.sequences[k]),
+  );
+  let statement = statements.get(shape);
+  if (statement === undefined) {
+    statement = { name: `openspot_commit_${shape.toString(16)}`, text: commitSql(shape) };
+    statements.set(shape, statement);
+  }
+  return { ...statement, values };
+}
+
+/** The column arrays of every table in TABLES, in its order (empty arrays for a table without rows). */
+function commitRows(batch: CommitBatch): unknown[][][] {
   const assets = [];
   const markets = [];
   const trades = [];
@@ -207,8 +276,8 @@ export function commitParams(batch: CommitBatch): unknown[] {
   const candles = lastByKey(batch.candles, (c) => `${c.marketId}\u0000${c.interval}\u0000${c.start}`);
   const idempotency = lastByKey(batch.idempotencyKeys ?? [], (r) => `${r.userId}\u0000${r.key}`);
   return [
-    ...columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
-    ...columnsOf(markets, MARKET.length, (m) => [
+    columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
+    columnsOf(markets, MARKET.length, (m) => [
       m.id,
       m.base,
       m.quote,
@@ -218,7 +287,7 @@ export function commitParams(batch: CommitBatch): unknown[] {
       m.makerFee,
       m.takerFee,
     ]),
-    ...columnsOf(trades, TRADE.length, (t) => [
+    columnsOf(trades, TRADE.length, (t) => [
       t.id,
       t.marketId,
       t.price,
@@ -234,7 +303,7 @@ export function commitParams(batch: CommitBatch): unknown[] {
       t.makerFee,
       t.time,
     ]),
-    ...columnsOf(orders, ORDER.length, (o) => [
+    columnsOf(orders, ORDER.length, (o) => [
       o.id,
       o.userId,
       o.marketId,
@@ -252,17 +321,10 @@ export function commitParams(batch: CommitBatch): unknown[] {
       o.reserved,
       o.feeExcess,
     ]),
-    ...columnsOf(balances, BALANCE.length, (b) => [b.userId, b.asset, b.available, b.reserved]),
-    ...columnsOf(totals, TOTALS.length, (t) => [t.asset, t.netDeposits, t.fees]),
-    ...columnsOf(batch.ledger, LEDGER.length, (e) => [
-      e.userId,
-      e.asset,
-      e.kind,
-      e.amount,
-      e.reference,
-      e.time,
-    ]),
-    ...columnsOf(candles, CANDLE.length, (c) => [
+    columnsOf(balances, BALANCE.length, (b) => [b.userId, b.asset, b.available, b.reserved]),
+    columnsOf(totals, TOTALS.length, (t) => [t.asset, t.netDeposits, t.fees]),
+    columnsOf(batch.ledger, LEDGER.length, (e) => [e.userId, e.asset, e.kind, e.amount, e.reference, e.time]),
+    columnsOf(candles, CANDLE.length, (c) => [
       c.marketId,
       c.interval,
       c.start,
@@ -275,9 +337,6 @@ export function commitParams(batch: CommitBatch): unknown[] {
       c.notional.toString(),
       c.count,
     ]),
-    ...columnsOf(idempotency, IDEMPOTENCY.length, (r) => [r.userId, r.key, r.fingerprint, r.orderId, r.time]),
-    batch.idempotencyExpiredBefore ?? null,
-    [...SEQUENCE_KEYS],
-    SEQUENCE_KEYS.map((k) => changes.sequences[k]),
+    columnsOf(idempotency, IDEMPOTENCY.length, (r) => [r.userId, r.key, r.fingerprint, r.orderId, r.time]),
   ];
 }

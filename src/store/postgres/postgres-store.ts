@@ -41,7 +41,7 @@ import {
   type StoreCapabilities,
   StoreUnavailableError,
 } from '../store.js';
-import { COMMIT_SQL, commitParams } from './commit-sql.js';
+import { commitStatement } from './commit-sql.js';
 import { databaseName, EXACT_TYPES, isUnavailable, parseDatabaseUrl, toStoreError } from './connection.js';
 import {
   acquireWriterLock,
@@ -243,7 +243,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
   }
 
   async commit(batch: CommitBatch): Promise<void> {
-    const params = commitParams(batch);
+    const statement = commitStatement(batch);
     let writer: pg.Client;
     try {
       writer = await this.#writerConnection();
@@ -256,11 +256,11 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       throw toStoreError(error);
     }
     try {
-      // Named: parsed and planned once per connection, then only bound and executed.
+      // Named: parsed and planned once per connection and batch shape, then only bound and executed.
       await writer.query({
-        name: 'openspot_commit',
-        text: COMMIT_SQL,
-        values: params,
+        name: statement.name,
+        text: statement.text,
+        values: statement.values,
         // Per commit, not per connection: a migration at open may rightly take longer.
         query_timeout: this.#options.commitTimeoutMs,
       } as pg.QueryConfig);

@@ -243,6 +243,11 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
     );
   }
 
+  cachedApiKey(key: string): ApiKeyRecord | undefined {
+    const cached = this.#apiKeys.get(key);
+    return cached !== undefined && this.#now() < cached.until ? cached.record : undefined;
+  }
+
   async getApiKey(key: string): Promise<ApiKeyRecord | undefined> {
     if (hasNul(key)) return undefined;
     const cached = this.#apiKeys.get(key);

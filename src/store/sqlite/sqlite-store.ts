@@ -218,6 +218,10 @@ export class SqliteStore implements Store {
     );
   }
 
+  cachedApiKey(key: string): ApiKeyRecord | undefined {
+    return this.#apiKeys.get(key);
+  }
+
   getApiKey(key: string): ApiKeyRecord | undefined {
     const cached = this.#apiKeys.get(key);
     if (cached !== undefined) return cached;

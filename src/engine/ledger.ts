@@ -163,6 +163,11 @@ export class Ledger {
     };
   }
 
+  /** Every account, by user id (a canonical order, whatever order the accounts were opened in). */
+  accountsByUser(): Account[] {
+    return [...this.accounts.values()].sort((a, b) => a.userId - b.userId);
+  }
+
   *allBalances(): Generator<BalanceState> {
     for (const account of this.accounts.values()) {
       const n = Math.max(account.available.length, account.reserved.length);

@@ -533,4 +533,28 @@ describe('changed levels (drainChanges)', () => {
     ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id }, T));
     assert.deepEqual(engine.drainChanges().levels, []);
   });
+
+  test('a level emptied and created again within the batch is listed once, with its first total', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 100_000_000);
+    const first = idOf(ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T)));
+    engine.drainChanges();
+    // 299,000 goes 10,000 -> gone -> 20,000 -> gone -> 10,000: no net change. 298,000 is created
+    // twice and ends at 30,000: listed once, from 0.
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: first }, T));
+    const second = idOf(ok(engine.apply(order(market, bob, 'buy', 299_000, 20_000), T)));
+    const low = idOf(ok(engine.apply(order(market, bob, 'buy', 298_000, 10_000), T)));
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: second }, T));
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: low }, T));
+    ok(engine.apply(order(market, bob, 'buy', 298_000, 30_000), T));
+    ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T));
+    assert.deepEqual(engine.drainChanges().levels, [
+      { marketId: market, side: 'buy', price: 298_000, before: 0 },
+    ]);
+    // And the next batch lists them afresh.
+    ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T));
+    assert.deepEqual(engine.drainChanges().levels, [
+      { marketId: market, side: 'buy', price: 299_000, before: 10_000 },
+    ]);
+  });
 });

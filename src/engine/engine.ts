@@ -92,10 +92,19 @@ interface Market {
   readonly asks: BookSide;
   /**
    * Levels changed since the last drain, in first-change order, each with its total before that
-   * change. Keyed by price for bids and by −price for asks (prices are positive), so one map keeps
-   * the order of changes across both sides.
+   * change: the first `dirtyCount` entries of `dirtyKeys` and `dirtyBefore`. Keyed by price for
+   * bids and by −price for asks (prices are positive), so one list keeps the order of changes
+   * across both sides. Arrays overwritten at each drain rather than a Map cleared: a cleared Map
+   * reallocates its table and regrows it, and those tables were a third of what survived the
+   * young generation in bench:engine's deep book.
+   *
+   * A price is listed once per drain, at its first change, through `Level.mark` (see markLevel),
+   * with one exception: a level emptied and created again within a drain is listed again, with
+   * total 0 before; drainChanges keeps only the first entry of a price.
    */
-  readonly dirtyLevels: Map<number, number>;
+  readonly dirtyKeys: number[];
+  readonly dirtyBefore: number[];
+  dirtyCount: number;
 }
 
 /**
@@ -436,7 +445,9 @@ export class Engine {
       maxFee: Math.max(spec.makerFee, spec.takerFee),
       bids: new BookSide(true),
       asks: new BookSide(false),
-      dirtyLevels: new Map(),
+      dirtyKeys: [],
+      dirtyBefore: [],
+      dirtyCount: 0,
     };
     this.markets.set(spec.id, market);
     this.marketByPair.set(`${spec.base}${spec.quote}`, market);
@@ -570,6 +581,8 @@ export class Engine {
       this.openOrders.set(order);
       this.markLevel(market, order.side === 'buy' ? order.price : -order.price, restLevel);
       (order.side === 'buy' ? market.bids : market.asks).append(order, restLevel);
+      // A level the order created is listed already (as 0 before): marked, it is not listed again.
+      order.level!.mark = this.drainEpoch;
     }
     return undefined;
   }
@@ -746,14 +759,22 @@ export class Engine {
   /**
    * Records a level about to change, once per drain: the first change keeps its place and total.
    * `key` is the price for a bid, minus the price for an ask; `level` is the level at that price
-   * now, if there is one. A level already marked in this drain needs no map lookup.
+   * now, if there is one (none: it is about to be created, from a total of 0). Every level that
+   * exists at a listed price is marked with the current drain, so a marked level is listed already.
    */
   private markLevel(market: Market, key: number, level: Level | undefined): void {
     if (level !== undefined) {
       if (level.mark === this.drainEpoch) return;
       level.mark = this.drainEpoch;
     }
-    if (!market.dirtyLevels.has(key)) market.dirtyLevels.set(key, level === undefined ? 0 : level.total);
+    const i = market.dirtyCount++;
+    if (i < market.dirtyKeys.length) {
+      market.dirtyKeys[i] = key;
+      market.dirtyBefore[i] = level === undefined ? 0 : level.total;
+    } else {
+      market.dirtyKeys.push(key);
+      market.dirtyBefore.push(level === undefined ? 0 : level.total);
+    }
   }
 
   private emit(event: EngineEvent): void {
@@ -804,20 +825,30 @@ export class Engine {
       if (order.status !== 'open' && this.spareOrders.length < MAX_SPARE) this.spareOrders.push(order);
     }
     this.dirtyCount = 0;
-    this.drainEpoch++;
     const levels: LevelKey[] = [];
     for (const market of this.markets.values()) {
-      // forEach rather than for-of: no [key, value] array per entry.
-      market.dirtyLevels.forEach((before, key) => {
+      for (let i = 0; i < market.dirtyCount; i++) {
+        const key = market.dirtyKeys[i]!;
+        const before = market.dirtyBefore[i]!;
         const side = key > 0 ? 'buy' : 'sell';
         const price = Math.abs(key);
-        // A level changed and changed back within the batch (placed then canceled) is no change.
-        const after = (side === 'buy' ? market.bids : market.asks).level(price)?.total ?? 0;
+        const level = (side === 'buy' ? market.bids : market.asks).level(price);
+        let after = 0;
+        if (level !== undefined) {
+          // Every level at a listed price carries this drain's mark (see markLevel); unmarking it
+          // here drops the later entries of its price, which only a level created again adds.
+          if (level.mark !== this.drainEpoch) continue;
+          level.mark = 0;
+          after = level.total;
+        }
+        // Without a level now, a later entry of a price says 0 before and 0 after: no change. A
+        // level changed and changed back within the batch (placed then canceled) is no change.
         if (after !== before)
           levels.push({ marketId: market.spec.id, side, price: price as Price, before: before as Volume });
-      });
-      market.dirtyLevels.clear();
+      }
+      market.dirtyCount = 0;
     }
+    this.drainEpoch++;
     return {
       orders,
       balances: this.ledger.drainBalances(),

@@ -558,3 +558,28 @@ describe('changed levels (drainChanges)', () => {
     ]);
   });
 });
+
+test('users with ids of any size hold balances and trade alike (small ids are kept in an array)', () => {
+  const { engine, market } = venue();
+  const small = 7 as UserId;
+  const large = 9_007_199_254_740_000 as UserId;
+  const edge = 65_536 as UserId;
+  fund(engine, small, EUR, 50_000_000);
+  fund(engine, large, BTC, 50_000_000);
+  fund(engine, edge, BTC, 50_000_000);
+  ok(engine.apply(order(market, large, 'sell', 300_000, 20_000), T));
+  ok(engine.apply(order(market, edge, 'sell', 300_000, 20_000), T));
+  const fills = trades(ok(engine.apply(order(market, small, 'buy', 300_000, 40_000), T)));
+  assert.deepEqual(
+    fills.map((t) => t.makerUserId),
+    [large, edge],
+  );
+  assert.equal(engine.balance(large, BTC).available, 50_000_000 - 20_000);
+  assert.equal(engine.balance(edge, EUR).available > 0, true);
+  assert.equal(engine.balance(small, BTC).available, 40_000);
+  // An id that is not a whole number names nobody, even when it reads like one.
+  assert.deepEqual(engine.balance('7' as unknown as UserId, BTC), { available: 0, reserved: 0 });
+  assert.deepEqual(engine.balance(7.5 as UserId, EUR), { available: 0, reserved: 0 });
+  engine.validateInternalState();
+  auditOk(engine);
+});

@@ -116,24 +116,17 @@ interface Market {
  * LiveOrder has the same shape whether new or reused.
  */
 class LiveOrder implements RestingOrder {
-  declare id: number;
+  declare prev: RestingOrder | null;
+  declare next: RestingOrder | null;
+  declare level: RestingOrder['level'];
+  declare remaining: number;
   declare userId: number;
-  /** The owner's ledger account, looked up once instead of at every fill and at the end. */
-  declare account: Account;
+  declare id: number;
+  declare price: number;
   declare market: Market;
   declare side: Side;
-  declare type: OrderType;
-  declare price: number;
-  declare volume: number;
-  declare openTime: number;
-  declare remaining: number;
-  declare status: OrderStatus;
-  declare reason: string | null;
-  declare closeTime: number | null;
-  declare cost: number;
-  declare fee: number;
-  /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
-  declare feeExcess: number;
+  /** The owner's ledger account, looked up once instead of at every fill and at the end. */
+  declare account: Account;
   declare reserved: number;
   /** True while the order is listed in the engine's `dirtyOrders` (changed since the last drain). */
   declare dirty: boolean;
@@ -143,13 +136,22 @@ class LiveOrder implements RestingOrder {
    * does not keep it alive.
    */
   declare snap: OrderState | null;
-  declare level: RestingOrder['level'];
-  declare prev: RestingOrder | null;
-  declare next: RestingOrder | null;
+  declare status: OrderStatus;
+  declare type: OrderType;
+  declare volume: number;
+  declare openTime: number;
+  declare reason: string | null;
+  declare closeTime: number | null;
+  declare cost: number;
+  declare fee: number;
+  /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
+  declare feeExcess: number;
 
   // The constructor assigns every field itself rather than calling init: V8 sizes an object's
   // in-object fields from the constructor's own `this.x =` assignments, and fields it did not
-  // expect would live in a separate, growing property array.
+  // expect would live in a separate, growing property array. The order is the object's layout:
+  // what matching and cancels read and write on orders they reach through links (the queue
+  // links, remaining volume, owner, id, price) comes first, in as few cache lines as possible.
   constructor(
     id: number,
     userId: number,
@@ -161,28 +163,28 @@ class LiveOrder implements RestingOrder {
     volume: number,
     openTime: number,
   ) {
-    this.id = id;
+    this.prev = null;
+    this.next = null;
+    this.level = null;
+    this.remaining = volume;
     this.userId = userId;
-    this.account = account;
+    this.id = id;
+    this.price = price;
     this.market = market;
     this.side = side;
+    this.account = account;
+    this.reserved = 0;
+    this.dirty = false;
+    this.snap = null;
+    this.status = 'open';
     this.type = type;
-    this.price = price;
     this.volume = volume;
     this.openTime = openTime;
-    this.remaining = volume;
-    this.status = 'open';
     this.reason = null;
     this.closeTime = null;
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
-    this.reserved = 0;
-    this.dirty = false;
-    this.snap = null;
-    this.level = null;
-    this.prev = null;
-    this.next = null;
   }
 
   /** Reinitialises every field as the constructor does: a new order, open, nothing executed or reserved. */
@@ -197,28 +199,28 @@ class LiveOrder implements RestingOrder {
     volume: number,
     openTime: number,
   ): this {
-    this.id = id;
+    this.prev = null;
+    this.next = null;
+    this.level = null;
+    this.remaining = volume;
     this.userId = userId;
-    this.account = account;
+    this.id = id;
+    this.price = price;
     this.market = market;
     this.side = side;
+    this.account = account;
+    this.reserved = 0;
+    this.dirty = false;
+    this.snap = null;
+    this.status = 'open';
     this.type = type;
-    this.price = price;
     this.volume = volume;
     this.openTime = openTime;
-    this.remaining = volume;
-    this.status = 'open';
     this.reason = null;
     this.closeTime = null;
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
-    this.reserved = 0;
-    this.dirty = false;
-    this.snap = null;
-    this.level = null;
-    this.prev = null;
-    this.next = null;
     return this;
   }
 
@@ -276,10 +278,13 @@ export class Engine {
   private nextTradeId = 1;
   private nextMarketId = 1;
   /**
-   * Events of the command being applied; reset by each apply. Created by the first event, at its
-   * size: most commands cause one or two events, and an empty array would grow to 17 slots.
+   * Events of the command being applied: the first `eventCount` entries, copied into an array of
+   * their exact size when the command is done. Pushing to a fresh array instead grew it from 1 to
+   * 17 slots at the second event (a command with trades has several), and that array is returned.
+   * Entries are cleared after the copy, so no event outlives its command here.
    */
-  private events: EngineEvent[] | null = null;
+  private readonly eventScratch: (EngineEvent | null)[] = [];
+  private eventCount = 0;
 
   static restore(snapshot: EngineSnapshot): Engine {
     const engine = new Engine();
@@ -324,7 +329,7 @@ export class Engine {
   }
 
   apply(command: Command, time: Micros): CommandResult {
-    this.events = null;
+    this.eventCount = 0;
     let result: CommandResult | undefined;
     switch (command.kind) {
       case 'placeOrder':
@@ -346,7 +351,7 @@ export class Engine {
         result = this.createMarket(command);
         break;
     }
-    return result ?? { ok: true, events: this.events ?? [] };
+    return result ?? { ok: true, events: this.takeEvents() };
   }
 
   // ---- catalogue ---------------------------------------------------------------------------
@@ -778,8 +783,22 @@ export class Engine {
   }
 
   private emit(event: EngineEvent): void {
-    if (this.events === null) this.events = [event];
-    else this.events.push(event);
+    if (this.eventCount < this.eventScratch.length) this.eventScratch[this.eventCount] = event;
+    else this.eventScratch.push(event);
+    this.eventCount++;
+  }
+
+  /** The command's events, in an array of their size (see eventScratch). */
+  private takeEvents(): EngineEvent[] {
+    const n = this.eventCount;
+    const scratch = this.eventScratch;
+    let events: EngineEvent[];
+    if (n === 0) return [];
+    if (n === 1) events = [scratch[0]!];
+    else events = scratch.slice(0, n) as EngineEvent[];
+    for (let i = 0; i < n; i++) scratch[i] = null;
+    this.eventCount = 0;
+    return events;
   }
 
   private markDirty(order: LiveOrder): void {

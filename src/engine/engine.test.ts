@@ -583,3 +583,13 @@ test('users with ids of any size hold balances and trade alike (small ids are ke
   engine.validateInternalState();
   auditOk(engine);
 });
+
+test('a market id that is not a whole number names no market, even when it reads like one', () => {
+  const { engine, market } = venue();
+  fund(engine, bob, EUR, 100_000_000);
+  for (const id of [String(market), market + 0.5, 0, -1, 2 ** 40]) {
+    const r = engine.apply(order(id as MarketId, bob, 'buy', 300_000, 10_000), T);
+    assert.equal(r.ok ? 'ok' : r.error.code, 'unknown_market', `market id ${id}`);
+  }
+  ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000), T));
+});

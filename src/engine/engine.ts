@@ -257,6 +257,8 @@ export class Engine {
   private readonly assets: AssetSpec[] = [];
   private readonly assetIndex = new Map<string, number>();
   private readonly markets = new Map<number, Market>();
+  /** The same markets by id (ids are small and dense): every order finds its market here. */
+  private readonly marketsById: (Market | undefined)[] = [];
   private readonly marketByPair = new Map<string, Market>();
   private readonly ledger = new Ledger((i) => this.assets[i]!.code);
   private readonly openOrders = new OrderIndex<LiveOrder>();
@@ -455,6 +457,10 @@ export class Engine {
       dirtyCount: 0,
     };
     this.markets.set(spec.id, market);
+    if (spec.id >>> 0 === spec.id && spec.id < 1 << 16) {
+      while (this.marketsById.length <= spec.id) this.marketsById.push(undefined);
+      this.marketsById[spec.id] = market;
+    }
     this.marketByPair.set(`${spec.base}${spec.quote}`, market);
   }
 
@@ -497,7 +503,10 @@ export class Engine {
   // ---- orders ------------------------------------------------------------------------------
 
   private placeOrder(c: Extract<Command, { kind: 'placeOrder' }>, time: Micros): CommandResult | undefined {
-    const market = this.markets.get(c.marketId);
+    const marketId = c.marketId;
+    // Not a whole number (a string, a fraction): not a market id, whatever it reads like.
+    const market =
+      marketId >>> 0 === marketId ? (this.marketsById[marketId] ?? this.markets.get(marketId)) : undefined;
     if (market === undefined) return reject('unknown_market', 'The selected pair is invalid.', 'pair');
     if (!isPositiveInt(c.volume))
       return reject('invalid_volume', 'The volume must be greater than zero.', 'volume');

@@ -59,6 +59,7 @@ export interface EngineStateView {
     readonly size: number;
     get(id: number): StateOrder | undefined;
     values(): Iterable<StateOrder>;
+    checkStructure(): string | null;
   };
   readonly sequences: Sequences;
   /** The engine's cost rule: quote units for `volume` lots at `price`, rounded down. */
@@ -149,7 +150,7 @@ const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
  *   the next id, 0 < remaining <= volume, amounts non-negative integers, 0 <= fee excess < 10^8;
  *   a sell holds exactly its remaining volume in base units, a buy at least the cost of its
  *   remaining volume at its limit;
- * - the id index holds exactly the resting orders;
+ * - the id index holds exactly the resting orders, each at its id's slot, its counts right;
  * - best bid < best ask in every market;
  * - balances non-negative integers, each account's reserved balance equal to what its open orders
  *   hold in that asset;
@@ -217,6 +218,8 @@ export function findViolation(view: EngineStateView): string | null {
     if (m.bids.best !== null && m.asks.best !== null && !(m.bids.best.price < m.asks.best.price))
       return `${pair}: the best bid ${m.bids.best.price} is not below the best ask ${m.asks.best.price}`;
   }
+  const indexFault = openOrders.checkStructure();
+  if (indexFault !== null) return indexFault;
   if (openOrders.size !== resting) {
     for (const o of openOrders.values()) {
       if (o.level === null) return `order ${o.id} is indexed as open but rests in no book`;

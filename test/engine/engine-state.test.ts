@@ -24,6 +24,7 @@ import type {
 import { BookSide, type RestingOrder } from '../../src/engine/book-side.js';
 import { Engine } from '../../src/engine/engine.js';
 import { InternalStateError } from '../../src/engine/engine-state.js';
+import { OrderIndex } from '../../src/engine/order-index.js';
 import type { Command, EngineSnapshot, OrderState } from '../../src/engine/types.js';
 import { applyAll, funding, streamArb, T0, viaJson } from './arbitraries.js';
 import { ASSETS, MARKETS, mulberry32, newEngine } from './fixtures.js';
@@ -374,4 +375,20 @@ test('on a deep book (5,000 orders preloaded, then orders, cancels and sweeps) l
     }
   }
   assert.ok(deepest > 4_000, `only ${deepest} orders rested`);
+});
+
+test('OrderIndex.checkStructure finds an entry at the wrong slot or a wrong count', () => {
+  const index = new OrderIndex<{ id: number }>();
+  const items = [1, 2, 700, 1500].map((id) => ({ id }));
+  for (const item of items) index.set(item);
+  index.delete(items[1]!);
+  assert.equal(index.checkStructure(), null);
+  (items[2] as { id: number }).id = 701;
+  assert.equal(index.checkStructure(), 'order 701 is indexed under id 700');
+  items[2]!.id = 700;
+  index.delete(items[3]!);
+  assert.equal(index.checkStructure(), null);
+  // A count gone wrong (simulated: nothing public can do it).
+  (index as unknown as { counts: number[] }).counts[0] = 5;
+  assert.equal(index.checkStructure(), 'id page 0 counts 5 entries and holds 1');
 });

@@ -51,7 +51,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -580,6 +580,12 @@ function semiSpaceSetting(): string {
   return 'default (no --max-semi-space-size in process.execArgv or NODE_OPTIONS)';
 }
 
+/** The load average against the cores, printed at the start and the end: a busy machine's wall times say little. */
+const loadLine = (): string =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' / ')} (1 / 5 / 15 min) on ${availableParallelism()} cores`;
+
 const NAMES = [
   '(a) order book only (BookSide)',
   '(b) full engine (Engine.apply)',
@@ -847,6 +853,9 @@ async function main(): Promise<void> {
   console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
   console.log(`semi-space (young generation): ${semiSpaceSetting()}`);
   console.log(
+    `machine: ${loadLine()} (above the core count, other jobs take turns on the cores: quote --compare ratios in CPU time)`,
+  );
+  console.log(
     `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}` +
       (COMPARE === undefined ? '' : ` --compare ${COMPARE}`),
   );
@@ -854,6 +863,7 @@ async function main(): Promise<void> {
   if (RUN_SHALLOW) scenarios.push(runScenario('shallow (as generated)', 0));
   if (RUN_DEEP) scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
   if (RUN_REPLAY) scenarios.push(await runReplay());
+  console.log(`\nmachine at the end: ${loadLine()}`);
   if (scenarios.length < 2) return;
 
   console.log(`\n=== summary (median commands/s of the timed stream) ${'='.repeat(50)}`);

@@ -8,10 +8,15 @@
  * `--scenario both` is shallow and deep; the default, all, adds the replay.)
  *
  * `--compare REF` also runs the engine of a git ref (its src/ extracted with `git archive` into a
- * temporary directory) as (b0), interleaved with this tree's, in every scenario: the ratio of the
- * two measured in one run, round by round, is what to quote on this shared, noisy machine. Each
- * run also reports commands per CPU-second of the process (GC threads included), which varies less
- * than wall time when other jobs compete for the two cores.
+ * temporary directory) as (b0), interleaved with this tree's, in every scenario, and prints the
+ * ratio of the two round by round. It cancels the machine's load, but not V8's: the two engines
+ * share this file's functions (and this tree's BookSide is shared with the generator's MiniBook),
+ * so what is compiled for one depends on what ran before, and the same pair of engines measured
+ * ratios from 0.72 to 1.36 in different processes (docs/performance.md). For a decision, run each
+ * version in its own processes, alternating, several times. Each run also reports commands per
+ * CPU-second of the process (GC threads included), which varies less than wall time when other
+ * jobs compete for the two cores. A full GC runs untimed before every timed span, so no run pays
+ * for the garbage of the one before it.
  *
  * Two generated scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
  * the spread, ~35% cancels of orders that are live at that point, ~10% market orders; 200 users;

@@ -11,8 +11,8 @@
  * temporary directory) as (b0), interleaved with this tree's, in every scenario, and prints the
  * ratio of the two round by round. It cancels the machine's load, but not V8's: the two engines
  * share this file's functions (and this tree's BookSide is shared with the generator's MiniBook),
- * so what is compiled for one depends on what ran before, and the same pair of engines measured
- * ratios from 0.72 to 1.36 in different processes (docs/performance.md). For a decision, run each
+ * so what is compiled for one depends on what ran before: within ten minutes, this tree against main
+ * measured 0.72 and 0.94, and against a nearly identical engine 1.36 (docs/performance.md). Run each
  * version in its own processes, alternating, several times. Each run also reports commands per
  * CPU-second of the process (GC threads included), which varies less than wall time when other
  * jobs compete for the two cores. A full GC runs untimed before every timed span, so no run pays

@@ -11,7 +11,7 @@
  * temporary directory) as (b0), interleaved with this tree's, in every scenario, and prints the
  * ratio of the two round by round. It cancels the machine's load, but not V8's: the two engines
  * share this file's functions (and this tree's BookSide is shared with the generator's MiniBook),
- * so what is compiled for one depends on what ran before: within ten minutes, this tree against main
+ * so what is compiled for one depends on what ran before: within ten minutes, this engine against deadba3
  * measured 0.72 and 0.94, and against a nearly identical engine 1.36 (docs/performance.md). Run each
  * version in its own processes, alternating, several times. Each run also reports commands per
  * CPU-second of the process (GC threads included), which varies less than wall time when other

@@ -10,8 +10,8 @@
  * `--compare REF` also runs the engine of a git ref (its src/ extracted with `git archive` into a
  * temporary directory) as (b0), interleaved with this tree's, in every scenario, and prints the
  * ratio of the two round by round. It cancels the machine's load, but not V8's: the two engines
- * share this file's functions (and this tree's BookSide is shared with the generator's MiniBook),
- * so what is compiled for one depends on what ran before: within ten minutes, this engine against deadba3
+ * share this file's functions, so what is compiled for one depends on what ran before (the
+ * generator and row (a) now have BookSide module instances of their own, see GeneratorBookSide): within ten minutes, this engine against deadba3
  * measured 0.72 and 0.94, and against a nearly identical engine 1.36 (docs/performance.md). Run each
  * version in its own processes, alternating, several times. Each run also reports commands per
  * CPU-second of the process (GC threads included), which varies less than wall time when other
@@ -79,7 +79,7 @@ import type {
   UserId,
   Volume,
 } from '../src/domain/types.js';
-import { BookSide, type RestingOrder } from '../src/engine/book-side.js';
+import type { BookSide, RestingOrder } from '../src/engine/book-side.js';
 import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
 import { recordHistory } from './simulated-day.js';
@@ -179,10 +179,25 @@ interface BenchOrder extends RestingOrder {
   readonly buy: boolean;
 }
 
+/**
+ * Module instances of src/engine/book-side.ts of their own (a query string makes a separate
+ * instance) for the stream generator and for row (a): the engine's BookSide then only ever sees
+ * the engine's orders, as in the server. Shared with the generator's orders, its methods were
+ * compiled for two kinds of object in this tree's engine and for one in --compare's (b0).
+ */
+type BookSideModule = typeof import('../src/engine/book-side.js');
+const bookSideModule = '../src/engine/book-side.js';
+const GeneratorBookSide = ((await import(`${bookSideModule}?generator`)) as BookSideModule).BookSide;
+const BookOnlyBookSide = ((await import(`${bookSideModule}?book-only`)) as BookSideModule).BookSide;
+
 /** BookSide pair plus the smallest match loop that keeps the engine's matching rules. */
 class MiniBook {
-  readonly bids = new BookSide(true);
-  readonly asks = new BookSide(false);
+  readonly bids: BookSide;
+  readonly asks: BookSide;
+  constructor(Side: typeof BookSide) {
+    this.bids = new Side(true);
+    this.asks = new Side(false);
+  }
   readonly orders = new Map<number, BenchOrder>();
   trades = 0;
 
@@ -250,7 +265,7 @@ function generate(name: string, n: number, seed: number, pre: number): Stream {
   let levelSum = 0;
   // The generator runs the stream through a MiniBook to know which orders are still live when a
   // cancel is drawn; `live` holds candidate ids and is cleaned lazily.
-  const book = new MiniBook();
+  const book = new MiniBook(GeneratorBookSide);
   const live: number[] = [];
   let nextId = 1;
   const volume = (rnd: () => number): number =>
@@ -409,7 +424,7 @@ function applyBook(book: MiniBook, s: Stream, from: number, to: number): number 
 
 /** Runs the preload untimed, then times the stream. */
 function runBook(s: Stream): RunResult {
-  const book = new MiniBook();
+  const book = new MiniBook(BookOnlyBookSide);
   let refused = applyBook(book, s, 0, s.pre);
   const started = startClock();
   refused += applyBook(book, s, s.pre, s.pre + s.n);

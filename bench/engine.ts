@@ -8,10 +8,15 @@
  * `--scenario both` is shallow and deep; the default, all, adds the replay.)
  *
  * `--compare REF` also runs the engine of a git ref (its src/ extracted with `git archive` into a
- * temporary directory) as (b0), interleaved with this tree's, in every scenario: the ratio of the
- * two measured in one run, round by round, is what to quote on this shared, noisy machine. Each
- * run also reports commands per CPU-second of the process (GC threads included), which varies less
- * than wall time when other jobs compete for the two cores.
+ * temporary directory) as (b0), interleaved with this tree's, in every scenario, and prints the
+ * ratio of the two round by round. It cancels the machine's load, but not V8's: the two engines
+ * share this file's functions, so what is compiled for one depends on what ran before (the
+ * generator and row (a) now have BookSide module instances of their own, see GeneratorBookSide): within ten minutes, this engine against deadba3
+ * measured 0.72 and 0.94, and against a nearly identical engine 1.36 (docs/performance.md). Run each
+ * version in its own processes, alternating, several times. Each run also reports commands per
+ * CPU-second of the process (GC threads included), which varies less than wall time when other
+ * jobs compete for the two cores. A full GC runs untimed before every timed span, so no run pays
+ * for the garbage of the one before it.
  *
  * Two generated scenarios, each a deterministic stream (default 1,000,000 commands: ~55% limit orders near
  * the spread, ~35% cancels of orders that are live at that point, ~10% market orders; 200 users;
@@ -51,9 +56,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import {
   type LimitOrderOptions,
   type MarketOrderOptions,
@@ -72,7 +79,7 @@ import type {
   UserId,
   Volume,
 } from '../src/domain/types.js';
-import { BookSide, type RestingOrder } from '../src/engine/book-side.js';
+import type { BookSide, RestingOrder } from '../src/engine/book-side.js';
 import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
 import { recordHistory } from './simulated-day.js';
@@ -172,10 +179,25 @@ interface BenchOrder extends RestingOrder {
   readonly buy: boolean;
 }
 
+/**
+ * Module instances of src/engine/book-side.ts of their own (a query string makes a separate
+ * instance) for the stream generator and for row (a): the engine's BookSide then only ever sees
+ * the engine's orders, as in the server. Shared with the generator's orders, its methods were
+ * compiled for two kinds of object in this tree's engine and for one in --compare's (b0).
+ */
+type BookSideModule = typeof import('../src/engine/book-side.js');
+const bookSideModule = '../src/engine/book-side.js';
+const GeneratorBookSide = ((await import(`${bookSideModule}?generator`)) as BookSideModule).BookSide;
+const BookOnlyBookSide = ((await import(`${bookSideModule}?book-only`)) as BookSideModule).BookSide;
+
 /** BookSide pair plus the smallest match loop that keeps the engine's matching rules. */
 class MiniBook {
-  readonly bids = new BookSide(true);
-  readonly asks = new BookSide(false);
+  readonly bids: BookSide;
+  readonly asks: BookSide;
+  constructor(Side: typeof BookSide) {
+    this.bids = new Side(true);
+    this.asks = new Side(false);
+  }
   readonly orders = new Map<number, BenchOrder>();
   trades = 0;
 
@@ -243,7 +265,7 @@ function generate(name: string, n: number, seed: number, pre: number): Stream {
   let levelSum = 0;
   // The generator runs the stream through a MiniBook to know which orders are still live when a
   // cancel is drawn; `live` holds candidate ids and is cleaned lazily.
-  const book = new MiniBook();
+  const book = new MiniBook(GeneratorBookSide);
   const live: number[] = [];
   let nextId = 1;
   const volume = (rnd: () => number): number =>
@@ -365,8 +387,22 @@ interface RunResult {
   readonly refused: number;
 }
 
+/**
+ * A full garbage collection, run untimed just before each timed span. Without it the previous
+ * run's state (170,000 orders of the deep book, or an older engine's Maps under --compare) is
+ * garbage that the next run's major GCs pay for: measured here, the engine at HEAD ran at 1.1 M
+ * commands/s alone and at 0.55 M interleaved with the engine at 10eeddb, whose garbage it collected.
+ */
+const collectGarbage: () => void = (() => {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();
+
 type Clock = readonly [bigint, NodeJS.CpuUsage];
-const startClock = (): Clock => [process.hrtime.bigint(), process.cpuUsage()];
+const startClock = (): Clock => {
+  collectGarbage();
+  return [process.hrtime.bigint(), process.cpuUsage()];
+};
 function stopClock([wall, cpu]: Clock): { seconds: number; cpuSeconds: number } {
   const seconds = Number(process.hrtime.bigint() - wall) / 1e9;
   const used = process.cpuUsage(cpu);
@@ -388,7 +424,7 @@ function applyBook(book: MiniBook, s: Stream, from: number, to: number): number 
 
 /** Runs the preload untimed, then times the stream. */
 function runBook(s: Stream): RunResult {
-  const book = new MiniBook();
+  const book = new MiniBook(BookOnlyBookSide);
   let refused = applyBook(book, s, 0, s.pre);
   const started = startClock();
   refused += applyBook(book, s, s.pre, s.pre + s.n);
@@ -563,6 +599,12 @@ function semiSpaceSetting(): string {
   if (env !== null) return `NON-DEFAULT: --max-semi-space-size=${env[1]} (MB, from NODE_OPTIONS)`;
   return 'default (no --max-semi-space-size in process.execArgv or NODE_OPTIONS)';
 }
+
+/** The load average against the cores, printed at the start and the end: a busy machine's wall times say little. */
+const loadLine = (): string =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' / ')} (1 / 5 / 15 min) on ${availableParallelism()} cores`;
 
 const NAMES = [
   '(a) order book only (BookSide)',
@@ -831,6 +873,9 @@ async function main(): Promise<void> {
   console.log(`OpenSpot engine benchmark: node ${process.version}, ${process.arch}`);
   console.log(`semi-space (young generation): ${semiSpaceSetting()}`);
   console.log(
+    `machine: ${loadLine()} (above the core count, other jobs take turns on the cores: quote --compare ratios in CPU time)`,
+  );
+  console.log(
     `options: --commands ${COMMANDS} --runs ${RUNS} --seed ${SEED} --only ${ONLY} --scenario ${SCENARIO} --preload ${PRELOAD}` +
       (COMPARE === undefined ? '' : ` --compare ${COMPARE}`),
   );
@@ -838,6 +883,7 @@ async function main(): Promise<void> {
   if (RUN_SHALLOW) scenarios.push(runScenario('shallow (as generated)', 0));
   if (RUN_DEEP) scenarios.push(runScenario(`deep book (${fmt(PRELOAD)} preloaded)`, PRELOAD));
   if (RUN_REPLAY) scenarios.push(await runReplay());
+  console.log(`\nmachine at the end: ${loadLine()}`);
   if (scenarios.length < 2) return;
 
   console.log(`\n=== summary (median commands/s of the timed stream) ${'='.repeat(50)}`);

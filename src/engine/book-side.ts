@@ -110,6 +110,32 @@ function removeNode(root: Level | null, price: number): Level | null {
   return balance(root);
 }
 
+/** The first fault in one level's queue, or null (see BookSide.checkStructure). */
+function checkQueue(level: Level): string | null {
+  const at = `level ${level.price}`;
+  if (level.count <= 0 || level.head === null || level.tail === null)
+    return `${at} is empty but still listed`;
+  if (level.head.prev !== null) return `${at}: its head has a predecessor`;
+  let count = 0;
+  let total = 0;
+  let prev: RestingOrder | null = null;
+  for (let o: RestingOrder | null = level.head; o !== null; o = o.next) {
+    if (++count > level.count) return `${at} holds more orders than its count ${level.count}`;
+    if (o.prev !== prev) return `${at}: order ${o.id}'s back link does not point at the order before it`;
+    if (o.level !== level) return `${at}: order ${o.id} points at another level`;
+    if (o.price !== level.price) return `${at}: order ${o.id} is priced ${o.price}`;
+    if (!(o.remaining > 0) || !Number.isSafeInteger(o.remaining))
+      return `${at}: order ${o.id} rests with remaining volume ${o.remaining}`;
+    if (prev !== null && !(o.id > prev.id)) return `${at}: order ${o.id} is queued after order ${prev.id}`;
+    total += o.remaining;
+    prev = o;
+  }
+  if (prev !== level.tail) return `${at}: its tail is not its last order`;
+  if (count !== level.count) return `${at} counts ${level.count} orders and holds ${count}`;
+  if (total !== level.total) return `${at} totals ${level.total} and its orders ${total}`;
+  return null;
+}
+
 export class BookSide {
   private root: Level | null = null;
   private readonly levels = new Map<number, Level>();
@@ -191,6 +217,55 @@ export class BookSide {
       } else node = this.descending ? node.left : node.right;
     }
     return found;
+  }
+
+  /**
+   * The first structural fault found, or null: the AVL tree (prices strictly ordered, heights
+   * right and balanced), the price map (exactly the tree's levels), the cached best level, and each
+   * level's queue (links both ways, every order pointing back at its level and priced at it, with
+   * remaining volume; count and total equal to its orders'). O(orders): a check, not a hot path.
+   */
+  checkStructure(): string | null {
+    let nodes = 0;
+    let fault: string | null = null;
+    let previous: number | null = null;
+    let first: Level | null = null;
+    let last: Level | null = null;
+    const visit = (node: Level | null, depth: number): number => {
+      if (node === null || fault !== null) return 0;
+      if (depth > 128) {
+        fault = 'the level tree has a cycle';
+        return 0;
+      }
+      const l = visit(node.left, depth + 1);
+      if (fault !== null) return 0;
+      nodes++;
+      if (previous !== null && !(node.price > previous)) {
+        fault = `level ${node.price} is out of price order in the tree (after ${previous})`;
+        return 0;
+      }
+      previous = node.price;
+      if (first === null) first = node;
+      last = node;
+      if (this.levels.get(node.price) !== node) {
+        fault = `level ${node.price} is in the tree but not in the price map`;
+        return 0;
+      }
+      fault = checkQueue(node);
+      if (fault !== null) return 0;
+      const r = visit(node.right, depth + 1);
+      if (fault !== null) return 0;
+      if (node.height !== Math.max(l, r) + 1) fault = `level ${node.price} has height ${node.height}`;
+      else if (Math.abs(l - r) > 1) fault = `level ${node.price} is unbalanced (${l} vs ${r})`;
+      return node.height;
+    };
+    visit(this.root, 0);
+    if (fault !== null) return fault;
+    if (nodes !== this.levels.size) return `the price map has ${this.levels.size} levels, the tree ${nodes}`;
+    const best = this.descending ? last : first;
+    if (this.best !== best)
+      return `the cached best level is ${this.best?.price ?? 'none'}, the tree's best ${(best as Level | null)?.price ?? 'none'}`;
+    return null;
   }
 
   /** Levels from best to worst, at most `max` of them (0 = all). */

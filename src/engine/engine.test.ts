@@ -533,4 +533,63 @@ describe('changed levels (drainChanges)', () => {
     ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: id }, T));
     assert.deepEqual(engine.drainChanges().levels, []);
   });
+
+  test('a level emptied and created again within the batch is listed once, with its first total', () => {
+    const { engine, market } = venue();
+    fund(engine, bob, EUR, 100_000_000);
+    const first = idOf(ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T)));
+    engine.drainChanges();
+    // 299,000 goes 10,000 -> gone -> 20,000 -> gone -> 10,000: no net change. 298,000 is created
+    // twice and ends at 30,000: listed once, from 0.
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: first }, T));
+    const second = idOf(ok(engine.apply(order(market, bob, 'buy', 299_000, 20_000), T)));
+    const low = idOf(ok(engine.apply(order(market, bob, 'buy', 298_000, 10_000), T)));
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: second }, T));
+    ok(engine.apply({ kind: 'cancelOrder', userId: bob, orderId: low }, T));
+    ok(engine.apply(order(market, bob, 'buy', 298_000, 30_000), T));
+    ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T));
+    assert.deepEqual(engine.drainChanges().levels, [
+      { marketId: market, side: 'buy', price: 298_000, before: 0 },
+    ]);
+    // And the next batch lists them afresh.
+    ok(engine.apply(order(market, bob, 'buy', 299_000, 10_000), T));
+    assert.deepEqual(engine.drainChanges().levels, [
+      { marketId: market, side: 'buy', price: 299_000, before: 10_000 },
+    ]);
+  });
+});
+
+test('users with ids of any size hold balances and trade alike (small ids are kept in an array)', () => {
+  const { engine, market } = venue();
+  const small = 7 as UserId;
+  const large = 9_007_199_254_740_000 as UserId;
+  const edge = 65_536 as UserId;
+  fund(engine, small, EUR, 50_000_000);
+  fund(engine, large, BTC, 50_000_000);
+  fund(engine, edge, BTC, 50_000_000);
+  ok(engine.apply(order(market, large, 'sell', 300_000, 20_000), T));
+  ok(engine.apply(order(market, edge, 'sell', 300_000, 20_000), T));
+  const fills = trades(ok(engine.apply(order(market, small, 'buy', 300_000, 40_000), T)));
+  assert.deepEqual(
+    fills.map((t) => t.makerUserId),
+    [large, edge],
+  );
+  assert.equal(engine.balance(large, BTC).available, 50_000_000 - 20_000);
+  assert.equal(engine.balance(edge, EUR).available > 0, true);
+  assert.equal(engine.balance(small, BTC).available, 40_000);
+  // An id that is not a whole number names nobody, even when it reads like one.
+  assert.deepEqual(engine.balance('7' as unknown as UserId, BTC), { available: 0, reserved: 0 });
+  assert.deepEqual(engine.balance(7.5 as UserId, EUR), { available: 0, reserved: 0 });
+  engine.validateInternalState();
+  auditOk(engine);
+});
+
+test('a market id that is not a whole number names no market, even when it reads like one', () => {
+  const { engine, market } = venue();
+  fund(engine, bob, EUR, 100_000_000);
+  for (const id of [String(market), market + 0.5, 0, -1, 2 ** 40]) {
+    const r = engine.apply(order(id as MarketId, bob, 'buy', 300_000, 10_000), T);
+    assert.equal(r.ok ? 'ok' : r.error.code, 'unknown_market', `market id ${id}`);
+  }
+  ok(engine.apply(order(market, bob, 'buy', 300_000, 10_000), T));
 });

@@ -27,6 +27,7 @@ import {
   type Volume,
 } from '../domain/types.js';
 import { BookSide, type Level, type RestingOrder } from './book-side.js';
+import { type EngineStateView, findViolation, hashState, InternalStateError } from './engine-state.js';
 import { type Account, Ledger } from './ledger.js';
 import { OrderIndex } from './order-index.js';
 import type {
@@ -91,10 +92,19 @@ interface Market {
   readonly asks: BookSide;
   /**
    * Levels changed since the last drain, in first-change order, each with its total before that
-   * change. Keyed by price for bids and by −price for asks (prices are positive), so one map keeps
-   * the order of changes across both sides.
+   * change: the first `dirtyCount` entries of `dirtyKeys` and `dirtyBefore`. Keyed by price for
+   * bids and by −price for asks (prices are positive), so one list keeps the order of changes
+   * across both sides. Arrays overwritten at each drain rather than a Map cleared: a cleared Map
+   * reallocates its table and regrows it, and those tables were a third of what survived the
+   * young generation in bench:engine's deep book.
+   *
+   * A price is listed once per drain, at its first change, through `Level.mark` (see markLevel),
+   * with one exception: a level emptied and created again within a drain is listed again, with
+   * total 0 before; drainChanges keeps only the first entry of a price.
    */
-  readonly dirtyLevels: Map<number, number>;
+  readonly dirtyKeys: number[];
+  readonly dirtyBefore: number[];
+  dirtyCount: number;
 }
 
 /**
@@ -106,24 +116,17 @@ interface Market {
  * LiveOrder has the same shape whether new or reused.
  */
 class LiveOrder implements RestingOrder {
-  declare id: number;
+  declare prev: RestingOrder | null;
+  declare next: RestingOrder | null;
+  declare level: RestingOrder['level'];
+  declare remaining: number;
   declare userId: number;
-  /** The owner's ledger account, looked up once instead of at every fill and at the end. */
-  declare account: Account;
+  declare id: number;
+  declare price: number;
   declare market: Market;
   declare side: Side;
-  declare type: OrderType;
-  declare price: number;
-  declare volume: number;
-  declare openTime: number;
-  declare remaining: number;
-  declare status: OrderStatus;
-  declare reason: string | null;
-  declare closeTime: number | null;
-  declare cost: number;
-  declare fee: number;
-  /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
-  declare feeExcess: number;
+  /** The owner's ledger account, looked up once instead of at every fill and at the end. */
+  declare account: Account;
   declare reserved: number;
   /** True while the order is listed in the engine's `dirtyOrders` (changed since the last drain). */
   declare dirty: boolean;
@@ -133,13 +136,22 @@ class LiveOrder implements RestingOrder {
    * does not keep it alive.
    */
   declare snap: OrderState | null;
-  declare level: RestingOrder['level'];
-  declare prev: RestingOrder | null;
-  declare next: RestingOrder | null;
+  declare status: OrderStatus;
+  declare type: OrderType;
+  declare volume: number;
+  declare openTime: number;
+  declare reason: string | null;
+  declare closeTime: number | null;
+  declare cost: number;
+  declare fee: number;
+  /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
+  declare feeExcess: number;
 
   // The constructor assigns every field itself rather than calling init: V8 sizes an object's
   // in-object fields from the constructor's own `this.x =` assignments, and fields it did not
-  // expect would live in a separate, growing property array.
+  // expect would live in a separate, growing property array. The order is the object's layout:
+  // what matching and cancels read and write on orders they reach through links (the queue
+  // links, remaining volume, owner, id, price) comes first, in as few cache lines as possible.
   constructor(
     id: number,
     userId: number,
@@ -151,28 +163,28 @@ class LiveOrder implements RestingOrder {
     volume: number,
     openTime: number,
   ) {
-    this.id = id;
+    this.prev = null;
+    this.next = null;
+    this.level = null;
+    this.remaining = volume;
     this.userId = userId;
-    this.account = account;
+    this.id = id;
+    this.price = price;
     this.market = market;
     this.side = side;
+    this.account = account;
+    this.reserved = 0;
+    this.dirty = false;
+    this.snap = null;
+    this.status = 'open';
     this.type = type;
-    this.price = price;
     this.volume = volume;
     this.openTime = openTime;
-    this.remaining = volume;
-    this.status = 'open';
     this.reason = null;
     this.closeTime = null;
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
-    this.reserved = 0;
-    this.dirty = false;
-    this.snap = null;
-    this.level = null;
-    this.prev = null;
-    this.next = null;
   }
 
   /** Reinitialises every field as the constructor does: a new order, open, nothing executed or reserved. */
@@ -187,28 +199,28 @@ class LiveOrder implements RestingOrder {
     volume: number,
     openTime: number,
   ): this {
-    this.id = id;
+    this.prev = null;
+    this.next = null;
+    this.level = null;
+    this.remaining = volume;
     this.userId = userId;
-    this.account = account;
+    this.id = id;
+    this.price = price;
     this.market = market;
     this.side = side;
+    this.account = account;
+    this.reserved = 0;
+    this.dirty = false;
+    this.snap = null;
+    this.status = 'open';
     this.type = type;
-    this.price = price;
     this.volume = volume;
     this.openTime = openTime;
-    this.remaining = volume;
-    this.status = 'open';
     this.reason = null;
     this.closeTime = null;
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
-    this.reserved = 0;
-    this.dirty = false;
-    this.snap = null;
-    this.level = null;
-    this.prev = null;
-    this.next = null;
     return this;
   }
 
@@ -245,6 +257,8 @@ export class Engine {
   private readonly assets: AssetSpec[] = [];
   private readonly assetIndex = new Map<string, number>();
   private readonly markets = new Map<number, Market>();
+  /** The same markets by id (ids are small and dense): every order finds its market here. */
+  private readonly marketsById: (Market | undefined)[] = [];
   private readonly marketByPair = new Map<string, Market>();
   private readonly ledger = new Ledger((i) => this.assets[i]!.code);
   private readonly openOrders = new OrderIndex<LiveOrder>();
@@ -266,10 +280,13 @@ export class Engine {
   private nextTradeId = 1;
   private nextMarketId = 1;
   /**
-   * Events of the command being applied; reset by each apply. Created by the first event, at its
-   * size: most commands cause one or two events, and an empty array would grow to 17 slots.
+   * Events of the command being applied: the first `eventCount` entries, copied into an array of
+   * their exact size when the command is done. Pushing to a fresh array instead grew it from 1 to
+   * 17 slots at the second event (a command with trades has several), and that array is returned.
+   * Entries are cleared after the copy, so no event outlives its command here.
    */
-  private events: EngineEvent[] | null = null;
+  private readonly eventScratch: (EngineEvent | null)[] = [];
+  private eventCount = 0;
 
   static restore(snapshot: EngineSnapshot): Engine {
     const engine = new Engine();
@@ -314,7 +331,7 @@ export class Engine {
   }
 
   apply(command: Command, time: Micros): CommandResult {
-    this.events = null;
+    this.eventCount = 0;
     let result: CommandResult | undefined;
     switch (command.kind) {
       case 'placeOrder':
@@ -336,7 +353,7 @@ export class Engine {
         result = this.createMarket(command);
         break;
     }
-    return result ?? { ok: true, events: this.events ?? [] };
+    return result ?? { ok: true, events: this.takeEvents() };
   }
 
   // ---- catalogue ---------------------------------------------------------------------------
@@ -435,9 +452,15 @@ export class Engine {
       maxFee: Math.max(spec.makerFee, spec.takerFee),
       bids: new BookSide(true),
       asks: new BookSide(false),
-      dirtyLevels: new Map(),
+      dirtyKeys: [],
+      dirtyBefore: [],
+      dirtyCount: 0,
     };
     this.markets.set(spec.id, market);
+    if (spec.id >>> 0 === spec.id && spec.id < 1 << 16) {
+      while (this.marketsById.length <= spec.id) this.marketsById.push(undefined);
+      this.marketsById[spec.id] = market;
+    }
     this.marketByPair.set(`${spec.base}${spec.quote}`, market);
   }
 
@@ -480,7 +503,10 @@ export class Engine {
   // ---- orders ------------------------------------------------------------------------------
 
   private placeOrder(c: Extract<Command, { kind: 'placeOrder' }>, time: Micros): CommandResult | undefined {
-    const market = this.markets.get(c.marketId);
+    const marketId = c.marketId;
+    // Not a whole number (a string, a fraction): not a market id, whatever it reads like.
+    const market =
+      marketId >>> 0 === marketId ? (this.marketsById[marketId] ?? this.markets.get(marketId)) : undefined;
     if (market === undefined) return reject('unknown_market', 'The selected pair is invalid.', 'pair');
     if (!isPositiveInt(c.volume))
       return reject('invalid_volume', 'The volume must be greater than zero.', 'volume');
@@ -569,6 +595,8 @@ export class Engine {
       this.openOrders.set(order);
       this.markLevel(market, order.side === 'buy' ? order.price : -order.price, restLevel);
       (order.side === 'buy' ? market.bids : market.asks).append(order, restLevel);
+      // A level the order created is listed already (as 0 before): marked, it is not listed again.
+      order.level!.mark = this.drainEpoch;
     }
     return undefined;
   }
@@ -745,19 +773,41 @@ export class Engine {
   /**
    * Records a level about to change, once per drain: the first change keeps its place and total.
    * `key` is the price for a bid, minus the price for an ask; `level` is the level at that price
-   * now, if there is one. A level already marked in this drain needs no map lookup.
+   * now, if there is one (none: it is about to be created, from a total of 0). Every level that
+   * exists at a listed price is marked with the current drain, so a marked level is listed already.
    */
   private markLevel(market: Market, key: number, level: Level | undefined): void {
     if (level !== undefined) {
       if (level.mark === this.drainEpoch) return;
       level.mark = this.drainEpoch;
     }
-    if (!market.dirtyLevels.has(key)) market.dirtyLevels.set(key, level === undefined ? 0 : level.total);
+    const i = market.dirtyCount++;
+    if (i < market.dirtyKeys.length) {
+      market.dirtyKeys[i] = key;
+      market.dirtyBefore[i] = level === undefined ? 0 : level.total;
+    } else {
+      market.dirtyKeys.push(key);
+      market.dirtyBefore.push(level === undefined ? 0 : level.total);
+    }
   }
 
   private emit(event: EngineEvent): void {
-    if (this.events === null) this.events = [event];
-    else this.events.push(event);
+    if (this.eventCount < this.eventScratch.length) this.eventScratch[this.eventCount] = event;
+    else this.eventScratch.push(event);
+    this.eventCount++;
+  }
+
+  /** The command's events, in an array of their size (see eventScratch). */
+  private takeEvents(): EngineEvent[] {
+    const n = this.eventCount;
+    const scratch = this.eventScratch;
+    let events: EngineEvent[];
+    if (n === 0) return [];
+    if (n === 1) events = [scratch[0]!];
+    else events = scratch.slice(0, n) as EngineEvent[];
+    for (let i = 0; i < n; i++) scratch[i] = null;
+    this.eventCount = 0;
+    return events;
   }
 
   private markDirty(order: LiveOrder): void {
@@ -803,20 +853,30 @@ export class Engine {
       if (order.status !== 'open' && this.spareOrders.length < MAX_SPARE) this.spareOrders.push(order);
     }
     this.dirtyCount = 0;
-    this.drainEpoch++;
     const levels: LevelKey[] = [];
     for (const market of this.markets.values()) {
-      // forEach rather than for-of: no [key, value] array per entry.
-      market.dirtyLevels.forEach((before, key) => {
+      for (let i = 0; i < market.dirtyCount; i++) {
+        const key = market.dirtyKeys[i]!;
+        const before = market.dirtyBefore[i]!;
         const side = key > 0 ? 'buy' : 'sell';
         const price = Math.abs(key);
-        // A level changed and changed back within the batch (placed then canceled) is no change.
-        const after = (side === 'buy' ? market.bids : market.asks).level(price)?.total ?? 0;
+        const level = (side === 'buy' ? market.bids : market.asks).level(price);
+        let after = 0;
+        if (level !== undefined) {
+          // Every level at a listed price carries this drain's mark (see markLevel); unmarking it
+          // here drops the later entries of its price, which only a level created again adds.
+          if (level.mark !== this.drainEpoch) continue;
+          level.mark = 0;
+          after = level.total;
+        }
+        // Without a level now, a later entry of a price says 0 before and 0 after: no change. A
+        // level changed and changed back within the batch (placed then canceled) is no change.
         if (after !== before)
           levels.push({ marketId: market.spec.id, side, price: price as Price, before: before as Volume });
-      });
-      market.dirtyLevels.clear();
+      }
+      market.dirtyCount = 0;
     }
+    this.drainEpoch++;
     return {
       orders,
       balances: this.ledger.drainBalances(),
@@ -891,6 +951,36 @@ export class Engine {
     return {
       available: this.ledger.available(account, asset) as Amount,
       reserved: this.ledger.reservedOf(account, asset) as Amount,
+    };
+  }
+
+  /**
+   * SHA-256 (hex) of the whole state a snapshot carries (catalogue, id counters, totals, non-zero
+   * balances, every resting order in time priority with all its fields): equal for two engines in
+   * the same state however they got there, e.g. a live engine and one restored from its snapshot;
+   * different when any of it differs. Not of what the next drain will report. See engine-state.ts.
+   */
+  stateHash(): string {
+    return hashState(this.stateView());
+  }
+
+  /**
+   * Checks every invariant of the state (books, id index, reservations, balances, conservation;
+   * see findViolation) and throws an InternalStateError describing the first one broken.
+   */
+  validateInternalState(): void {
+    const violation = findViolation(this.stateView());
+    if (violation !== null) throw new InternalStateError(violation);
+  }
+
+  private stateView(): EngineStateView {
+    return {
+      assets: this.assets,
+      markets: [...this.markets.values()].sort((a, b) => a.spec.id - b.spec.id),
+      ledger: this.ledger,
+      openOrders: this.openOrders,
+      sequences: this.sequences(),
+      costOf: (market, price, volume) => this.costOf(market as Market, price, volume),
     };
   }
 

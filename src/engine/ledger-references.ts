@@ -5,6 +5,7 @@
  * operator action per user and kind, whatever the asset; the entry kept is the first recorded.
  * Pure: no I/O, no clock.
  */
+import { createHash } from 'node:crypto';
 import type { Amount, AssetCode, Micros, UserId } from '../domain/types.js';
 
 export interface ReferencedEntry {
@@ -42,5 +43,21 @@ export class LedgerReferences<Entry extends ReferencedEntry = ReferencedEntry> {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /**
+   * SHA-256 (hex) of the references known and the entry kept for each, in key order: equal for two
+   * sets restored or grown from the same committed entries in any order of arrival of distinct
+   * references (see Engine.stateHash, which does not cover these).
+   */
+  stateHash(): string {
+    const hash = createHash('sha256');
+    hash.update('openspot-ledger-references/1\n');
+    const keys = [...this.entries.keys()].sort();
+    for (const key of keys) {
+      const e = this.entries.get(key)!;
+      hash.update(`${JSON.stringify([e.userId, e.kind, e.reference, e.asset, e.amount, e.time])}\n`);
+    }
+    return hash.digest('hex');
   }
 }

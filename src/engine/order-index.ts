@@ -67,6 +67,33 @@ export class OrderIndex<T extends Indexed> {
     }
   }
 
+  /**
+   * The first fault in the index's own bookkeeping, or null: every entry sits at its id's slot,
+   * each page's count and the total count equal the entries held, and no empty page is kept.
+   */
+  checkStructure(): string | null {
+    let total = 0;
+    for (let p = 0; p < this.pages.length; p++) {
+      const page = this.pages[p];
+      if (page === null || page === undefined) {
+        if (this.counts[p] !== 0) return `id page ${p} is dropped but counts ${this.counts[p]} entries`;
+        continue;
+      }
+      let held = 0;
+      for (let slot = 0; slot < PAGE; slot++) {
+        const item = page[slot];
+        if (item === null || item === undefined) continue;
+        held++;
+        if (item.id !== p * PAGE + slot) return `order ${item.id} is indexed under id ${p * PAGE + slot}`;
+      }
+      if (held === 0) return `id page ${p} is empty but kept`;
+      if (held !== this.counts[p]) return `id page ${p} counts ${this.counts[p]} entries and holds ${held}`;
+      total += held;
+    }
+    if (total !== this.count) return `the id index counts ${this.count} entries and holds ${total}`;
+    return null;
+  }
+
   /** Every entry in ascending id order. */
   *values(): Generator<T> {
     for (const page of this.pages) {

@@ -10,96 +10,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import type {
-  Amount,
-  AssetCode,
-  MarketId,
-  Micros,
-  OrderId,
-  Price,
-  UserId,
-  Volume,
-} from '../../src/domain/types.js';
+import type { AssetCode, MarketId, Micros, UserId } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
-import type { Command, CommandResult, EngineSnapshot } from '../../src/engine/types.js';
+import type { CommandResult, EngineSnapshot } from '../../src/engine/types.js';
+import { applyAll, funding, streamArb, T0, USER_IDS, viaJson } from './arbitraries.js';
 import { ASSETS, baseUnitsPerLot, MARKETS, newEngine } from './fixtures.js';
 import { ReferenceBook } from './reference-book.js';
 import { Generator } from './stream.js';
-
-const T0 = 1_700_000_000_000_000;
-const USER_IDS = [1, 2, 3, 4];
-/** Per market: a mid price (ticks) and a volume step (lots) so orders are sensible in each. */
-const SHAPE = [
-  { mid: 300_000, step: 100_000 },
-  { mid: 5_000, step: 100 },
-  { mid: 300_000, step: 100 },
-];
-
-function funding(): Command[] {
-  const rich: Record<string, number> = { BTC: 1e10, EUR: 1e9, ETH: 1e14, USDT: 1e12 };
-  const commands: Command[] = [];
-  for (const userId of USER_IDS) {
-    for (const a of ASSETS) {
-      // User 4 is poor, so its market buys hit the budget and its limits are sometimes refused.
-      const amount = userId === 4 ? Math.floor(rich[a.code]! / 10_000) : rich[a.code]!;
-      commands.push({
-        kind: 'deposit',
-        userId: userId as UserId,
-        asset: a.code as AssetCode,
-        amount: amount as Amount,
-      });
-    }
-  }
-  return commands;
-}
-
-const userArb = fc.constantFrom(...USER_IDS).map((u) => u as UserId);
-const assetArb = fc.constantFrom(...ASSETS.map((a) => a.code as AssetCode));
-
-const placeArb: fc.Arbitrary<Command> = fc
-  .record({
-    userId: userArb,
-    market: fc.integer({ min: 0, max: MARKETS.length - 1 }),
-    side: fc.constantFrom('buy' as const, 'sell' as const),
-    type: fc.constantFrom('limit' as const, 'limit' as const, 'limit' as const, 'market' as const),
-    offset: fc.integer({ min: -6, max: 6 }),
-    lots: fc.integer({ min: 1, max: 40 }),
-  })
-  .map(({ userId, market, side, type, offset, lots }) => {
-    const shape = SHAPE[market]!;
-    return {
-      kind: 'placeOrder',
-      userId,
-      marketId: MARKETS[market]!.id as MarketId,
-      side,
-      type,
-      // Buys lean below the mid and sells above it, so books build up and still cross often.
-      price: (shape.mid + (side === 'buy' ? offset - 2 : offset + 2)) as Price,
-      volume: (lots * shape.step) as Volume,
-    };
-  });
-
-const cancelArb: fc.Arbitrary<Command> = fc
-  .record({ userId: userArb, orderId: fc.integer({ min: 1, max: 120 }) })
-  .map(({ userId, orderId }) => ({ kind: 'cancelOrder', userId, orderId: orderId as OrderId }));
-
-const fundsArb: fc.Arbitrary<Command> = fc
-  .record({
-    kind: fc.constantFrom('deposit' as const, 'withdraw' as const),
-    userId: userArb,
-    asset: assetArb,
-    amount: fc.integer({ min: 1, max: 1_000_000_000 }),
-  })
-  .map(({ kind, userId, asset, amount }) => ({ kind, userId, asset, amount: amount as Amount }));
-
-const streamArb = fc.array(
-  fc.oneof(
-    { weight: 6, arbitrary: placeArb },
-    { weight: 3, arbitrary: cancelArb },
-    { weight: 1, arbitrary: fundsArb },
-  ),
-  { maxLength: 400, size: 'max' },
-);
 
 /** What the generated streams exercised, so a weak generator can't pass silently. */
 const seen = { trades: 0, selfTrade: 0, budget: 0, restingAtSplit: 0 };
@@ -115,10 +32,6 @@ function tally(results: readonly CommandResult[]): void {
   }
 }
 
-function applyAll(engine: Engine, commands: readonly Command[], firstIndex = 0): CommandResult[] {
-  return commands.map((c, i) => engine.apply(c, (T0 + firstIndex + i) as Micros));
-}
-
 /** Snapshot rows in a canonical order (balances are listed in account-creation order). */
 function canonical(s: EngineSnapshot): EngineSnapshot {
   return {
@@ -126,8 +39,6 @@ function canonical(s: EngineSnapshot): EngineSnapshot {
     balances: [...s.balances].sort((a, b) => a.userId - b.userId || a.asset.localeCompare(b.asset)),
   };
 }
-
-const viaJson = (s: EngineSnapshot): EngineSnapshot => JSON.parse(JSON.stringify(s)) as EngineSnapshot;
 
 test('replay determinism: snapshot -> restore -> continue equals never restoring', () => {
   fc.assert(

@@ -1,0 +1,265 @@
+/**
+ * The engine's whole state, seen from outside its hot paths: one hash of it (`hashState`) and a
+ * check of its invariants (`findViolation`), as exchange-core's IOrderBook has
+ * `stateHash()` and `validateInternalState()`. Both are O(orders + balances) and allocate freely:
+ * they serve tests, restarts, crash checks and replicas, never a command.
+ *
+ * The state is what a restore from a snapshot must reproduce: the catalogue, the id counters, the
+ * per-asset totals (net deposits, fees), every non-zero balance (available and reserved), and each
+ * book with every resting order in time priority and all its fields. What only the drains need
+ * (which orders, balances and levels changed since the last one) and the pool of recycled order
+ * objects are not state: a live engine and one restored from its snapshot hash alike.
+ *
+ * Pure: node:crypto's SHA-256 is a computation, not I/O; no clock, no randomness.
+ */
+import { createHash } from 'node:crypto';
+import type { AssetSpec, MarketSpec, OrderStatus, OrderType, Side } from '../domain/types.js';
+import type { BookSide, Level, RestingOrder } from './book-side.js';
+import type { Account, Ledger } from './ledger.js';
+import type { Sequences } from './types.js';
+
+/** Bumped whenever the canonical form below changes, so hashes of different forms never match. */
+const FORM = 'openspot-engine-state/1';
+/** Fees carry 8 decimals (FEE_RATE_DECIMALS): an order's fee excess stays below 10^8. */
+const FEE_SCALE = 100_000_000;
+
+export interface StateMarket {
+  readonly spec: MarketSpec;
+  readonly base: number;
+  readonly quote: number;
+  readonly baseUnitsPerLot: number;
+  readonly bids: BookSide;
+  readonly asks: BookSide;
+}
+
+/** A resting order as the engine keeps it (the engine's LiveOrder). */
+export interface StateOrder extends RestingOrder {
+  readonly account: Account;
+  readonly market: StateMarket;
+  readonly side: Side;
+  readonly type: OrderType;
+  readonly volume: number;
+  readonly openTime: number;
+  readonly status: OrderStatus;
+  readonly reason: string | null;
+  readonly closeTime: number | null;
+  readonly cost: number;
+  readonly fee: number;
+  readonly feeExcess: number;
+  readonly reserved: number;
+}
+
+export interface EngineStateView {
+  /** In index order (the ledger's asset indexes). */
+  readonly assets: readonly AssetSpec[];
+  /** In id order. */
+  readonly markets: readonly StateMarket[];
+  readonly ledger: Ledger;
+  readonly openOrders: {
+    readonly size: number;
+    get(id: number): StateOrder | undefined;
+    values(): Iterable<StateOrder>;
+    checkStructure(): string | null;
+  };
+  readonly sequences: Sequences;
+  /** The engine's cost rule: quote units for `volume` lots at `price`, rounded down. */
+  costOf(market: StateMarket, price: number, volume: number): number;
+}
+
+/** Thrown by Engine.validateInternalState: the engine's state breaks an invariant. */
+export class InternalStateError extends Error {
+  override readonly name = 'InternalStateError';
+}
+
+/** JSON with keys sorted, so a spec hashes by its values whatever order its fields were written in. */
+function canonicalJson(value: object): string {
+  const entries = Object.entries(value)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`;
+}
+
+/** Each side's levels best first, and each level's queue in time priority. */
+function* queue(side: BookSide): Generator<[Level, StateOrder]> {
+  for (const level of side.iterate()) {
+    for (let o = level.head; o !== null; o = o.next) yield [level, o as StateOrder];
+  }
+}
+
+/** SHA-256 (hex) of the canonical form of the state (see the module comment). */
+export function hashState(view: EngineStateView): string {
+  const hash = createHash('sha256');
+  let lines: string[] = [];
+  const line = (text: string): void => {
+    lines.push(text);
+    // Fed in chunks: one string of 170,000 orders would be tens of megabytes.
+    if (lines.length === 4096) {
+      hash.update(`${lines.join('\n')}\n`);
+      lines = [];
+    }
+  };
+  line(FORM);
+  view.assets.forEach((asset, i) => {
+    line(`asset ${i} ${canonicalJson(asset)}`);
+  });
+  for (const m of view.markets) line(`market ${canonicalJson(m.spec)}`);
+  const s = view.sequences;
+  line(`sequences ${s.nextOrderId} ${s.nextTradeId} ${s.nextMarketId}`);
+  const { ledger } = view;
+  view.assets.forEach((asset, i) => {
+    line(`totals ${asset.code} ${ledger.netDeposits[i] ?? 0} ${ledger.fees[i] ?? 0}`);
+  });
+  for (const account of ledger.accountsByUser()) {
+    view.assets.forEach((asset, i) => {
+      const available = ledger.available(account, i);
+      const reserved = ledger.reservedOf(account, i);
+      // An account opened by a refused order, or emptied since, holds nothing: not state.
+      if (available !== 0 || reserved !== 0)
+        line(`balance ${account.userId} ${asset.code} ${available} ${reserved}`);
+    });
+  }
+  for (const m of view.markets) {
+    for (const [name, side] of [
+      ['bids', m.bids],
+      ['asks', m.asks],
+    ] as const) {
+      line(`book ${m.spec.id} ${name}`);
+      for (const level of side.iterate()) {
+        line(`level ${level.price} ${level.total} ${level.count}`);
+        for (let r = level.head; r !== null; r = r.next) {
+          const o = r as StateOrder;
+          line(
+            `order ${o.id} ${o.userId} ${o.side} ${o.type} ${o.price} ${o.volume} ${o.remaining} ` +
+              `${o.openTime} ${o.cost} ${o.fee} ${o.feeExcess} ${o.reserved}`,
+          );
+        }
+      }
+    }
+  }
+  hash.update(lines.join('\n'));
+  return hash.digest('hex');
+}
+
+const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * The first invariant the state breaks, described, or null when it holds them all:
+ * - each book side's structure (BookSide.checkStructure: tree, price map, best level, queues,
+ *   level totals and counts equal to their orders');
+ * - each resting order: an open limit order of its market and side, indexed under its id, below
+ *   the next id, 0 < remaining <= volume, amounts non-negative integers, 0 <= fee excess < 10^8;
+ *   a sell holds exactly its remaining volume in base units, a buy at least the cost of its
+ *   remaining volume at its limit;
+ * - the id index holds exactly the resting orders, each at its id's slot, its counts right;
+ * - best bid < best ask in every market;
+ * - balances non-negative integers, each account's reserved balance equal to what its open orders
+ *   hold in that asset;
+ * - per asset, exactly (in BigInt): Σ (available + reserved) + fees = net deposits.
+ */
+export function findViolation(view: EngineStateView): string | null {
+  const { ledger, openOrders, sequences } = view;
+  const assetCount = view.assets.length;
+  for (const [name, n] of Object.entries(sequences)) {
+    if (!Number.isSafeInteger(n) || n < 1) return `sequence ${name} is ${n}`;
+  }
+  for (const m of view.markets) {
+    if (!(m.spec.id < sequences.nextMarketId))
+      return `market ${m.spec.id} is not below nextMarketId ${sequences.nextMarketId}`;
+  }
+  /** Per user id, per asset index: what its open orders hold. */
+  const held = new Map<number, number[]>();
+  let resting = 0;
+  for (const m of view.markets) {
+    const pair = `${m.spec.base}/${m.spec.quote}`;
+    for (const [sideName, side, isBuy] of [
+      ['bids', m.bids, true],
+      ['asks', m.asks, false],
+    ] as const) {
+      const fault = side.checkStructure();
+      if (fault !== null) return `${pair} ${sideName}: ${fault}`;
+      for (const [, o] of queue(side)) {
+        resting++;
+        const at = `${pair} ${sideName}: order ${o.id}`;
+        if (o.market !== m) return `${at} belongs to market ${o.market.spec.id}`;
+        if (o.side !== (isBuy ? 'buy' : 'sell')) return `${at} is a ${o.side} order`;
+        if (o.type !== 'limit') return `${at} is a resting ${o.type} order`;
+        if (o.status !== 'open' || o.reason !== null || o.closeTime !== null)
+          return `${at} rests with status ${o.status}`;
+        if (openOrders.get(o.id) !== o) return `${at} rests but is not indexed under its id`;
+        if (!(o.id < sequences.nextOrderId)) return `${at} is not below nextOrderId ${sequences.nextOrderId}`;
+        if (!(o.remaining <= o.volume))
+          return `${at} has remaining ${o.remaining} above its volume ${o.volume}`;
+        for (const [field, value] of [
+          ['cost', o.cost],
+          ['fee', o.fee],
+          ['reserved', o.reserved],
+          ['feeExcess', o.feeExcess],
+        ] as const) {
+          if (!isCount(value)) return `${at} has ${field} ${value}`;
+        }
+        if (!(o.feeExcess < FEE_SCALE)) return `${at} has fee excess ${o.feeExcess}`;
+        if (o.account !== ledger.peek(o.userId)) return `${at} is not tied to user ${o.userId}'s account`;
+        const asset = isBuy ? m.quote : m.base;
+        if (isBuy) {
+          const needed = view.costOf(m, o.price, o.remaining);
+          if (!(o.reserved >= needed))
+            return `${at} holds ${o.reserved} quote units, less than the ${needed} its remaining volume costs`;
+        } else if (o.reserved !== o.remaining * m.baseUnitsPerLot) {
+          return `${at} holds ${o.reserved} base units for ${o.remaining} lots of ${m.baseUnitsPerLot}`;
+        }
+        let sums = held.get(o.userId);
+        if (sums === undefined) {
+          sums = new Array<number>(assetCount).fill(0);
+          held.set(o.userId, sums);
+        }
+        sums[asset]! += o.reserved;
+      }
+    }
+    if (m.bids.best !== null && m.asks.best !== null && !(m.bids.best.price < m.asks.best.price))
+      return `${pair}: the best bid ${m.bids.best.price} is not below the best ask ${m.asks.best.price}`;
+  }
+  const indexFault = openOrders.checkStructure();
+  if (indexFault !== null) return indexFault;
+  if (openOrders.size !== resting) {
+    for (const o of openOrders.values()) {
+      if (o.level === null) return `order ${o.id} is indexed as open but rests in no book`;
+    }
+    return `the id index holds ${openOrders.size} open orders, the books ${resting}`;
+  }
+
+  const totals = new Array<bigint>(assetCount).fill(0n);
+  const accounts = ledger.accountsByUser();
+  for (const account of accounts) {
+    const user = account.userId;
+    const length = Math.max(account.available.length, account.reserved.length);
+    for (let i = 0; i < length; i++) {
+      const available = ledger.available(account, i);
+      const reserved = ledger.reservedOf(account, i);
+      if (i >= assetCount) {
+        if (available !== 0 || reserved !== 0) return `user ${user} holds a balance in unknown asset #${i}`;
+        continue;
+      }
+      const code = view.assets[i]!.code;
+      if (!isCount(available)) return `user ${user}'s available ${code} is ${available}`;
+      if (!isCount(reserved)) return `user ${user}'s reserved ${code} is ${reserved}`;
+      const expected = held.get(user)?.[i] ?? 0;
+      if (reserved !== expected)
+        return `user ${user} has ${reserved} ${code} reserved, and its open orders hold ${expected}`;
+      totals[i]! += BigInt(available) + BigInt(reserved);
+    }
+  }
+  for (const user of held.keys()) {
+    if (ledger.peek(user) === undefined) return `user ${user} has open orders and no account`;
+  }
+  for (let i = 0; i < assetCount; i++) {
+    const code = view.assets[i]!.code;
+    const netDeposits = ledger.netDeposits[i] ?? 0;
+    const fees = ledger.fees[i] ?? 0;
+    if (!isCount(netDeposits)) return `net deposits of ${code} are ${netDeposits}`;
+    if (!isCount(fees)) return `fees collected in ${code} are ${fees}`;
+    const inBalances = totals[i]!;
+    if (inBalances + BigInt(fees) !== BigInt(netDeposits))
+      return `${code} is not conserved: balances ${inBalances} + fees ${fees} != net deposits ${netDeposits}`;
+  }
+  return null;
+}

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { type OpenExchange, openExchange } from '../app/exchange.js';
+import { Engine } from '../engine/engine.js';
 import { CredentialVault } from '../auth/vault.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
@@ -93,4 +94,38 @@ test('operator text with a control character (NUL, a newline) is refused with 42
   assert.equal((deposit.json() as { error: { field: string } }).error.field, 'reference');
   const balances = await exchange.readCommitted(() => exchange.balances(user.id as never));
   assert.ok(balances.every((b) => b.available === 0 && b.reserved === 0));
+});
+
+test('GET /engine/state: the engine hash equals a restore of the committed state, and follows every change', async () => {
+  const get = async () => {
+    const r = await app.inject({
+      method: 'GET',
+      url: '/admin/v1/engine/state',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    assert.equal(r.statusCode, 200);
+    return r.json() as { state_hash: string; references_hash: string; ok: boolean; violation: string | null };
+  };
+  const restoredHash = async () => Engine.restore(await exchange.commitLog.loadSnapshot()).stateHash();
+
+  const before = await get();
+  assert.equal(before.ok, true);
+  assert.equal(before.violation, null);
+  assert.match(before.state_hash, /^[0-9a-f]{64}$/);
+  assert.equal(before.state_hash, await restoredHash());
+
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+  await post('/admin/v1/assets', json({ code: 'HSH', name: 'Hash', type: 'crypto', decimals: 8 }));
+  const user = (await post('/admin/v1/users', json({})).then((r) => r.json())) as { id: number };
+  const deposit = await post(
+    `/admin/v1/users/${user.id}/deposits`,
+    json({ asset: 'HSH', amount: '2.5', reference: 'hash-1' }),
+  );
+  assert.equal(deposit.statusCode, 201);
+
+  const after = await get();
+  assert.equal(after.ok, true);
+  assert.notEqual(after.state_hash, before.state_hash);
+  assert.notEqual(after.references_hash, before.references_hash);
+  assert.equal(after.state_hash, await restoredHash());
 });

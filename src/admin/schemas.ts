@@ -190,6 +190,23 @@ export const LedgerCheckSchema = Type.Object(
   { description: 'Always 200: `ok` says whether the books balance' },
 );
 
+export const EngineStateSchema = Type.Object(
+  {
+    state_hash: Type.String({
+      description:
+        'SHA-256 (hex) of the engine state a snapshot restores (catalogue, counters, totals, balances, every resting order in time priority): equal on a replica or a restore of the same committed state',
+    }),
+    references_hash: Type.String({
+      description: 'SHA-256 (hex) of the deposit/withdrawal references kept beside the engine',
+    }),
+    ok: Type.Boolean({ description: 'every internal invariant holds' }),
+    violation: Type.Union([Type.String(), Type.Null()], {
+      description: 'the first broken invariant, or null',
+    }),
+  },
+  { description: 'Always 200: `ok` says whether the engine state is internally consistent' },
+);
+
 export const HealthSchema = Type.Object(
   {
     status: StringEnum(['ready', 'store unavailable', 'shutting down'], { description: 'as /readyz' }),

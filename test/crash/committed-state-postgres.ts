@@ -22,15 +22,16 @@ import type {
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { EngineSnapshot, OrderState } from '../../src/engine/types.js';
-import type {
-  AssetRow,
-  BalanceRow,
-  Committed,
-  LedgerRow,
-  MarketRow,
-  OrderRow,
-  TotalsRow,
-  TradeRow,
+import {
+  type AssetRow,
+  type BalanceRow,
+  type Committed,
+  type LedgerRow,
+  type MarketRow,
+  type OrderRow,
+  restoredChecks,
+  type TotalsRow,
+  type TradeRow,
 } from './committed-state.js';
 
 const INT8_OID = 20;
@@ -136,7 +137,7 @@ export async function readCommittedPostgres(url: string): Promise<Committed> {
       totals,
       meta,
       candles,
-      audit: Engine.restore(snapshot).audit(),
+      ...restoredChecks(Engine.restore(snapshot)),
     };
   } finally {
     await client.end().catch(() => undefined);

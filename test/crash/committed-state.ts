@@ -154,6 +154,16 @@ export interface Committed {
   readonly integrity: string;
   /** `Engine.restore(SqliteStore.loadSnapshot()).audit()` on the same file. */
   readonly audit: ReturnType<Engine['audit']>;
+  /**
+   * `stateHash()` of that restored engine: what the server's own engine must hash to once it runs
+   * on this state (GET /admin/v1/engine/state), or it holds something the store does not.
+   */
+  readonly stateHash: string;
+}
+
+/** The checks taken of an engine restored from the committed state. */
+export function restoredChecks(engine: Engine): Pick<Committed, 'audit' | 'stateHash'> {
+  return { audit: engine.audit(), stateHash: engine.stateHash() };
 }
 
 /**
@@ -167,7 +177,7 @@ export function readCommitted(dbFile: string): Committed {
     copyFileSync(dbFile, copy);
     if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
     const db = new Database(copy);
-    let committed: Omit<Committed, 'audit'>;
+    let committed: Omit<Committed, 'audit' | 'stateHash'>;
     try {
       const all = <T>(sql: string) => db.prepare<[], T>(sql).all();
       committed = {
@@ -193,7 +203,7 @@ export function readCommitted(dbFile: string): Committed {
     }
     const store = SqliteStore.open({ path: copy });
     try {
-      return { ...committed, audit: Engine.restore(store.loadSnapshot()).audit() };
+      return { ...committed, ...restoredChecks(Engine.restore(store.loadSnapshot())) };
     } finally {
       store.close();
     }

@@ -586,6 +586,16 @@ async function checkServed(
   const check = await admin(server.url, 'GET', '/ledger/check');
   if ((check.body as { ok?: boolean }).ok !== true)
     throw new Error(`ledger check after restart ${round}: ${JSON.stringify(check.body)}`);
+  const state = (await admin(server.url, 'GET', '/engine/state')).body as {
+    state_hash?: string;
+    ok?: boolean;
+    violation?: string | null;
+  };
+  if (state.ok !== true) throw new Error(`engine state after restart ${round}: ${JSON.stringify(state)}`);
+  if (state.state_hash !== c.stateHash)
+    throw new Error(
+      `after restart ${round} the server's engine (hash ${state.state_hash}) differs from a restore of the committed state (${c.stateHash})`,
+    );
 
   const served = await servedBooks(server.url, traders, markets);
   const servedHash = bookHash(served);

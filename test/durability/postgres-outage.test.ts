@@ -163,4 +163,9 @@ test('PostgreSQL going away under signed load: 503 with a reason, back by itself
   // The running server's engine was rebuilt from the database after the failed commit: its books
   // are the committed ones, whatever that commit's fate.
   assert.equal(bookHash(await servedBooks(server.url, traders, all)), bookHash(committedBooks(committed)));
+  // And the whole engine (balances, reservations, every order in time priority, counters) is what
+  // a restore of the committed state holds: the outage left nothing uncommitted in it.
+  const state = (await server.admin('GET', '/engine/state')).body as { state_hash: string; ok: boolean };
+  assert.equal(state.ok, true);
+  assert.equal(state.state_hash, committed.stateHash);
 });

@@ -48,6 +48,7 @@ import {
   type LedgerEntry,
   StoreUnavailableError,
 } from '../store/store.js';
+import { CatalogueIndex } from './catalogue-index.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
 import { feedBatch, InProcessFeed } from './committed-feed.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
@@ -952,17 +953,13 @@ class SequencedExchange implements OpenExchange {
  * asset or market whose creation is still being committed is not seen yet. It only grows, and
  * every new market takes the next market id, so a count tells whether anything changed.
  */
-class EngineCatalogue implements Catalogue {
+class EngineCatalogue extends CatalogueIndex {
   private indexedEngine: Engine | undefined;
   private indexedAssets = -1;
   private indexedNextMarketId = -1;
-  private assetList: readonly AssetSpec[] = [];
-  private marketList: readonly MarketSpec[] = [];
-  private readonly marketsById = new Map<MarketId, MarketSpec>();
-  private readonly marketsByName = new Map<string, MarketSpec>();
-  private readonly assetsByCode = new Map<string, AssetSpec>();
 
   constructor(engine: Engine) {
+    super();
     this.committed(engine);
   }
 
@@ -976,39 +973,10 @@ class EngineCatalogue implements Catalogue {
       nextMarketId === this.indexedNextMarketId
     )
       return;
-    // A copy: the engine's own list grows as the next batch is applied.
-    this.assetList = Object.freeze([...assets]);
-    this.assetsByCode.clear();
-    // First one wins, as a linear search would find it.
-    for (const asset of assets)
-      if (!this.assetsByCode.has(asset.code)) this.assetsByCode.set(asset.code, asset);
-    this.marketList = Object.freeze(engine.marketList());
-    this.marketsById.clear();
-    this.marketsByName.clear();
-    for (const m of this.marketList) {
-      this.marketsById.set(m.id, m);
-      for (const name of [`${m.base}${m.quote}`, `${m.base}/${m.quote}`])
-        if (!this.marketsByName.has(name)) this.marketsByName.set(name, m);
-    }
+    this.replace(assets, engine.marketList());
     this.indexedEngine = engine;
     this.indexedAssets = assets.length;
     this.indexedNextMarketId = nextMarketId;
-  }
-
-  assets(): readonly AssetSpec[] {
-    return this.assetList;
-  }
-  asset(code: string): AssetSpec | undefined {
-    return this.assetsByCode.get(code);
-  }
-  markets(): readonly MarketSpec[] {
-    return this.marketList;
-  }
-  market(id: MarketId): MarketSpec | undefined {
-    return this.marketsById.get(id);
-  }
-  marketByName(name: string): MarketSpec | undefined {
-    return this.marketsByName.get(name);
   }
 }
 

@@ -13,6 +13,7 @@
  * carries committed batches. In the engine's process the entry arrives at the commit, before the
  * replies of its requests are written, so a client reading after its 201 sees its own effects.
  */
+
 import type {
   AssetCode,
   AssetSpec,
@@ -25,6 +26,7 @@ import type {
 } from '../domain/types.js';
 import type { BalanceState, BookLevels, Trade } from '../engine/types.js';
 import type { Candle, Interval } from '../market-data/candle.js';
+import { CatalogueIndex } from './catalogue-index.js';
 import type { CommittedFeed, FeedBatch, FeedEntry } from './committed-feed.js';
 import type { BookView, Catalogue, LevelChange, TradeStats } from './ports.js';
 import { TradeStatsBook } from './trade-stats.js';
@@ -120,54 +122,6 @@ class ViewBook {
   }
 }
 
-/** The catalogue as the feed told it: lookups by id, by joined and slash names, by code. */
-class ViewCatalogue implements Catalogue {
-  private assetList: AssetSpec[] = [];
-  private marketList: MarketSpec[] = [];
-  private readonly marketsById = new Map<MarketId, MarketSpec>();
-  private readonly marketsByName = new Map<string, MarketSpec>();
-  private readonly assetsByCode = new Map<string, AssetSpec>();
-  /** Frozen copies handed to readers, renewed when the catalogue grows. */
-  private assetsView: readonly AssetSpec[] = Object.freeze([]);
-  private marketsView: readonly MarketSpec[] = Object.freeze([]);
-
-  constructor(assets: readonly AssetSpec[], markets: readonly MarketSpec[]) {
-    for (const asset of assets) this.addAsset(asset);
-    for (const market of markets) this.addMarket(market);
-  }
-
-  addAsset(asset: AssetSpec): void {
-    this.assetList.push(asset);
-    // First one wins, as a linear search would find it.
-    if (!this.assetsByCode.has(asset.code)) this.assetsByCode.set(asset.code, asset);
-    this.assetsView = Object.freeze([...this.assetList]);
-  }
-
-  addMarket(market: MarketSpec): void {
-    this.marketList.push(market);
-    this.marketsById.set(market.id, market);
-    for (const name of [`${market.base}${market.quote}`, `${market.base}/${market.quote}`])
-      if (!this.marketsByName.has(name)) this.marketsByName.set(name, market);
-    this.marketsView = Object.freeze([...this.marketList]);
-  }
-
-  assets(): readonly AssetSpec[] {
-    return this.assetsView;
-  }
-  asset(code: string): AssetSpec | undefined {
-    return this.assetsByCode.get(code);
-  }
-  markets(): readonly MarketSpec[] {
-    return this.marketsView;
-  }
-  market(id: MarketId): MarketSpec | undefined {
-    return this.marketsById.get(id);
-  }
-  marketByName(name: string): MarketSpec | undefined {
-    return this.marketsByName.get(name);
-  }
-}
-
 /** The most recent trades per market, oldest first, at most `limit` each. */
 export class RecentTrades {
   private readonly byMarket = new Map<MarketId, Trade[]>();
@@ -212,7 +166,7 @@ const candleKey = (marketId: MarketId, interval: Interval): string => `${marketI
 
 export class MarketView {
   private seq: number;
-  private catalogueModel: ViewCatalogue;
+  private catalogueModel: CatalogueIndex;
   private books = new Map<MarketId, ViewBook>();
   private lastPrices = new Map<MarketId, Price>();
   private stats = new TradeStatsBook();
@@ -226,7 +180,7 @@ export class MarketView {
     private readonly recentLimit: number,
   ) {
     this.seq = snapshot.sequence;
-    this.catalogueModel = new ViewCatalogue(snapshot.assets, snapshot.markets);
+    this.catalogueModel = new CatalogueIndex(snapshot.assets, snapshot.markets);
     this.recent = new RecentTrades(recentLimit);
     this.load(snapshot);
   }
@@ -238,7 +192,7 @@ export class MarketView {
 
   private load(snapshot: MarketSnapshot): void {
     this.seq = snapshot.sequence;
-    this.catalogueModel = new ViewCatalogue(snapshot.assets, snapshot.markets);
+    this.catalogueModel = new CatalogueIndex(snapshot.assets, snapshot.markets);
     this.books = new Map();
     for (const book of snapshot.books)
       this.books.set(book.marketId, new ViewBook(book.sequence, book.bids, book.asks));

@@ -1,0 +1,176 @@
+/**
+ * Issue 14, "an end-to-end test with one engine and two gateways": real NATS (TEST_NATS_URL),
+ * real PostgreSQL (a fresh database from TEST_DATABASE_URL), each process a separate OS process
+ * started as an operator would (`openspot engine`, `openspot gateway`). Skipped, visibly, without
+ * either variable.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
+import { OpenSpotClient } from '../src/client/client.js';
+import { connectRealtime } from '../src/client/realtime.js';
+import { startClusterProcess } from './support/cluster.js';
+import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './support/nats.js';
+import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
+
+const skip =
+  TEST_NATS_URL === undefined
+    ? NATS_SKIP_REASON
+    : TEST_DATABASE_URL === undefined
+      ? POSTGRES_SKIP_REASON
+      : undefined;
+if (skip !== undefined) process.stdout.write(`# cluster end-to-end test skipped: ${skip}\n`);
+
+async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
+  test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
+    const name = uniqueName('E2E_BATCHES');
+    deleteStreamAfter(t, name);
+    const dataDir = mkdtempSync(join(tmpdir(), 'openspot-cluster-'));
+    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+    const adminToken = randomBytes(24).toString('hex');
+    const env = {
+      DATABASE_URL: await freshDatabase(t),
+      NATS_URL: TEST_NATS_URL!,
+      OPENSPOT_STREAM: name,
+      OPENSPOT_STREAM_SUBJECT: `e2e.${name}`,
+      OPENSPOT_SUBJECT_PREFIX: `e2e.${name}.engine`,
+      DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      ADMIN_TOKEN: adminToken,
+      // Shared by every process: API secrets sealed by the engine are opened by the gateways,
+      // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      WS_APP_SECRET: randomBytes(24).toString('hex'),
+      SIMULATOR: 'off',
+      DEMO: 'off',
+      RATE_LIMIT_IP_PER_SECOND: '0',
+      RATE_LIMIT_KEY_PER_SECOND: '0',
+    };
+    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
+    const [gatewayA, gatewayB] = await Promise.all([
+      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+    ]);
+
+    const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
+      const response = await fetch(`${engine.url}/admin/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      assert.equal(response.status, 201, `${path}: ${text}`);
+      return JSON.parse(text) as Record<string, unknown>;
+    };
+    const trader = async (asset: string, amount: string) => {
+      const user = (await admin('/users', {})) as { id: number };
+      const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
+        api_key: string;
+        api_secret: string;
+      };
+      await admin(`/users/${user.id}/deposits`, { asset, amount });
+      return { userId: user.id, apiKey: key.api_key, apiSecret: key.api_secret };
+    };
+    const seller = await trader('BTC', '2');
+    const buyer = await trader('EUR', '100000');
+    const on = (gateway: { url: string }, who: { apiKey: string; apiSecret: string }) =>
+      new OpenSpotClient({ baseUrl: `${gateway.url}/v1`, ...who, timeoutMs: 10_000, orderRetries: 0 });
+
+    // A pusher-js client on B, as the seller: the book, the trades and its own executions.
+    const rt = connectRealtime({
+      wsHost: '127.0.0.1',
+      wsPort: Number(new URL(gatewayB.url).port),
+      appKey: 'openspot-key',
+      client: on(gatewayB, seller),
+    });
+    t.after(() => rt.disconnect());
+    await rt.connected(10_000);
+    const books: BookMessage[] = [];
+    const trades: TradeMessage[] = [];
+    const executions: ExecutionMessage[] = [];
+    const subscriptions = [
+      rt.book('BTC/EUR', (m) => books.push(m)),
+      rt.trades('BTC/EUR', (m) => trades.push(m)),
+      rt.executions(seller.userId, (m) => executions.push(m)),
+    ];
+    await Promise.all(subscriptions.map((s) => s.ready));
+    await eventually(() => assert.ok(books.length >= 1 && trades.length >= 1 && executions.length >= 1));
+
+    // The seller rests an order through B; the buyer takes it through A.
+    const sell = await on(gatewayB, seller).createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.5',
+      price: '30000.0',
+    });
+    const buy = await on(gatewayA, buyer).createOrder({
+      pair: 'BTC/EUR',
+      direction: 'buy',
+      type: 'limit',
+      volume: '0.5',
+      price: '30000.0',
+    });
+    assert.ok(sell.id !== undefined && buy.id !== undefined);
+    // Read-your-writes across gateways: right after A's 201, B finds the order, filled.
+    const seen = await on(gatewayB, buyer).order(buy.id);
+    assert.equal(seen.data.id, buy.id);
+    assert.equal(seen.data.status, 'closed', JSON.stringify(seen.data));
+    // B's wallet (from PostgreSQL) shows the buyer's BTC at once too.
+    const wallet = await on(gatewayB, buyer).spotWallet();
+    const btc = wallet.data.find((e) => e.asset_id === 'BTC');
+    assert.equal(Number(btc?.balance.balance_total), 0.5, JSON.stringify(wallet.data));
+
+    // B's subscriber sees the trade, the book going through updates with no hole in the
+    // sequence, and its own private executions (accepted, then the trade).
+    await eventually(() => {
+      const traded = trades.filter((m) => m.type === 'update').flatMap((m) => m.data);
+      assert.equal(traded.length, 1, JSON.stringify(trades));
+      assert.equal(traded[0]!.price, '30000.0');
+      assert.equal(traded[0]!.qty, '0.50000000');
+    });
+    await eventually(() => {
+      const events = executions.filter((m) => m.type === 'update').map((m) => m.data);
+      assert.ok(
+        events.some((e) => e.event === 'trade' && e.order.id === sell.id),
+        JSON.stringify(executions),
+      );
+    });
+    await eventually(() => {
+      assert.equal(books[0]!.type, 'snapshot');
+      const updates = books.slice(1);
+      assert.ok(updates.length >= 2, JSON.stringify(books)); // the level appears, then goes
+      let sequence = books[0]!.data.sequence;
+      for (const update of updates) {
+        assert.equal(update.type, 'update');
+        assert.equal(update.data.sequence, sequence + 1, JSON.stringify(books));
+        sequence = update.data.sequence;
+      }
+    });
+    // Both gateways serve the same book: empty again after the trade.
+    for (const gateway of [gatewayA, gatewayB]) {
+      const [book] = await new OpenSpotClient({ baseUrl: `${gateway.url}/v1` }).orderbook({
+        tickerId: 'BTC/EUR',
+        depth: 0,
+      });
+      assert.deepEqual([book?.bids.length, book?.asks.length], [0, 0]);
+    }
+  });
+});

@@ -102,51 +102,14 @@ export async function startEngine(
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
 
   const nc = await connectNats(cluster.natsUrl, 'openspot-engine');
-  const publisher = await BatchPublisher.open(nc, cluster.stream);
   let stopping = false;
   let fatal: (() => void) | undefined;
-  let retries = 0;
-  const queue = new BatchPublishQueue(publisher, {
-    onDropped: (sequence, reason) =>
-      logger.warn({ sequence, reason }, 'a committed batch was not published: gateways will re-snapshot'),
-    onRetry: (error) => {
-      // Once per outage-ish: every 250 ms would flood the log.
-      if (retries++ % 40 === 0) logger.warn({ err: error }, 'cannot publish to the batch stream; retrying');
-    },
-    onFatal: (error) => {
-      logger.error({ err: error }, 'the batch stream forked: another engine published; stopping');
-      fatal?.();
-    },
-  });
-  // Stream numbering: after what the stream holds; its first message here is the state we start from.
-  const base = publisher.lastPublished ?? 0;
-  const startHead = exchange.feed.head();
-  const offset = base + 1 - startHead;
-  queue.enqueue(base + 1, {
-    kind: 'reset',
-    sequence: startHead,
-    snapshot: exchange.view.snapshot(),
-  } as unknown as ExactValue);
-  exchange.feed.subscribe(startHead + 1, (message) => {
-    if (message.kind === 'gap') {
-      logger.error({ requested: message.requested }, 'engine feed gap: batches not published');
-      return;
-    }
-    queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
-  });
-  logger.info({ stream: publisher.config.stream, first: base + 1 }, 'publishing committed batches');
-
-  const snapshots = serveSnapshots(
-    nc,
-    () => ({ sequence: offset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
-    names.snapshot,
-    (error) => logger.error({ err: error }, 'could not answer a snapshot request'),
-  );
-  const ping = servePing(nc, () => !stopping && exchange.isWritable(), names.ping);
-  const service = await CommandService.start(nc, exchange, {
-    subject: names.commands,
-    onDropped: (reason) => logger.warn({ reason }, 'a command request was dropped unapplied'),
-    onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
+  const served = await serveCluster(exchange, nc, {
+    stream: cluster.stream,
+    subjects: names,
+    logger,
+    takesCommands: () => !stopping,
+    onFatal: () => fatal?.(),
   });
   logger.info({ nats: redactUrl(cluster.natsUrl), subject: names.commands }, 'taking commands over NATS');
 
@@ -182,18 +145,104 @@ export async function startEngine(
     if (stopping) return;
     stopping = true;
     // No new commands; those taken are answered (after their commit), then the rest is published.
-    await service.stop();
-    snapshots.unsubscribe();
-    ping.unsubscribe();
+    await served.stopCommands();
     await exchange.close();
-    await Promise.race([queue.flushed(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
-    await queue.close();
+    await served.close();
     await nc.drain().catch(() => undefined);
     await app.close();
     await store.close();
   };
   fatal = () => void close().then(() => process.exit(1));
   return { exchange, url, close };
+}
+
+export interface ServeClusterOptions {
+  readonly stream: Partial<BatchStreamConfig>;
+  readonly subjects: ReturnType<typeof subjects>;
+  readonly logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** False once the engine is stopping: the ping then says so. */
+  readonly takesCommands?: () => boolean;
+  /** The stream forked (another engine published): the process should stop. */
+  readonly onFatal?: () => void;
+}
+
+export interface ServedCluster {
+  /** The stream batch sequence of the engine's feed entry `sequence`. */
+  streamSequence(feedSequence: number): number;
+  /** Stops taking commands; resolves once those taken are answered. */
+  stopCommands(): Promise<void>;
+  /** Publishes what is queued (5 s at most), then stops answering snapshots and pings. */
+  close(): Promise<void>;
+}
+
+/**
+ * The engine's side of NATS, on any OpenExchange: commands, the batch stream, snapshots, the
+ * ping. Call it between commits (at start): the first stream message is the current state.
+ */
+export async function serveCluster(
+  exchange: OpenExchange,
+  nc: NatsConnection,
+  options: ServeClusterOptions,
+): Promise<ServedCluster> {
+  const { logger } = options;
+  const names = options.subjects;
+  const publisher = await BatchPublisher.open(nc, options.stream);
+  let retries = 0;
+  const queue = new BatchPublishQueue(publisher, {
+    onDropped: (sequence, reason) =>
+      logger.warn({ sequence, reason }, 'a committed batch was not published: gateways will re-snapshot'),
+    onRetry: (error) => {
+      // Every 10 s of an outage, not every 250 ms.
+      if (retries++ % 40 === 0) logger.warn({ err: error }, 'cannot publish to the batch stream; retrying');
+    },
+    onFatal: (error) => {
+      logger.error({ err: error }, 'the batch stream forked: another engine published; stopping');
+      options.onFatal?.();
+    },
+  });
+  // Stream numbering: after what the stream holds; its first message here is the state we start from.
+  const base = publisher.lastPublished ?? 0;
+  const startHead = exchange.feed.head();
+  const offset = base + 1 - startHead;
+  queue.enqueue(base + 1, {
+    kind: 'reset',
+    sequence: startHead,
+    snapshot: exchange.view.snapshot(),
+  } as unknown as ExactValue);
+  const stopFeed = exchange.feed.subscribe(startHead + 1, (message) => {
+    if (message.kind === 'gap') {
+      logger.error({ requested: message.requested }, 'engine feed gap: batches not published');
+      return;
+    }
+    queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
+  });
+  logger.info({ stream: publisher.config.stream, first: base + 1 }, 'publishing committed batches');
+  const snapshots = serveSnapshots(
+    nc,
+    () => ({ sequence: offset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
+    names.snapshot,
+    (error) => logger.error({ err: error }, 'could not answer a snapshot request'),
+  );
+  const takesCommands = options.takesCommands ?? (() => true);
+  const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);
+  const service = await CommandService.start(nc, exchange, {
+    subject: names.commands,
+    onDropped: (reason) => logger.warn({ reason }, 'a command request was dropped unapplied'),
+    onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
+  });
+  await nc.flush();
+  return {
+    streamSequence: (feedSequence) => offset + feedSequence,
+    stopCommands: () => service.stop(),
+    async close() {
+      await service.stop();
+      await Promise.race([queue.flushed(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      stopFeed();
+      await queue.close();
+      snapshots.unsubscribe();
+      ping.unsubscribe();
+    },
+  };
 }
 
 /** A NATS URL without its credentials, for the log. */

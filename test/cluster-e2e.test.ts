@@ -13,7 +13,7 @@ import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { connectRealtime } from '../src/client/realtime.js';
-import { startClusterProcess } from './support/cluster.js';
+import { startClusterProcess, waitUntil } from './support/cluster.js';
 import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './support/nats.js';
 import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
 
@@ -38,60 +38,83 @@ async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> 
   }
 }
 
+interface Cleanup {
+  after(fn: () => Promise<void> | void): void;
+}
+
+/** The environment every process of one cluster shares: its database, its stream and subjects, its secrets. */
+async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
+  const name = uniqueName('E2E_BATCHES');
+  deleteStreamAfter(t, name);
+  const dataDir = mkdtempSync(join(tmpdir(), 'openspot-cluster-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  return {
+    DATABASE_URL: await freshDatabase(t),
+    NATS_URL: TEST_NATS_URL!,
+    OPENSPOT_STREAM: name,
+    OPENSPOT_STREAM_SUBJECT: `e2e.${name}`,
+    OPENSPOT_SUBJECT_PREFIX: `e2e.${name}.engine`,
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN: randomBytes(24).toString('hex'),
+    // Shared by every process: API secrets sealed by the engine are opened by the gateways,
+    // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    WS_APP_SECRET: randomBytes(24).toString('hex'),
+    SIMULATOR: 'off',
+    DEMO: 'off',
+    RATE_LIMIT_IP_PER_SECOND: '0',
+    RATE_LIMIT_KEY_PER_SECOND: '0',
+  };
+}
+
+interface Trader {
+  readonly userId: number;
+  readonly apiKey: string;
+  readonly apiSecret: string;
+}
+
+/** A user with an API key and one deposit, made through the engine's admin API. */
+async function trader(engineUrl: string, adminToken: string, asset: string, amount: string): Promise<Trader> {
+  const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
+    const response = await fetch(`${engineUrl}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    assert.equal(response.status, 201, `${path}: ${text}`);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+  const user = (await admin('/users', {})) as { id: number };
+  const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
+    api_key: string;
+    api_secret: string;
+  };
+  await admin(`/users/${user.id}/deposits`, { asset, amount });
+  return { userId: user.id, apiKey: key.api_key, apiSecret: key.api_secret };
+}
+
+const on = (gateway: { url: string }, who: Trader) =>
+  new OpenSpotClient({
+    baseUrl: `${gateway.url}/v1`,
+    apiKey: who.apiKey,
+    apiSecret: who.apiSecret,
+    timeoutMs: 10_000,
+    orderRetries: 0,
+  });
+
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
   test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
-    const name = uniqueName('E2E_BATCHES');
-    deleteStreamAfter(t, name);
-    const dataDir = mkdtempSync(join(tmpdir(), 'openspot-cluster-'));
-    t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-    const adminToken = randomBytes(24).toString('hex');
-    const env = {
-      DATABASE_URL: await freshDatabase(t),
-      NATS_URL: TEST_NATS_URL!,
-      OPENSPOT_STREAM: name,
-      OPENSPOT_STREAM_SUBJECT: `e2e.${name}`,
-      OPENSPOT_SUBJECT_PREFIX: `e2e.${name}.engine`,
-      DATA_DIR: dataDir,
-      HOST: '127.0.0.1',
-      ADMIN_TOKEN: adminToken,
-      // Shared by every process: API secrets sealed by the engine are opened by the gateways,
-      // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
-      SECRETS_KEY: randomBytes(32).toString('base64'),
-      WS_APP_SECRET: randomBytes(24).toString('hex'),
-      SIMULATOR: 'off',
-      DEMO: 'off',
-      RATE_LIMIT_IP_PER_SECOND: '0',
-      RATE_LIMIT_KEY_PER_SECOND: '0',
-    };
+    const env = await clusterEnv(t);
     const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
     const [gatewayA, gatewayB] = await Promise.all([
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
     ]);
 
-    const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-      const response = await fetch(`${engine.url}/admin/v1${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.text();
-      assert.equal(response.status, 201, `${path}: ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
-    const trader = async (asset: string, amount: string) => {
-      const user = (await admin('/users', {})) as { id: number };
-      const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
-        api_key: string;
-        api_secret: string;
-      };
-      await admin(`/users/${user.id}/deposits`, { asset, amount });
-      return { userId: user.id, apiKey: key.api_key, apiSecret: key.api_secret };
-    };
-    const seller = await trader('BTC', '2');
-    const buyer = await trader('EUR', '100000');
-    const on = (gateway: { url: string }, who: { apiKey: string; apiSecret: string }) =>
-      new OpenSpotClient({ baseUrl: `${gateway.url}/v1`, ...who, timeoutMs: 10_000, orderRetries: 0 });
+    const seller = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '2');
+    const buyer = await trader(engine.url, env.ADMIN_TOKEN!, 'EUR', '100000');
 
     // A pusher-js client on B, as the seller: the book, the trades and its own executions.
     const rt = connectRealtime({
@@ -172,5 +195,83 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       });
       assert.deepEqual([book?.bids.length, book?.asks.length], [0, 0]);
     }
+  });
+  test('failover: the primary engine is SIGKILLed, the standby takes the lock and the gateway accepts commands again', async (t) => {
+    const env = await clusterEnv(t);
+    const primary = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
+    const standby = await startClusterProcess(
+      t,
+      ['engine', '--standby'],
+      { ...env, ENGINE_PORT: '0' },
+      {
+        ready: /standby: waiting for the writer lock/,
+      },
+    );
+    const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
+    const maker = await trader(primary.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const client = on(gateway, maker);
+    // Acknowledged orders before the kill: every one must be there after the takeover.
+    const before: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const created = await client.createOrder({
+        pair: 'BTC/EUR',
+        direction: 'sell',
+        type: 'limit',
+        volume: '0.1',
+        price: `${40_000 + i}.0`,
+      });
+      before.push(created.id!);
+    }
+
+    primary.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    // Meanwhile the gateway answers 503, never hangs beyond its command timeout (a request in
+    // flight at the kill has an unknown fate: 503 after 5 s). A new attempt every 100 ms, each on
+    // its own, until one is accepted.
+    const refusals: string[] = [];
+    let after: number | undefined;
+    const attempts: Promise<void>[] = [];
+    while (after === undefined) {
+      assert.ok(Date.now() - killedAt < 30_000, `no takeover within 30 s:\n${standby.output()}`);
+      attempts.push(
+        client
+          .createOrder({ pair: 'BTC/EUR', direction: 'sell', type: 'limit', volume: '0.1', price: '41000.0' })
+          .then(
+            (created) => {
+              after ??= Date.now();
+              assert.ok(created.id !== undefined);
+            },
+            (error: unknown) => {
+              refusals.push(String(error));
+            },
+          ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await Promise.all(attempts);
+    for (const refusal of refusals) assert.match(refusal, /503/);
+    const takeoverMs = after - killedAt;
+    process.stdout.write(
+      `# failover: commands accepted again ${takeoverMs} ms after the SIGKILL (${refusals.length} refused with 503)\n`,
+    );
+    assert.ok(takeoverMs < 5_000, `commands accepted again after ${takeoverMs} ms (target 5 s)`);
+
+    // Nothing acknowledged was lost; the gateway's book is the restored engine's: the five orders
+    // from before, and every attempt that was accepted (an attempt in flight at the kill may or
+    // may not have been applied: its answer was a 503 after the timeout).
+    for (const id of before) assert.equal((await client.order(id)).data.status, 'open');
+    await waitUntil(
+      () => standby.output().includes('publishing committed batches'),
+      'the standby publishing',
+    );
+    const pub = new OpenSpotClient({ baseUrl: `${gateway.url}/v1` });
+    let asks = 0;
+    // The standby's first stream message is the restored state; the gateway reloads from it.
+    for (let i = 0; i < 100 && asks !== 6; i++) {
+      const [book] = await pub.orderbook({ tickerId: 'BTC/EUR', depth: 0 });
+      asks = book?.asks.length ?? 0;
+      if (asks !== 6) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.equal(asks, 6);
   });
 });

@@ -12,6 +12,7 @@ interface Cleanup {
 }
 
 export interface ClusterProcess {
+  /** Where it listens ('' when started with another `ready` line). */
   readonly url: string;
   readonly child: ChildProcess;
   /** Everything it logged so far (JSON lines), for a failing test's message. */
@@ -20,6 +21,15 @@ export interface ClusterProcess {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Resolves once `check` holds, polling. */
+export async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** The line a process logs once it listens: `{"url":"http://…", "msg":"OpenSpot … is listening…"}`. */
 const LISTENING = /"url":"(http:\/\/[^"]+)","msg":"OpenSpot (?:engine|gateway) is listening/;
 
@@ -27,8 +37,10 @@ export async function startClusterProcess(
   t: Cleanup,
   args: readonly string[],
   env: Record<string, string>,
-  timeoutMs = 30_000,
+  options: { readonly timeoutMs?: number; readonly ready?: RegExp } = {},
 ): Promise<ClusterProcess> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const ready = options.ready ?? LISTENING;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
@@ -48,8 +60,8 @@ export async function startClusterProcess(
   t.after(() => stop());
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const match = LISTENING.exec(log);
-    if (match !== null) return { url: match[1]!, child, output: () => log, stop };
+    const match = ready.exec(log);
+    if (match !== null) return { url: match[1] ?? '', child, output: () => log, stop };
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop('SIGKILL');
       throw new Error(`openspot ${args.join(' ')} did not start:\n${log}`);

@@ -25,11 +25,11 @@ const skip =
       : undefined;
 if (skip !== undefined) process.stdout.write(`# cluster end-to-end test skipped: ${skip}\n`);
 
-async function eventually(check: () => void, timeoutMs = 10_000): Promise<void> {
+async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      check();
+      await check();
       return;
     } catch (error) {
       if (Date.now() > deadline) throw error;
@@ -187,6 +187,27 @@ describe('one engine and two gateways, as separate processes', skip === undefine
         sequence = update.data.sequence;
       }
     });
+    // Revoking the seller's key through the engine: B ends its private subscription at once, and
+    // both gateways refuse the key within a second (as one process does: 422, like any bad key).
+    const revoked = new Promise<unknown>((resolve) =>
+      rt.pusher.channel(`private-order-executed.${seller.userId}`).bind('pusher:subscription_error', resolve),
+    );
+    const revokedAt = Date.now();
+    const response = await fetch(`${engine.url}/admin/v1/api-keys/${seller.apiKey}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
+    });
+    assert.equal(response.status, 200, await response.text());
+    assert.match(JSON.stringify(await revoked), /revoked/i);
+    await eventually(async () => {
+      for (const gateway of [gatewayA, gatewayB])
+        await assert.rejects(
+          on(gateway, seller).openOrders(),
+          (error: { status?: number }) => error.status === 422,
+        );
+    }, 1_000);
+    assert.ok(Date.now() - revokedAt < 1_500);
+
     // Both gateways serve the same book: empty again after the trade.
     for (const gateway of [gatewayA, gatewayB]) {
       const [book] = await new OpenSpotClient({ baseUrl: `${gateway.url}/v1` }).orderbook({

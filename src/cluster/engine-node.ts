@@ -57,6 +57,8 @@ export const subjects = (prefix: string) => ({
   commands: `${prefix}.commands`,
   snapshot: prefix === 'openspot.engine' ? DEFAULT_SNAPSHOT_SUBJECT : `${prefix}.snapshot`,
   ping: prefix === 'openspot.engine' ? DEFAULT_PING_SUBJECT : `${prefix}.ping`,
+  /** `{"userId":…}` after a key is revoked: every gateway closes that user's private subscriptions. */
+  keyRevoked: `${prefix}.key-revoked`,
 });
 
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
@@ -133,6 +135,9 @@ export async function startEngine(
     exchange,
     vault,
     token: admin.token,
+    // Core NATS, not the stream: a gateway that misses it still refuses the key over HTTP within
+    // the reader's 500 ms key cache; this closes the private WebSocket subscriptions at once.
+    onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
   await app.listen({ port: options.port, host: config.host });

@@ -62,6 +62,19 @@ export async function startGateway(
     unavailableReason: () => 'engine unreachable',
   });
   const { app } = front;
+  // A key revoked through the engine's admin API: its private subscriptions here end too.
+  const revocations = nc.subscribe(names.keyRevoked, {
+    callback: (error, msg) => {
+      if (error !== null) return;
+      try {
+        const { userId } = msg.json<{ userId: unknown }>();
+        if (Number.isSafeInteger(userId))
+          front.realtime.realtime.disconnectUserPrivateChannels(userId as number);
+      } catch {
+        logger.warn('ignored an unreadable key revocation message');
+      }
+    },
+  });
   await app.register(pagesPlugin, {
     production: config.production,
     adminUi: false,
@@ -80,6 +93,7 @@ export async function startGateway(
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;
+      revocations.unsubscribe();
       await app.close();
       await exchange.close();
       await nc.drain().catch(() => undefined);

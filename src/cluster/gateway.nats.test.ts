@@ -103,10 +103,17 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     });
     t.after(() => remote.close());
     assert.equal(remote.catalogue.markets().length, 1);
+    let reloads = 0;
+    remote.onRestored(() => reloads++);
     await remote.submit(deposit(7, 'BTC', 500));
+    await remote.submit(deposit(9, 'EUR', 10_000_000));
     const placed = await remote.submit(sell(7, 30_000, 200));
     assert.ok(placed.ok);
-    await until(() => remote.book(market, 0).asks.length === 1, 'the resting order in the view');
+    // A buyer takes part of it: a trade, candles, balances of both sides in one batch.
+    await remote.submit({ ...sell(9, 30_000, 50), side: 'buy' });
+    await until(() => remote.lastPrice(market) === 30_000, 'the trade in the view');
+    assert.equal(reloads, 0, 'every batch was taken as it came (none refused as malformed)');
+    assert.equal(remote.book(market, 0).asks.length, 1);
     assert.deepEqual(remote.book(market, 0), exchange.view.book(market, 0));
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     assert.equal(remote.isWritable(), true);
@@ -186,5 +193,19 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     assert.equal(remote.book(market, 0).asks.length, 2);
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     assert.equal(batches.length, 1, 'only the deposit reached the batch listeners');
+
+    // A batch the gateway cannot read (an unknown event): reported as a gap, repaired the same way.
+    const next = exchange.feed.head() + 1;
+    await publisher.publish(next, {
+      kind: 'batch',
+      sequence: next,
+      events: [{ type: 'bogus' }],
+      books: [],
+      candles: [],
+      trades: [],
+      balances: [],
+    });
+    await until(() => restored === 2, 'the re-snapshot after an unreadable batch');
+    assert.equal(batches.length, 1);
   });
 });

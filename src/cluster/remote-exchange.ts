@@ -41,8 +41,9 @@ import {
   type BatchSubscription,
   consumeBatches,
 } from './batch-stream.js';
-import type { BatchEnvelope } from './codec.js';
+import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
+import type { ExactValue } from './exact-json.js';
 import { type EngineSnapshot, fetchSnapshot, pingEngine } from './snapshot.js';
 
 type Logger = {
@@ -132,13 +133,15 @@ export class RemoteExchange implements Exchange {
     this.subscription = await consumeBatches<FeedEntry>(this.options.nc, {
       from,
       ...(this.options.stream === undefined ? {} : { config: this.options.stream }),
-      // The engine's own entries, encoded by it; trusted as plain data (the envelope is checked).
-      readPayload: (value) => value as unknown as FeedEntry,
+      readPayload: readFeedEntry,
       onBatch: (batch) => this.take(batch),
       onGap: (gap) => this.repair(gap),
     });
     this.subscription.done.catch((error: unknown) => {
-      if (!this.closed) this.options.logger.error({ err: error }, 'the batch stream subscription ended');
+      if (this.closed) return;
+      // A batch this view could not take: start again from a snapshot rather than stand still.
+      this.options.logger.error({ err: error }, 'the batch stream subscription failed; re-snapshotting');
+      void this.resnapshot().then(() => (this.closed ? undefined : this.follow(this.engineSequence + 1)));
     });
   }
 
@@ -307,6 +310,30 @@ export class RemoteExchange implements Exchange {
     clearInterval(this.pingTimer);
     await this.subscription?.stop();
   }
+}
+
+/**
+ * A feed entry as the engine published it: its events checked field by field (codec.ts), the
+ * rest for shape. A bad one is a WireFormatError, which the consumer reports as a gap (the
+ * gateway then re-snapshots) instead of a view that takes half a batch.
+ */
+function readFeedEntry(value: ExactValue, path: string): FeedEntry {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Map)
+    throw new WireFormatError(path, 'expected a feed entry');
+  const entry = value as Record<string, ExactValue>;
+  if (entry.kind === 'reset') {
+    const snapshot = entry.snapshot as Record<string, ExactValue> | null | undefined;
+    if (snapshot === null || typeof snapshot !== 'object' || !Array.isArray(snapshot.books))
+      throw new WireFormatError(`${path}.snapshot`, 'expected a market snapshot');
+    return value as unknown as FeedEntry;
+  }
+  if (entry.kind !== 'batch') throw new WireFormatError(`${path}.kind`, 'expected batch or reset');
+  for (const field of ['events', 'books', 'candles', 'trades', 'balances'])
+    if (!Array.isArray(entry[field])) throw new WireFormatError(`${path}.${field}`, 'expected an array');
+  (entry.events as ExactValue[]).forEach((event, i) => {
+    readEvent(event, `${path}.events[${i}]`);
+  });
+  return value as unknown as FeedEntry;
 }
 
 function snapshotOptions(options: RemoteExchangeOptions): { subject?: string } {

@@ -244,6 +244,19 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       before.push(created.id!);
     }
 
+    // A WebSocket client of the gateway: its book must continue or be re-snapshotted, never be wrong.
+    const rt = connectRealtime({
+      wsHost: '127.0.0.1',
+      wsPort: Number(new URL(gateway.url).port),
+      appKey: 'openspot-key',
+    });
+    t.after(() => rt.disconnect());
+    await rt.connected(10_000);
+    const books: BookMessage[] = [];
+    await rt.book('BTC/EUR', (m) => books.push(m)).ready;
+    await eventually(() => assert.equal(books.length, 1));
+    assert.equal(books[0]!.type, 'snapshot');
+
     primary.child.kill('SIGKILL');
     const killedAt = Date.now();
     // Meanwhile the gateway answers 503, never hangs beyond its command timeout (a request in
@@ -294,5 +307,27 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       if (asks !== 6) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     assert.equal(asks, 6);
+
+    // The client was re-snapshotted (the engine's start closed its connection with 4200, pusher-js
+    // reconnected and subscribed again): the latest snapshot shows the restored book, and after
+    // each snapshot every update follows the one before it.
+    await eventually(() => {
+      const last = books.filter((m) => m.type === 'snapshot').at(-1)!;
+      assert.ok(books.indexOf(last) > 0, 'a new snapshot after the takeover');
+      const sinceSnapshot = books.slice(books.indexOf(last));
+      const levels = new Set(last.data.asks.map((l) => l.price));
+      for (const m of sinceSnapshot.slice(1))
+        if (m.type === 'update' && !Array.isArray(m.data.asks))
+          levels.add((m.data.asks as { price: string }).price);
+      assert.equal(levels.size, 6, JSON.stringify(sinceSnapshot));
+    });
+    let sequence = 0;
+    for (const m of books) {
+      if (m.type === 'snapshot') sequence = m.data.sequence;
+      else {
+        assert.equal(m.data.sequence, sequence + 1, JSON.stringify(books));
+        sequence = m.data.sequence;
+      }
+    }
   });
 });

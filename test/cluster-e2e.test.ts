@@ -330,4 +330,63 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       }
     }
   });
+  test('gateway loss: killing one gateway drops only its own connections; its clients resume on the other from a snapshot', async (t) => {
+    const env = await clusterEnv(t);
+    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
+    const [gatewayA, gatewayB] = await Promise.all([
+      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+    ]);
+    const maker = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const watch = (gateway: { url: string }) => {
+      const rt = connectRealtime({
+        wsHost: '127.0.0.1',
+        wsPort: Number(new URL(gateway.url).port),
+        appKey: 'openspot-key',
+      });
+      t.after(() => rt.disconnect());
+      const states: string[] = [];
+      rt.pusher.connection.bind('state_change', ({ current }: { current: string }) => states.push(current));
+      const books: BookMessage[] = [];
+      return { rt, states, books, subscribe: () => rt.book('BTC/EUR', (m) => books.push(m)).ready };
+    };
+    const onA = watch(gatewayA);
+    const onB = watch(gatewayB);
+    await Promise.all([onA.rt.connected(10_000), onB.rt.connected(10_000)]);
+    await Promise.all([onA.subscribe(), onB.subscribe()]);
+    await on(gatewayA, maker).createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.1',
+      price: '40000.0',
+    });
+
+    const statesOfB = onB.states.length;
+    const statesOfA = onA.states.length;
+    gatewayA.child.kill('SIGKILL');
+    await eventually(() => assert.ok(onA.states.length > statesOfA, 'the client of A lost its connection'));
+    // B's client kept its connection, and B goes on serving orders and streaming them.
+    await on(gatewayB, maker).createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.2',
+      price: '40001.0',
+    });
+    await eventually(() => assert.equal(onB.books.filter((m) => m.type === 'update').length, 2));
+    assert.deepEqual(onB.states.slice(statesOfB), [], 'the client of B never lost its connection');
+
+    // A's client comes back through B: a snapshot with both orders.
+    const resumed = watch(gatewayB);
+    await resumed.rt.connected(10_000);
+    await resumed.subscribe();
+    await eventually(() => assert.equal(resumed.books.length, 1));
+    const snapshot = resumed.books[0]!;
+    assert.equal(snapshot.type, 'snapshot');
+    assert.deepEqual(snapshot.type === 'snapshot' ? snapshot.data.asks.map((l) => l.price) : [], [
+      '40000.0',
+      '40001.0',
+    ]);
+  });
 });

@@ -103,6 +103,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     });
     t.after(() => remote.close());
     assert.equal(remote.catalogue.markets().length, 1);
+    // What an adapter keeps at start (routes take the catalogue at registration).
+    const kept = remote.catalogue;
     let reloads = 0;
     remote.onRestored(() => reloads++);
     await remote.submit(deposit(7, 'BTC', 500));
@@ -134,6 +136,19 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     t.after(() => again.close());
     await until(() => restored === 1, 'the reset of the new engine start');
     await until(() => remote.isWritable(), 'isWritable() true again');
+    // A market created after the reload is seen through the catalogue kept from before it.
+    await remote.submit({ kind: 'createAsset', code: 'ETH', name: 'ETH', type: 'crypto', decimals: 8 });
+    await remote.submit({
+      kind: 'createMarket',
+      base: 'ETH' as AssetCode,
+      quote: 'EUR' as AssetCode,
+      pairDecimals: 2,
+      lotDecimals: 8,
+      ordermin: 1 as Volume,
+      makerFee: 0 as FeeRate,
+      takerFee: 0 as FeeRate,
+    });
+    await until(() => kept.marketByName('ETH/EUR') !== undefined, 'the new market in the kept catalogue');
     await remote.submit(deposit(8, 'EUR', 1_000));
     await until(() => remote.balances(8 as UserId).some((b) => b.available === 1_000), 'the new batch');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));

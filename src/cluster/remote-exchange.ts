@@ -204,9 +204,17 @@ export class RemoteExchange implements Exchange {
     }
   }
 
-  get catalogue(): Catalogue {
-    return this.view.catalogue;
-  }
+  /**
+   * The view's catalogue, read at each call: adapters keep this object (routes take it at
+   * registration), and a reset replaces the view's own.
+   */
+  readonly catalogue: Catalogue = {
+    assets: () => this.view.catalogue.assets(),
+    asset: (code) => this.view.catalogue.asset(code),
+    markets: () => this.view.catalogue.markets(),
+    market: (id) => this.view.catalogue.market(id),
+    marketByName: (name) => this.view.catalogue.marketByName(name),
+  };
 
   async submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult> {
     return this.track(this.commands.submit(command, ledger));

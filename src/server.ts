@@ -8,8 +8,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
+import type { Clock } from './app/clock.js';
 import { type OpenExchange, openExchange } from './app/exchange.js';
 import { keepInitialState } from './app/initial-state.js';
+import type { Exchange } from './app/ports.js';
 import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type InstalledChaos, installChaos } from './chaos/index.js';
@@ -103,110 +105,28 @@ export async function startServer(
     await store.close();
     throw error;
   }
-  const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
-  const admin = resolveAdminToken(config.dataDir, config.adminToken);
-  if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
-  // In memory nothing is written: without WS_APP_SECRET the secret lives as long as the process.
-  const wsSecret =
-    inMemory && !config.ws.appSecret
-      ? { value: randomBytes(32).toString('base64url'), file: undefined, generated: false }
-      : keptSecret(config.dataDir, 'ws-app-secret', config.ws.appSecret);
-  if (wsSecret.generated) logger.info({ file: wsSecret.file }, 'generated the WebSocket app secret');
-  const ws = { ...config.ws, appSecret: wsSecret.value };
-
-  // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
-  const channelGrants = new ChannelGrants({
-    isKeyActive: async (apiKey) => (await exchange.credentials.getApiKey(apiKey))?.revokedAt === null,
-    maxPerConnection: config.ws.maxSubscriptionsPerConnection,
-  });
   let shuttingDown = false;
-  const app = buildHttpApp({
-    channelGrants,
-    exchange,
-    vault,
-    logger: logger as FastifyBaseLogger,
-    clock: exchange.clock,
-    config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
-  });
-  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate(),
-  // in Redis when REDIS_URL is set (shared by every process serving the API), else in this process.
-  // The Redis client is loaded only then (~0.1 s of start-up otherwise spent for nothing).
-  const keyLimiter =
-    config.redisUrl !== undefined && config.rateLimit.keyPerSecond > 0
-      ? new (await import('./http/shared-rate-limit.js')).SharedTokenBuckets({
-          url: config.redisUrl,
-          ratePerSecond: config.rateLimit.keyPerSecond,
-          burst: config.rateLimit.keyBurst,
-          onFallback: () => metrics.rateLimitFallback(),
-          onStateChange: (up, error) => {
-            if (up) logger.info('rate limit store (Redis) answers again: per-key limits are shared again');
-            else
-              logger.warn(
-                { reason: error?.message },
-                'rate limit store (Redis) is not answering: per-key limits are enforced by each process alone until it is back',
-              );
-          },
-        })
-      : undefined;
-  if (keyLimiter !== undefined) {
-    app.addHook('onClose', () => keyLimiter.close());
-    // Starts shared when Redis answers within 2 s; otherwise starts anyway, limiting locally (logged).
-    await keyLimiter.ready();
-  }
-  await app.register(httpRateLimit, {
-    ...config.rateLimit,
-    ...(keyLimiter === undefined ? {} : { keyLimiter }),
-  });
-  metrics.mount(app, admin.token);
-  const readiness = () =>
-    shuttingDown ? 'shutting down' : exchange.isWritable() ? 'ready' : ('store unavailable' as const);
-  app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
-    const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
-    // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
-    const reason =
-      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
-    return reply.code(503).send({ status, store: STORE_NAMES[kind], reason });
-  });
-  const chaos: InstalledChaos = await installChaos(app, {
-    allowed: config.chaos,
-    seed: config.chaosSeed,
-    adminToken: admin.token,
-    isKnownKey: async (apiKey) => (await exchange.credentials.getApiKey(apiKey)) !== undefined,
-    keysOf: (socketId) => channelGrants.keysOf(socketId),
-    onInjected: ({ fault, apiKey, detail }) => {
-      metrics.chaosFault(fault);
-      logger.info({ fault, api_key: apiKey ?? null, ...detail }, 'chaos: fault injected');
-    },
-  });
-  const realtime = mountRealtime({
-    faults: chaos.ws,
-    server: app.server,
-    exchange,
-    appKey: ws.appKey,
-    appSecret: ws.appSecret,
-    channelGrants,
-    trustProxy: config.trustProxy,
-    onRefused: (reason) => metrics.wsConnectionRefused(reason),
-    activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
-    limits: config.ws,
-    clock: exchange.clock,
+  const front = await mountInterface({
+    config,
     logger,
+    env,
+    inMemory,
+    exchange,
+    clock: exchange.clock,
+    metrics,
+    isShuttingDown: () => shuttingDown,
+    // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
+    storeName: STORE_NAMES[kind],
+    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
   });
-  metrics.watchRealtime(() => realtime.realtime.stats());
-  // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
-  app.addHook('preClose', async () => {
-    chaos.close();
-    await realtime.close();
-  });
+  const { app, realtime, admin, vault, ws } = front;
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     exchange,
     vault,
     token: admin.token,
     onApiKeyRevoked: (userId) => realtime.realtime.disconnectUserPrivateChannels(userId),
-    health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
+    health: async () => ({ status: front.readiness(), ...(await metrics.summary()) }),
   });
 
   // The web pages (`/`, `/admin`, `/assets/*`, `/ui/*`; src/http/pages.ts). The demo account is
@@ -257,7 +177,7 @@ export async function startServer(
     url,
     adminToken: admin.token,
     initialCheckpoint,
-    chaos: chaos.chaos,
+    chaos: front.chaos.chaos,
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;
@@ -267,6 +187,140 @@ export async function startServer(
       await store.close();
     },
   };
+}
+
+/** What the HTTP interface and the WebSocket server are built on: `openspot serve` and `openspot gateway`. */
+export interface InterfaceOptions {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly env: NodeJS.ProcessEnv;
+  readonly inMemory: boolean;
+  readonly exchange: Exchange;
+  readonly clock: Clock;
+  readonly metrics: Metrics;
+  readonly isShuttingDown: () => boolean;
+  /** What /readyz names as the store (`sqlite`, `postgresql`). */
+  readonly storeName: string;
+  /** Called while `exchange.isWritable()` is false: why, for /readyz, in a fixed phrase. */
+  readonly unavailableReason: () => string;
+}
+
+export interface MountedInterface {
+  readonly app: FastifyInstance;
+  readonly realtime: ReturnType<typeof mountRealtime>;
+  readonly chaos: InstalledChaos;
+  readonly admin: { readonly token: string };
+  readonly vault: CredentialVault;
+  readonly ws: Config['ws'];
+  readonly readiness: () => 'ready' | 'shutting down' | 'store unavailable';
+}
+
+/**
+ * The /v1 HTTP interface, the probes, /metrics, chaos and the Pusher-protocol WebSocket server on
+ * any Exchange: the in-process one (`serve`) or a gateway's RemoteExchange. Not listening yet;
+ * the caller adds what is its own (the admin API, the pages) and listens.
+ */
+export async function mountInterface(options: InterfaceOptions): Promise<MountedInterface> {
+  const { config, logger, env, inMemory, exchange, metrics } = options;
+  const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
+  const admin = resolveAdminToken(config.dataDir, config.adminToken);
+  if (admin.file !== undefined) logger.info({ file: admin.file }, 'admin API token is stored in this file');
+  // In memory nothing is written: without WS_APP_SECRET the secret lives as long as the process.
+  const wsSecret =
+    inMemory && !config.ws.appSecret
+      ? { value: randomBytes(32).toString('base64url'), file: undefined, generated: false }
+      : keptSecret(config.dataDir, 'ws-app-secret', config.ws.appSecret);
+  if (wsSecret.generated) logger.info({ file: wsSecret.file }, 'generated the WebSocket app secret');
+  const ws = { ...config.ws, appSecret: wsSecret.value };
+
+  // Which key obtained each private-channel token: /broadcasting/auth records, the WebSocket server checks.
+  const channelGrants = new ChannelGrants({
+    isKeyActive: async (apiKey) => (await exchange.credentials.getApiKey(apiKey))?.revokedAt === null,
+    maxPerConnection: config.ws.maxSubscriptionsPerConnection,
+  });
+  const app = buildHttpApp({
+    channelGrants,
+    exchange,
+    vault,
+    logger: logger as FastifyBaseLogger,
+    clock: options.clock,
+    config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
+  });
+  // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate(),
+  // in Redis when REDIS_URL is set (shared by every process serving the API), else in this process.
+  // The Redis client is loaded only then (~0.1 s of start-up otherwise spent for nothing).
+  const keyLimiter =
+    config.redisUrl !== undefined && config.rateLimit.keyPerSecond > 0
+      ? new (await import('./http/shared-rate-limit.js')).SharedTokenBuckets({
+          url: config.redisUrl,
+          ratePerSecond: config.rateLimit.keyPerSecond,
+          burst: config.rateLimit.keyBurst,
+          onFallback: () => metrics.rateLimitFallback(),
+          onStateChange: (up, error) => {
+            if (up) logger.info('rate limit store (Redis) answers again: per-key limits are shared again');
+            else
+              logger.warn(
+                { reason: error?.message },
+                'rate limit store (Redis) is not answering: per-key limits are enforced by each process alone until it is back',
+              );
+          },
+        })
+      : undefined;
+  if (keyLimiter !== undefined) {
+    app.addHook('onClose', () => keyLimiter.close());
+    // Starts shared when Redis answers within 2 s; otherwise starts anyway, limiting locally (logged).
+    await keyLimiter.ready();
+  }
+  await app.register(httpRateLimit, {
+    ...config.rateLimit,
+    ...(keyLimiter === undefined ? {} : { keyLimiter }),
+  });
+  metrics.mount(app, admin.token);
+  const readiness = () =>
+    options.isShuttingDown()
+      ? ('shutting down' as const)
+      : exchange.isWritable()
+        ? ('ready' as const)
+        : ('store unavailable' as const);
+  app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
+    const status = readiness();
+    if (status === 'ready') return reply.code(200).send({ status });
+    const reason = status === 'shutting down' ? 'shutting down' : options.unavailableReason();
+    return reply.code(503).send({ status, store: options.storeName, reason });
+  });
+  const chaos: InstalledChaos = await installChaos(app, {
+    allowed: config.chaos,
+    seed: config.chaosSeed,
+    adminToken: admin.token,
+    isKnownKey: async (apiKey) => (await exchange.credentials.getApiKey(apiKey)) !== undefined,
+    keysOf: (socketId) => channelGrants.keysOf(socketId),
+    onInjected: ({ fault, apiKey, detail }) => {
+      metrics.chaosFault(fault);
+      logger.info({ fault, api_key: apiKey ?? null, ...detail }, 'chaos: fault injected');
+    },
+  });
+  const realtime = mountRealtime({
+    faults: chaos.ws,
+    server: app.server,
+    exchange,
+    appKey: ws.appKey,
+    appSecret: ws.appSecret,
+    channelGrants,
+    trustProxy: config.trustProxy,
+    onRefused: (reason) => metrics.wsConnectionRefused(reason),
+    activityTimeoutSeconds: config.ws.activityTimeoutSeconds,
+    limits: config.ws,
+    clock: options.clock,
+    logger,
+  });
+  metrics.watchRealtime(() => realtime.realtime.stats());
+  // Sockets are closed (4200: clients reconnect) before the HTTP server waits for connections to end.
+  app.addHook('preClose', async () => {
+    chaos.close();
+    await realtime.close();
+  });
+  return { app, realtime, chaos, admin, vault, ws, readiness };
 }
 
 /** The simulator's replay (SIMULATOR_REPLAY_FILE), checked against the catalogue before listening. */

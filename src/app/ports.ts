@@ -158,6 +158,12 @@ export interface Exchange {
   book(marketId: MarketId, maxLevels: number): BookView;
   /** Every asset of the catalogue for this user (zero when never funded). Engine state: see readCommitted. */
   balances(userId: UserId): BalanceState[];
+  /**
+   * Where the engine runs in another process (a gateway): the user's balances as committed in the
+   * store, every asset of the catalogue, so that a read after a 201 from any process sees its
+   * effects. Absent in the engine's own process, where `balances` is committed state already.
+   */
+  committedBalances?(userId: UserId): Promise<BalanceState[]>;
   lastPrice(marketId: MarketId): Price | null;
   /** Since 00:00 UTC of the day containing `now`. */
   statsToday(marketId: MarketId, now: Micros): TradeStats;

@@ -50,6 +50,27 @@ program
     await import('../main.js');
   });
 
+program
+  .command('engine')
+  .description(
+    'run the engine alone (sequencer, engine, PostgreSQL writer) for gateways over NATS (NATS_URL, DATABASE_URL, ENGINE_PORT)',
+  )
+  .option('--standby', 'wait for the writer lock held by another engine, then take over')
+  .action(async (opts: { standby?: boolean }) => {
+    await (await import('../cluster/main.js')).runClusterProcess('engine', {
+      standby: opts.standby === true,
+    });
+  });
+
+program
+  .command('gateway')
+  .description(
+    'run a gateway: the /v1 HTTP and WebSocket interface on a remote engine (NATS_URL, DATABASE_URL, PORT)',
+  )
+  .action(async () => {
+    await (await import('../cluster/main.js')).runClusterProcess('gateway');
+  });
+
 const assets = program.command('assets').description('assets of the catalogue');
 assets.command('list').action(async () => {
   const body = await adminRequest(target(), 'GET', '/assets');

@@ -85,6 +85,8 @@ export class CommandClient implements CommandSubmitter {
   private readonly now: () => number;
   /** False from a disconnect until the reconnect: a request then fails at once instead of queueing. */
   private connected = true;
+  /** Requests waiting for an answer: failed at once (fate unknown) when the connection drops. */
+  private readonly waiting = new Set<(error: Error) => void>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -100,8 +102,20 @@ export class CommandClient implements CommandSubmitter {
 
   private async watchStatus(): Promise<void> {
     for await (const status of this.nc.status()) {
-      if (status.type === 'disconnect') this.connected = false;
-      else if (status.type === 'reconnect') this.connected = true;
+      if (status.type === 'disconnect') {
+        this.connected = false;
+        // The answer of a request in flight cannot come back on this connection: say so now
+        // rather than after the timeout (its fate is unknown either way; nothing is resent).
+        const waiting = [...this.waiting];
+        this.waiting.clear();
+        for (const fail of waiting)
+          fail(
+            new EngineUnavailableError(
+              'unknown',
+              'The connection to NATS was lost before the engine answered; the command may have been applied.',
+            ),
+          );
+      } else if (status.type === 'reconnect') this.connected = true;
     }
   }
 
@@ -127,10 +141,19 @@ export class CommandClient implements CommandSubmitter {
     const h = headers();
     h.set(DEADLINE_HEADER, String(this.now() + this.timeoutMs));
     let data: Uint8Array;
+    let fail: (error: Error) => void = () => undefined;
+    const lost = new Promise<never>((_resolve, reject) => {
+      fail = reject;
+    });
+    this.waiting.add(fail);
     try {
-      data = (await this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h })).data;
+      const answer = this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h });
+      answer.catch(() => undefined); // settled later when the connection was lost first
+      data = (await Promise.race([answer, lost])).data;
     } catch (error) {
-      throw unavailable(error);
+      throw error instanceof EngineUnavailableError ? error : unavailable(error);
+    } finally {
+      this.waiting.delete(fail);
     }
     let reply: CommandReply;
     try {

@@ -56,6 +56,45 @@ const deposit = (amount: number) =>
   ({ kind: 'deposit', userId: 1 as UserId, asset: 'EUR' as AssetCode, amount: amount as Amount }) as const;
 
 describe('the transport through a NATS outage', natsSuite(), () => {
+  test('a command in flight when the gateway loses NATS fails at once as of unknown fate, not after the timeout', async (t) => {
+    const relay = await natsRelay(t);
+    const gateway = await natsConnection(t, 'gateway', relay.url);
+    const engine = await natsConnection(t, 'engine');
+    const subject = uniqueName('cmd');
+    let taken = 0;
+    let commit: () => void = () => undefined;
+    // An engine that takes the command and has not answered yet (its commit in flight).
+    const service = await CommandService.start(
+      engine,
+      {
+        submit: () => {
+          taken += 1;
+          return new Promise((resolve) => {
+            commit = () => resolve({ ok: true, events: [] });
+          });
+        },
+        submitOnce: async () => ({ kind: 'mismatch' }),
+      },
+      { subject },
+    );
+    t.after(async () => {
+      commit();
+      await service.stop();
+    });
+    const client = new CommandClient(gateway, { subject, timeoutMs: 10_000 });
+    const answer = client.submit(deposit(1));
+    answer.catch(() => undefined);
+    await until(() => taken === 1, 2_000, 'the engine to take the command');
+    const cutAt = Date.now();
+    await relay.cut();
+    await assert.rejects(answer, (error: unknown) => {
+      assert.ok(error instanceof EngineUnavailableError);
+      assert.equal(error.outcome, 'unknown');
+      return true;
+    });
+    assert.ok(Date.now() - cutAt < 2_000, `failed ${Date.now() - cutAt} ms after the cut (timeout 10 s)`);
+  });
+
   test('a gateway cut off from NATS answers EngineUnavailableError (not delivered) at once, and works again once reconnected', async (t) => {
     const relay = await natsRelay(t);
     const gateway = await natsConnection(t, 'gateway', relay.url);

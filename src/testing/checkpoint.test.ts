@@ -181,6 +181,29 @@ describe('test venue checkpoints (in memory)', () => {
     assert.equal(typeof (await venue.restore('before')).ok, 'boolean');
   });
 
+  test('a market created after a restore is listed by /v1/markets and /v1/tickers', async () => {
+    await venue.checkpoint('before-new-market');
+    await venue.restore('before-new-market');
+    const request = (method: string, path: string, body?: unknown) => venue.admin.request(method, path, body);
+    assert.equal(
+      (await request('POST', '/assets', { code: 'XRS', name: 'Restored', type: 'crypto', decimals: 8 }))
+        .status,
+      201,
+    );
+    const created = await request('POST', '/markets', {
+      base: 'XRS',
+      quote: 'EUR',
+      pair_decimals: 4,
+      lot_decimals: 2,
+      ordermin: '1',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const pub = venue.client(0);
+    assert.ok('XRSEUR' in (await pub.markets()).data);
+    assert.ok((await pub.tickers()).some((t) => t.ticker_id === 'XRS/EUR'));
+    assert.equal((await request('DELETE', '/checkpoints/before-new-market')).status, 200);
+  });
+
   test('the admin API refuses bad names, unknown and reserved checkpoints', async () => {
     const call = (method: string, path: string, body?: unknown) => venue.admin.request(method, path, body);
     const invalid = await call('POST', '/checkpoints', { name: '../escape' });

@@ -72,8 +72,8 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   const app = base.withTypeProvider<TypeBoxTypeProvider>();
   const { exchange } = deps;
   // Market state comes from the MarketView (kept from the committed feed), never the engine.
+  // Its catalogue is read per request: a reset (a restore, a gateway's reload) replaces it.
   const view = exchange.view;
-  const catalogue = view.catalogue;
   const cache = new PublicResponseCache(exchange);
   // At the commit itself: a client reading right after its 201 must not get the older answer.
   const stopWatching = exchange.onCommitted((batch) => cache.committed(batch), { immediate: true });
@@ -96,9 +96,9 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
     },
     async (request) => {
       const { pair } = request.query;
-      let markets: readonly MarketSpec[] = catalogue.markets();
+      let markets: readonly MarketSpec[] = view.catalogue.markets();
       if (pair !== undefined) {
-        const market = resolvePair(catalogue, pair);
+        const market = resolvePair(view.catalogue, pair);
         if (market === undefined) throw errorA(400, 'Unknown asset pair');
         markets = [market];
       }
@@ -122,10 +122,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
     },
     async (request, reply) => {
       const { ticker_id } = request.query;
-      let markets: readonly MarketSpec[] = catalogue.markets();
+      let markets: readonly MarketSpec[] = view.catalogue.markets();
       let dependency: Dependency = 'all';
       if (ticker_id !== undefined) {
-        const market = resolvePair(catalogue, ticker_id);
+        const market = resolvePair(view.catalogue, ticker_id);
         if (market === undefined) throw errorE(400, INVALID_REQUEST);
         markets = [market];
         dependency = market.id;
@@ -136,7 +136,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const now = deps.clock();
       const tickers = markets.map((market) => {
         const top = view.book(market.id, 1);
-        return serializeTicker(market, catalogue, {
+        return serializeTicker(market, view.catalogue, {
           today: view.statsToday(market.id, now),
           last: view.lastPrice(market.id),
           bestBid: top.bids[0]?.[0] ?? null,
@@ -267,7 +267,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
                 limit: count,
                 ...(since === undefined ? {} : { since }),
               })
-            ).map((trade) => serializePublicTrade(trade, market, catalogue));
+            ).map((trade) => serializePublicTrade(trade, market, view.catalogue));
       return { buy: await side('buy'), sell: await side('sell') };
     },
   );

@@ -30,7 +30,12 @@ export async function walletRoutes(base: FastifyInstance, deps: V1Deps): Promise
     const { userId } = caller(request);
     const valuation = createValuation(exchange, deps.config.balanceCurrency);
     const data = [];
-    for (const balance of await exchange.readCommitted(() => exchange.balances(userId))) {
+    // A gateway reads them from the database (read-your-writes across gateways, ports.ts).
+    const balances =
+      exchange.committedBalances === undefined
+        ? await exchange.readCommitted(() => exchange.balances(userId))
+        : await exchange.committedBalances(userId);
+    for (const balance of balances) {
       const asset = exchange.catalogue.asset(balance.asset);
       if (asset !== undefined) data.push(serializeWalletEntry(asset, balance, valuation));
     }

@@ -1,0 +1,256 @@
+/**
+ * `openspot engine`: the sequencer, the engine and the only store writer (PostgreSQL, holding the
+ * writer lock), serving the gateways over NATS:
+ *
+ * - commands by request/reply (CommandService), answered after their commit;
+ * - every committed-feed entry published to the JetStream batch stream (BatchPublishQueue: a
+ *   commit never waits for NATS);
+ * - the market snapshot (the MarketView and the stream batch sequence it includes) on request,
+ *   for gateways that start or repair a gap; a ping answered with whether commands are taken.
+ *
+ * Stream numbering across engine starts: the feed counts from 0 at each start, so the engine
+ * numbers the stream after what it already holds. Its first message is a `reset` carrying the
+ * state it starts from: a gateway that followed the previous engine reloads from it (and its
+ * WebSocket clients subscribe again from a snapshot), exactly as after a checkpoint restore.
+ *
+ * A small HTTP port (ENGINE_PORT) serves /healthz, /readyz, /metrics and the admin API.
+ */
+import { mkdirSync } from 'node:fs';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { resolveAdminToken } from '../admin/admin-token.js';
+import { adminRoutes } from '../admin/routes.js';
+import { type OpenExchange, openExchange } from '../app/exchange.js';
+import { seedCatalogue } from '../app/seed.js';
+import { CredentialVault } from '../auth/vault.js';
+import type { Config } from '../config/config.js';
+import { httpErrorHandler } from '../http/errors.js';
+import { Metrics } from '../metrics.js';
+import { openConfiguredStore } from '../store/open-store.js';
+import { unavailableReason } from '../store/store.js';
+import { BatchPublisher, BatchPublishQueue, type BatchStreamConfig } from './batch-stream.js';
+import { CommandService } from './command-service.js';
+import type { ExactValue } from './exact-json.js';
+import { DEFAULT_PING_SUBJECT, DEFAULT_SNAPSHOT_SUBJECT, servePing, serveSnapshots } from './snapshot.js';
+
+export interface ClusterSettings {
+  readonly natsUrl: string;
+  /** Stream name and subject (OPENSPOT_STREAM, OPENSPOT_STREAM_SUBJECT; tests use their own). */
+  readonly stream: Partial<BatchStreamConfig>;
+  /** Prefix of the command, snapshot and ping subjects (OPENSPOT_SUBJECT_PREFIX; default `openspot.engine`). */
+  readonly subjectPrefix: string;
+}
+
+export function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
+  const stream: { stream?: string; subject?: string } = {};
+  if (env.OPENSPOT_STREAM) stream.stream = env.OPENSPOT_STREAM;
+  if (env.OPENSPOT_STREAM_SUBJECT) stream.subject = env.OPENSPOT_STREAM_SUBJECT;
+  return {
+    natsUrl: env.NATS_URL?.trim() || 'nats://127.0.0.1:4222',
+    stream,
+    subjectPrefix: env.OPENSPOT_SUBJECT_PREFIX?.trim() || 'openspot.engine',
+  };
+}
+
+export const subjects = (prefix: string) => ({
+  commands: `${prefix}.commands`,
+  snapshot: prefix === 'openspot.engine' ? DEFAULT_SNAPSHOT_SUBJECT : `${prefix}.snapshot`,
+  ping: prefix === 'openspot.engine' ? DEFAULT_PING_SUBJECT : `${prefix}.ping`,
+  /** `{"userId":…}` after a key is revoked: every gateway closes that user's private subscriptions. */
+  keyRevoked: `${prefix}.key-revoked`,
+});
+
+export async function connectNats(url: string, name: string): Promise<NatsConnection> {
+  // Reconnects for ever: NATS coming back must never need a restart of this process.
+  return connect({ servers: url, name, timeout: 5_000, reconnectTimeWait: 250, maxReconnectAttempts: -1 });
+}
+
+export interface RunningEngine {
+  readonly exchange: OpenExchange;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startEngine(
+  config: Config,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  options: { readonly standby: boolean; readonly port: number },
+): Promise<RunningEngine> {
+  if (config.databaseUrl === undefined)
+    throw new Error('the engine needs DATABASE_URL: gateways read its PostgreSQL database');
+  const cluster = clusterSettings(env);
+  const names = subjects(cluster.subjectPrefix);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const metrics = new Metrics();
+  const { store } = await openConfiguredStore(
+    config,
+    false,
+    options.standby
+      ? { onLockWait: (holder) => logger.info({ holder }, 'standby: waiting for the writer lock') }
+      : undefined,
+  );
+  logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
+  let exchange: OpenExchange;
+  try {
+    exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  metrics.watchExchange(exchange);
+  const seeded = await seedCatalogue(exchange, config.catalogueFile);
+  if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
+
+  const nc = await connectNats(cluster.natsUrl, 'openspot-engine');
+  let stopping = false;
+  let fatal: (() => void) | undefined;
+  const served = await serveCluster(exchange, nc, {
+    stream: cluster.stream,
+    subjects: names,
+    logger,
+    takesCommands: () => !stopping,
+    onFatal: () => fatal?.(),
+  });
+  logger.info({ nats: redactUrl(cluster.natsUrl), subject: names.commands }, 'taking commands over NATS');
+
+  const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
+  const admin = resolveAdminToken(config.dataDir, config.adminToken);
+  const app: FastifyInstance = Fastify({ logger: false });
+  app.setErrorHandler(httpErrorHandler);
+  metrics.mount(app, admin.token);
+  const readiness = () =>
+    stopping ? 'shutting down' : exchange.isWritable() ? 'ready' : 'store unavailable';
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const status = readiness();
+    if (status === 'ready') return reply.code(200).send({ status });
+    const reason =
+      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
+    return reply.code(503).send({ status, store: 'postgresql', reason });
+  });
+  await app.register(adminRoutes, {
+    prefix: '/admin/v1',
+    exchange,
+    vault,
+    token: admin.token,
+    // Core NATS, not the stream: a gateway that misses it still refuses the key over HTTP within
+    // the reader's 500 ms key cache; this closes the private WebSocket subscriptions at once.
+    onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
+    health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
+  });
+  await app.listen({ port: options.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
+
+  const close = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    // No new commands; those taken are answered (after their commit), then the rest is published.
+    await served.stopCommands();
+    await exchange.close();
+    await served.close();
+    await nc.drain().catch(() => undefined);
+    await app.close();
+    await store.close();
+  };
+  fatal = () => void close().then(() => process.exit(1));
+  return { exchange, url, close };
+}
+
+export interface ServeClusterOptions {
+  readonly stream: Partial<BatchStreamConfig>;
+  readonly subjects: ReturnType<typeof subjects>;
+  readonly logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** False once the engine is stopping: the ping then says so. */
+  readonly takesCommands?: () => boolean;
+  /** The stream forked (another engine published): the process should stop. */
+  readonly onFatal?: () => void;
+}
+
+export interface ServedCluster {
+  /** The stream batch sequence of the engine's feed entry `sequence`. */
+  streamSequence(feedSequence: number): number;
+  /** Stops taking commands; resolves once those taken are answered. */
+  stopCommands(): Promise<void>;
+  /** Publishes what is queued (5 s at most), then stops answering snapshots and pings. */
+  close(): Promise<void>;
+}
+
+/**
+ * The engine's side of NATS, on any OpenExchange: commands, the batch stream, snapshots, the
+ * ping. Call it between commits (at start): the first stream message is the current state.
+ */
+export async function serveCluster(
+  exchange: OpenExchange,
+  nc: NatsConnection,
+  options: ServeClusterOptions,
+): Promise<ServedCluster> {
+  const { logger } = options;
+  const names = options.subjects;
+  const publisher = await BatchPublisher.open(nc, options.stream);
+  let retries = 0;
+  const queue = new BatchPublishQueue(publisher, {
+    onDropped: (sequence, reason) =>
+      logger.warn({ sequence, reason }, 'a committed batch was not published: gateways will re-snapshot'),
+    onRetry: (error) => {
+      // Every 10 s of an outage, not every 250 ms.
+      if (retries++ % 40 === 0) logger.warn({ err: error }, 'cannot publish to the batch stream; retrying');
+    },
+    onFatal: (error) => {
+      logger.error({ err: error }, 'the batch stream forked: another engine published; stopping');
+      options.onFatal?.();
+    },
+  });
+  // Stream numbering: after what the stream holds; its first message here is the state we start from.
+  const base = publisher.lastPublished ?? 0;
+  const startHead = exchange.feed.head();
+  const offset = base + 1 - startHead;
+  queue.enqueue(base + 1, {
+    kind: 'reset',
+    sequence: startHead,
+    snapshot: exchange.view.snapshot(),
+  } as unknown as ExactValue);
+  const stopFeed = exchange.feed.subscribe(startHead + 1, (message) => {
+    if (message.kind === 'gap') {
+      logger.error({ requested: message.requested }, 'engine feed gap: batches not published');
+      return;
+    }
+    queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
+  });
+  logger.info({ stream: publisher.config.stream, first: base + 1 }, 'publishing committed batches');
+  const snapshots = serveSnapshots(
+    nc,
+    () => ({ sequence: offset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
+    names.snapshot,
+    (error) => logger.error({ err: error }, 'could not answer a snapshot request'),
+  );
+  const takesCommands = options.takesCommands ?? (() => true);
+  const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);
+  const service = await CommandService.start(nc, exchange, {
+    subject: names.commands,
+    onDropped: (reason) => logger.warn({ reason }, 'a command request was dropped unapplied'),
+    onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
+  });
+  await nc.flush();
+  return {
+    streamSequence: (feedSequence) => offset + feedSequence,
+    stopCommands: () => service.stop(),
+    async close() {
+      await service.stop();
+      await Promise.race([queue.flushed(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      stopFeed();
+      await queue.close();
+      snapshots.unsubscribe();
+      ping.unsubscribe();
+    },
+  };
+}
+
+/** A NATS URL without its credentials, for the log. */
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}

@@ -1,0 +1,103 @@
+/**
+ * `openspot gateway`: the /v1 HTTP interface and the Pusher-protocol WebSocket server of
+ * `openspot serve` (the same builder, src/server.ts `mountInterface`), on a RemoteExchange: no
+ * engine and no store writer here. Run any number behind a load balancer; they keep no state
+ * that matters. The admin API is not served here (it is on the engine's ENGINE_PORT).
+ */
+import { mkdirSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.js';
+import { pagesPlugin } from '../http/pages.js';
+import { Metrics } from '../metrics.js';
+import { mountInterface } from '../server.js';
+import { openGatewayStore } from '../store/open-store.js';
+import { clusterSettings, connectNats, subjects } from './engine-node.js';
+import { RemoteExchange } from './remote-exchange.js';
+
+export interface RunningGateway {
+  readonly exchange: RemoteExchange;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function startGateway(
+  config: Config,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+): Promise<RunningGateway> {
+  const cluster = clusterSettings(env);
+  const names = subjects(cluster.subjectPrefix);
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = await openGatewayStore(config);
+  const nc = await connectNats(cluster.natsUrl, 'openspot-gateway');
+  let exchange: RemoteExchange;
+  try {
+    exchange = await RemoteExchange.open({
+      nc,
+      store,
+      logger,
+      stream: cluster.stream,
+      commandSubject: names.commands,
+      snapshotSubject: names.snapshot,
+      pingSubject: names.ping,
+    });
+  } catch (error) {
+    await nc.close();
+    await store.close();
+    throw error;
+  }
+  const metrics = new Metrics();
+  metrics.watchExchange(exchange);
+  let shuttingDown = false;
+  const front = await mountInterface({
+    config,
+    logger,
+    env,
+    inMemory: false,
+    exchange,
+    clock: exchange.clock,
+    metrics,
+    isShuttingDown: () => shuttingDown,
+    storeName: 'postgresql',
+    unavailableReason: () => 'engine unreachable',
+  });
+  const { app } = front;
+  // A key revoked through the engine's admin API: its private subscriptions here end too.
+  const revocations = nc.subscribe(names.keyRevoked, {
+    callback: (error, msg) => {
+      if (error !== null) return;
+      try {
+        const { userId } = msg.json<{ userId: unknown }>();
+        if (Number.isSafeInteger(userId))
+          front.realtime.realtime.disconnectUserPrivateChannels(userId as number);
+      } catch {
+        logger.warn('ignored an unreadable key revocation message');
+      }
+    },
+  });
+  await app.register(pagesPlugin, {
+    production: config.production,
+    adminUi: false,
+    wsAppKey: front.ws.appKey,
+    balanceCurrency: config.balanceCurrency,
+    demoCredentials: () => undefined,
+  });
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url }, 'OpenSpot gateway is listening');
+  return {
+    exchange,
+    url,
+    async close() {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      revocations.unsubscribe();
+      await app.close();
+      await exchange.close();
+      await nc.drain().catch(() => undefined);
+      await store.close();
+    },
+  };
+}

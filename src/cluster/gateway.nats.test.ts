@@ -1,0 +1,226 @@
+/**
+ * A gateway's RemoteExchange against an engine in this process (SQLite in memory, no PostgreSQL
+ * needed) over a real NATS server (TEST_NATS_URL; skipped visibly without it): it follows the
+ * engine's batches, repairs a gap with a new snapshot (telling its restore listeners), reloads
+ * when the engine starts again on the same stream, and reports the engine's absence.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
+import type { FeedEntry } from '../app/committed-feed.js';
+import { type OpenExchange, openExchange } from '../app/exchange.js';
+import type { MarketSnapshot } from '../app/market-view.js';
+import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import { asyncStore } from '../store/async-store.js';
+import type { GatewayStore } from '../store/postgres/reader.js';
+import { SqliteStore } from '../store/sqlite/sqlite-store.js';
+import { BatchPublisher, DEFAULT_BATCH_STREAM } from './batch-stream.js';
+import { EngineUnavailableError } from './command-client.js';
+import { serveCluster, subjects } from './engine-node.js';
+import type { ExactValue } from './exact-json.js';
+import { RemoteExchange } from './remote-exchange.js';
+import { type EngineSnapshot, serveSnapshots } from './snapshot.js';
+
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+/** The gateway tests here never read history: a store that says so if they do. */
+const noStore = new Proxy({} as GatewayStore, {
+  get: (_target, property) => {
+    throw new Error(`unexpected store access: ${String(property)}`);
+  },
+});
+
+async function engine(t: { after(fn: () => Promise<void> | void): void }): Promise<OpenExchange> {
+  const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
+  const exchange = await openExchange({ store });
+  t.after(async () => {
+    await exchange.close();
+    await store.close();
+  });
+  for (const code of ['BTC', 'EUR'])
+    await exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
+  await exchange.submit({
+    kind: 'createMarket',
+    base: 'BTC' as AssetCode,
+    quote: 'EUR' as AssetCode,
+    pairDecimals: 2,
+    lotDecimals: 8,
+    ordermin: 1 as Volume,
+    makerFee: 0 as FeeRate,
+    takerFee: 0 as FeeRate,
+  });
+  return exchange;
+}
+
+const market = 1 as MarketId;
+const deposit = (userId: number, asset: string, amount: number) =>
+  ({
+    kind: 'deposit',
+    userId: userId as UserId,
+    asset: asset as AssetCode,
+    amount: amount as Amount,
+  }) as const;
+const sell = (userId: number, price: number, volume: number) =>
+  ({
+    kind: 'placeOrder',
+    userId: userId as UserId,
+    marketId: market,
+    side: 'sell',
+    type: 'limit',
+    price: price as Price,
+    volume: volume as Volume,
+  }) as const;
+
+const withoutSequence = (s: MarketSnapshot) => ({ ...s, sequence: 0 });
+
+async function until(check: () => boolean, what: string, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('a gateway on a remote engine', natsSuite(), () => {
+  test('commands go to the engine; the view follows its batches; an engine gone makes it unwritable', async (t) => {
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const name = uniqueName('GW_BATCHES');
+    deleteStreamAfter(t, name);
+    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
+    const names = subjects(`test.${name}.engine`);
+    const exchange = await engine(t);
+    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    const remote = await RemoteExchange.open({
+      nc: gatewayNc,
+      store: noStore,
+      logger: silent,
+      stream,
+      commandSubject: names.commands,
+      snapshotSubject: names.snapshot,
+      pingSubject: names.ping,
+      pingIntervalMs: 100,
+    });
+    t.after(() => remote.close());
+    assert.equal(remote.catalogue.markets().length, 1);
+    // What an adapter keeps at start (routes take the catalogue at registration).
+    const kept = remote.catalogue;
+    let reloads = 0;
+    remote.onRestored(() => reloads++);
+    await remote.submit(deposit(7, 'BTC', 500));
+    await remote.submit(deposit(9, 'EUR', 10_000_000));
+    const placed = await remote.submit(sell(7, 30_000, 200));
+    assert.ok(placed.ok);
+    // A buyer takes part of it: a trade, candles, balances of both sides in one batch.
+    await remote.submit({ ...sell(9, 30_000, 50), side: 'buy' });
+    await until(() => remote.lastPrice(market) === 30_000, 'the trade in the view');
+    assert.equal(reloads, 0, 'every batch was taken as it came (none refused as malformed)');
+    assert.equal(remote.book(market, 0).asks.length, 1);
+    assert.deepEqual(remote.book(market, 0), exchange.view.book(market, 0));
+    assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
+    assert.equal(remote.isWritable(), true);
+
+    // The engine stops: commands are refused at once as not delivered, and readiness follows.
+    await served.close();
+    await assert.rejects(remote.submit(deposit(7, 'BTC', 1)), (error: unknown) => {
+      assert.ok(error instanceof EngineUnavailableError);
+      assert.equal(error.outcome, 'not_delivered');
+      return true;
+    });
+    await until(() => !remote.isWritable(), 'isWritable() false');
+
+    // An engine starts again on the same stream: the gateway reloads its state and says so.
+    let restored = 0;
+    remote.onRestored(() => restored++);
+    const again = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    t.after(() => again.close());
+    await until(() => restored === 1, 'the reset of the new engine start');
+    await until(() => remote.isWritable(), 'isWritable() true again');
+    // A market created after the reload is seen through the catalogue kept from before it.
+    await remote.submit({ kind: 'createAsset', code: 'ETH', name: 'ETH', type: 'crypto', decimals: 8 });
+    await remote.submit({
+      kind: 'createMarket',
+      base: 'ETH' as AssetCode,
+      quote: 'EUR' as AssetCode,
+      pairDecimals: 2,
+      lotDecimals: 8,
+      ordermin: 1 as Volume,
+      makerFee: 0 as FeeRate,
+      takerFee: 0 as FeeRate,
+    });
+    await until(() => kept.marketByName('ETH/EUR') !== undefined, 'the new market in the kept catalogue');
+    await remote.submit(deposit(8, 'EUR', 1_000));
+    await until(() => remote.balances(8 as UserId).some((b) => b.available === 1_000), 'the new batch');
+    assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
+  });
+
+  test('a batch missing from the stream: the gateway re-snapshots and tells its listeners, never skips it', async (t) => {
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const name = uniqueName('GW_GAP');
+    deleteStreamAfter(t, name);
+    const stream = {
+      ...DEFAULT_BATCH_STREAM,
+      stream: name,
+      subject: `test.${name}`,
+      storage: 'memory' as const,
+    };
+    const snapshotSubject = `test.${name}.snapshot`;
+    const exchange = await engine(t);
+    // This test is the engine's publishing side, so that it can leave one batch out.
+    const entries = new Map<number, FeedEntry>();
+    exchange.feed.subscribe(exchange.feed.head() + 1, (m) => {
+      if (m.kind !== 'gap') entries.set(m.sequence, m);
+    });
+    let current: EngineSnapshot = { sequence: exchange.view.sequence, snapshot: exchange.view.snapshot() };
+    const answering = serveSnapshots(nc, () => current, snapshotSubject);
+    t.after(() => answering.unsubscribe());
+    const publisher = await BatchPublisher.open(nc, stream);
+    const publish = (sequence: number) =>
+      publisher.publish(sequence, entries.get(sequence) as unknown as ExactValue);
+
+    const remote = await RemoteExchange.open({
+      nc: gatewayNc,
+      store: noStore,
+      logger: silent,
+      stream,
+      snapshotSubject,
+    });
+    t.after(() => remote.close());
+    let restored = 0;
+    remote.onRestored(() => restored++);
+    const batches: number[] = [];
+    remote.onCommitted((batch) => batches.push(batch.sequence));
+
+    await exchange.submit(deposit(7, 'BTC', 500));
+    await publish(exchange.feed.head());
+    await until(() => remote.balances(7 as UserId).some((b) => b.available === 500), 'the deposit');
+    await exchange.submit(sell(7, 30_000, 100));
+    const lost = exchange.feed.head(); // never published
+    await exchange.submit(sell(7, 31_000, 100));
+    current = { sequence: exchange.view.sequence, snapshot: exchange.view.snapshot() };
+    await publish(exchange.feed.head());
+
+    await until(() => restored === 1, 'the re-snapshot');
+    assert.ok(lost > 0);
+    // The view is the engine's, both orders included; the batch after the hole was not applied twice.
+    assert.deepEqual(remote.book(market, 0), exchange.view.book(market, 0));
+    assert.equal(remote.book(market, 0).asks.length, 2);
+    assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
+    assert.equal(batches.length, 1, 'only the deposit reached the batch listeners');
+
+    // A batch the gateway cannot read (an unknown event): reported as a gap, repaired the same way.
+    const next = exchange.feed.head() + 1;
+    await publisher.publish(next, {
+      kind: 'batch',
+      sequence: next,
+      events: [{ type: 'bogus' }],
+      books: [],
+      candles: [],
+      trades: [],
+      balances: [],
+    });
+    await until(() => restored === 2, 'the re-snapshot after an unreadable batch');
+    assert.equal(batches.length, 1);
+  });
+});

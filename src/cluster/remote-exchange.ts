@@ -1,0 +1,361 @@
+/**
+ * The Exchange port on a gateway: no engine, no store writer. Commands go to the engine over NATS
+ * (CommandClient: answered after the commit); market state comes from a MarketView kept from the
+ * engine's committed batches on JetStream, started from the engine's snapshot; history,
+ * credentials and balances come from PostgreSQL (the PostgresReader), where every acknowledged
+ * command is committed before its acknowledgment, so a read on any gateway after a 201 finds it.
+ *
+ * Numbering: this process has a committed feed of its own (an InProcessFeed, numbered from 0 at
+ * start), into which each batch of the stream is re-numbered as it arrives; the adapters (HTTP
+ * caches, the WebSocket fan-out) follow it exactly as they follow the engine's feed in one
+ * process. What clients see — each book's own `sequence` — travels inside the batches unchanged.
+ *
+ * Gaps: a batch missing from the stream (retention, an overflow of the engine's publish queue, an
+ * unreadable message) is never skipped: the gateway fetches a new snapshot, puts a `reset` entry
+ * with it into its feed (the view reloads) and tells the `onRestored` listeners, which close
+ * every WebSocket connection with 4200 so clients subscribe again from a snapshot. Batches the
+ * snapshot already includes are then left out. A `reset` from the engine (a checkpoint restore,
+ * an engine start) is handled the same way.
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import { type Clock, systemClock } from '../app/clock.js';
+import { type FeedBatch, type FeedEntry, InProcessFeed } from '../app/committed-feed.js';
+import { type MarketSnapshot, MarketView } from '../app/market-view.js';
+import type {
+  BookView,
+  Catalogue,
+  CommittedBatch,
+  Exchange,
+  IdempotencyRequest,
+  LedgerRequest,
+  OnceResult,
+  PlaceOrder,
+  TradeStats,
+} from '../app/ports.js';
+import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
+import type { BalanceState, Command, CommandResult } from '../engine/types.js';
+import type { GatewayStore } from '../store/postgres/reader.js';
+import {
+  type BatchGap,
+  type BatchStreamConfig,
+  type BatchSubscription,
+  consumeBatches,
+} from './batch-stream.js';
+import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
+import { CommandClient, EngineUnavailableError } from './command-client.js';
+import type { ExactValue } from './exact-json.js';
+import { type EngineSnapshot, fetchSnapshot, pingEngine } from './snapshot.js';
+
+type Logger = {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+};
+
+export interface RemoteExchangeOptions {
+  readonly nc: NatsConnection;
+  readonly store: GatewayStore;
+  readonly logger: Logger;
+  readonly clock?: Clock;
+  readonly stream?: Partial<BatchStreamConfig>;
+  readonly commandSubject?: string;
+  readonly snapshotSubject?: string;
+  readonly pingSubject?: string;
+  readonly commandTimeoutMs?: number;
+  /** How often the engine is asked whether it takes commands (ms, default 1000). */
+  readonly pingIntervalMs?: number;
+  /** How long to wait for the engine's first snapshot before giving up (ms, default 60 s). */
+  readonly startTimeoutMs?: number;
+}
+
+export class RemoteExchange implements Exchange {
+  readonly clock: Clock;
+  readonly feed: InProcessFeed;
+  readonly view: MarketView;
+  readonly history: GatewayStore;
+  readonly credentials: GatewayStore;
+  private readonly commands: CommandClient;
+  /** The last stream batch sequence the view includes. */
+  private engineSequence: number;
+  private subscription: BatchSubscription | undefined;
+  private readonly immediate = new Set<(batch: CommittedBatch) => void>();
+  private readonly afterReplies = new Set<(batch: CommittedBatch) => void>();
+  private readonly restored = new Set<() => void>();
+  private commits = 0;
+  private closed = false;
+  /** False after a command found no engine (or no NATS), until one is answered again. */
+  private engineReachable = true;
+  private resnapshotting: Promise<void> | undefined;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+
+  private constructor(
+    private readonly options: RemoteExchangeOptions,
+    first: EngineSnapshot,
+  ) {
+    this.clock = options.clock ?? systemClock();
+    this.history = options.store;
+    this.credentials = options.store;
+    this.commands = new CommandClient(options.nc, {
+      ...(options.commandSubject === undefined ? {} : { subject: options.commandSubject }),
+      ...(options.commandTimeoutMs === undefined ? {} : { timeoutMs: options.commandTimeoutMs }),
+    });
+    this.feed = new InProcessFeed(options.logger);
+    this.view = MarketView.fromSnapshot({ ...first.snapshot, sequence: 0 });
+    this.engineSequence = first.sequence;
+    this.feed.subscribe(1, (message) => {
+      if (message.kind !== 'gap') this.view.apply(message);
+    });
+  }
+
+  /** Fetches the engine's snapshot (waiting for an engine to answer), then follows the stream. */
+  static async open(options: RemoteExchangeOptions): Promise<RemoteExchange> {
+    const deadline = Date.now() + (options.startTimeoutMs ?? 60_000);
+    let first: EngineSnapshot | undefined;
+    let told = false;
+    while (first === undefined) {
+      try {
+        first = await fetchSnapshot(options.nc, snapshotOptions(options));
+      } catch (error) {
+        if (Date.now() > deadline)
+          throw new Error('no engine answered the snapshot request', { cause: error });
+        if (!told) options.logger.info({}, 'waiting for the engine to answer (snapshot request)');
+        told = true;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+    const exchange = new RemoteExchange(options, first);
+    await exchange.follow(first.sequence + 1);
+    exchange.watchEngine();
+    return exchange;
+  }
+
+  private async follow(from: number): Promise<void> {
+    this.subscription = await consumeBatches<FeedEntry>(this.options.nc, {
+      from,
+      ...(this.options.stream === undefined ? {} : { config: this.options.stream }),
+      readPayload: readFeedEntry,
+      onBatch: (batch) => this.take(batch),
+      onGap: (gap) => this.repair(gap),
+    });
+    this.subscription.done.catch((error: unknown) => {
+      if (this.closed) return;
+      // A batch this view could not take: start again from a snapshot rather than stand still.
+      this.options.logger.error({ err: error }, 'the batch stream subscription failed; re-snapshotting');
+      void this.resnapshot().then(() => (this.closed ? undefined : this.follow(this.engineSequence + 1)));
+    });
+  }
+
+  private take(envelope: BatchEnvelope<FeedEntry>): void {
+    if (envelope.sequence <= this.engineSequence) return; // included in the snapshot already
+    this.engineSequence = envelope.sequence;
+    const entry = envelope.payload;
+    if (entry.kind === 'reset') {
+      this.reset(entry.snapshot);
+      return;
+    }
+    const local: FeedBatch = { ...entry, sequence: this.feed.nextSequence() };
+    this.feed.publish(local);
+    this.commits += 1;
+    const batch = committedBatch(local);
+    for (const listener of this.immediate) this.call(listener, batch);
+    this.feed.release(local.sequence);
+    for (const listener of this.afterReplies) this.call(listener, batch);
+  }
+
+  /** A hole in the stream: a new snapshot, never a view that silently misses a batch. */
+  private async repair(gap: BatchGap): Promise<void> {
+    this.options.logger.warn(
+      { expected: gap.expected, next: gap.next ?? null, reason: gap.reason },
+      'gap in the batch stream: re-snapshotting from the engine',
+    );
+    this.resnapshotting ??= this.resnapshot().finally(() => {
+      this.resnapshotting = undefined;
+    });
+    await this.resnapshotting;
+  }
+
+  private async resnapshot(): Promise<void> {
+    for (;;) {
+      try {
+        const fresh = await fetchSnapshot(this.options.nc, snapshotOptions(this.options));
+        this.engineSequence = fresh.sequence;
+        this.reset(fresh.snapshot);
+        return;
+      } catch (error) {
+        if (this.closed) return;
+        this.options.logger.warn({ err: error }, 'snapshot request failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
+  }
+
+  private reset(snapshot: MarketSnapshot): void {
+    const sequence = this.feed.nextSequence();
+    this.feed.publish({ kind: 'reset', sequence, snapshot: { ...snapshot, sequence } });
+    this.commits += 1;
+    for (const listener of this.restored) this.call(listener, undefined);
+  }
+
+  private call<T>(listener: (value: T) => void, value: T): void {
+    try {
+      listener(value);
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'a committed-batch listener failed');
+    }
+  }
+
+  /**
+   * The view's catalogue, read at each call: adapters keep this object (routes take it at
+   * registration), and a reset replaces the view's own.
+   */
+  readonly catalogue: Catalogue = {
+    assets: () => this.view.catalogue.assets(),
+    asset: (code) => this.view.catalogue.asset(code),
+    markets: () => this.view.catalogue.markets(),
+    market: (id) => this.view.catalogue.market(id),
+    marketByName: (name) => this.view.catalogue.marketByName(name),
+  };
+
+  async submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult> {
+    return this.track(this.commands.submit(command, ledger));
+  }
+
+  async submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult> {
+    return this.track(this.commands.submitOnce(command, request));
+  }
+
+  private async track<T>(answer: Promise<T>): Promise<T> {
+    try {
+      return await answer;
+    } catch (error) {
+      // Not delivered: no engine (or no NATS). Ready again once the engine answers a ping.
+      if (error instanceof EngineUnavailableError && error.outcome === 'not_delivered')
+        this.engineReachable = false;
+      throw error;
+    }
+  }
+
+  /** Runs at once: the view only moves between turns of the event loop, never during a read. */
+  readCommitted<T>(read: () => T): T {
+    return read();
+  }
+
+  commitMark(): number {
+    return this.commits;
+  }
+
+  book(marketId: MarketId, maxLevels: number): BookView {
+    return this.view.book(marketId, maxLevels);
+  }
+
+  balances(userId: UserId): BalanceState[] {
+    return this.view.balances(userId);
+  }
+
+  /** Balances as committed in PostgreSQL (read-your-writes on any gateway), every asset of the catalogue. */
+  async committedBalances(userId: UserId): Promise<BalanceState[]> {
+    const rows = new Map((await this.options.store.balancesOf(userId)).map((b) => [b.asset, b]));
+    return this.view.catalogue.assets().map(
+      (asset) =>
+        rows.get(asset.code) ?? {
+          userId,
+          asset: asset.code,
+          available: 0 as BalanceState['available'],
+          reserved: 0 as BalanceState['reserved'],
+        },
+    );
+  }
+
+  lastPrice(marketId: MarketId): Price | null {
+    return this.view.lastPrice(marketId);
+  }
+
+  statsToday(marketId: MarketId, now: Micros): TradeStats {
+    return this.view.statsToday(marketId, now);
+  }
+
+  stats24h(marketId: MarketId, now: Micros): TradeStats {
+    return this.view.stats24h(marketId, now);
+  }
+
+  onCommitted(
+    listener: (batch: CommittedBatch) => void,
+    options?: { readonly immediate?: boolean },
+  ): () => void {
+    const set = options?.immediate === true ? this.immediate : this.afterReplies;
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  /** Nothing waits: each batch reaches every listener as it arrives. */
+  publishCommitted(): void {}
+
+  /** Whether the engine answers (and NATS is connected): commands are refused with 503 otherwise. */
+  isWritable(): boolean {
+    return !this.closed && !this.options.nc.isClosed() && this.engineReachable;
+  }
+
+  onRestored(listener: () => void): () => void {
+    this.restored.add(listener);
+    return () => this.restored.delete(listener);
+  }
+
+  /** Asks the engine whether it takes commands, every `pingIntervalMs` (what isWritable reports). */
+  private watchEngine(): void {
+    const ping = async (): Promise<void> => {
+      this.engineReachable = await pingEngine(
+        this.options.nc,
+        this.options.pingSubject === undefined ? {} : { subject: this.options.pingSubject },
+      );
+    };
+    this.pingTimer = setInterval(() => void ping(), this.options.pingIntervalMs ?? 1_000);
+    this.pingTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.pingTimer);
+    await this.subscription?.stop();
+  }
+}
+
+/**
+ * A feed entry as the engine published it: its events checked field by field (codec.ts), the
+ * rest for shape. A bad one is a WireFormatError, which the consumer reports as a gap (the
+ * gateway then re-snapshots) instead of a view that takes half a batch.
+ */
+function readFeedEntry(value: ExactValue, path: string): FeedEntry {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof Map)
+    throw new WireFormatError(path, 'expected a feed entry');
+  const entry = value as Record<string, ExactValue>;
+  if (entry.kind === 'reset') {
+    const snapshot = entry.snapshot as Record<string, ExactValue> | null | undefined;
+    if (snapshot === null || typeof snapshot !== 'object' || !Array.isArray(snapshot.books))
+      throw new WireFormatError(`${path}.snapshot`, 'expected a market snapshot');
+    return value as unknown as FeedEntry;
+  }
+  if (entry.kind !== 'batch') throw new WireFormatError(`${path}.kind`, 'expected batch or reset');
+  for (const field of ['events', 'books', 'candles', 'trades', 'balances'])
+    if (!Array.isArray(entry[field])) throw new WireFormatError(`${path}.${field}`, 'expected an array');
+  (entry.events as ExactValue[]).forEach((event, i) => {
+    readEvent(event, `${path}.events[${i}]`);
+  });
+  return value as unknown as FeedEntry;
+}
+
+function snapshotOptions(options: RemoteExchangeOptions): { subject?: string } {
+  return options.snapshotSubject === undefined ? {} : { subject: options.snapshotSubject };
+}
+
+/** The listeners' form of a batch (Maps), from the feed's plain form. */
+function committedBatch(batch: FeedBatch): CommittedBatch {
+  return {
+    sequence: batch.sequence,
+    events: batch.events,
+    books: new Map(batch.books.map((b) => [b.marketId, { sequence: b.sequence, changes: b.changes }])),
+    candles: batch.candles,
+    trades: new Map(batch.trades.map((t) => [t.marketId, t.trades])),
+    balances: batch.balances,
+  };
+}

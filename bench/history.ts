@@ -14,11 +14,11 @@
  * `historyReplayRow()` returns both figures for a summary elsewhere (bench:engine).
  */
 import { pathToFileURL } from 'node:url';
-import { type OpenExchange, openExchange } from '../src/app/exchange.js';
-import { seedCatalogue } from '../src/app/seed.js';
 import type { Micros } from '../src/domain/types.js';
 import { Engine } from '../src/engine/engine.js';
 import type { Command } from '../src/engine/types.js';
+import { seedCatalogue } from '../src/sequencer/seed.js';
+import { type LocalExchange, openExchange } from '../src/sequencer/sequencer.js';
 import { simulatedClock, simulateHistory } from '../src/simulator/history.js';
 import { DEFAULT_REFERENCE_PRICES } from '../src/simulator/index.js';
 import { asyncStore } from '../src/store/async-store.js';
@@ -53,7 +53,7 @@ export async function historyReplayRow(days = 1, runs = 5): Promise<HistoryRepla
   // Every command the history submits is recorded, in submission order (the sequencer's
   // application order), with the time it is applied at: the clock only moves between steps,
   // after every command of a step is answered.
-  const recording: OpenExchange = Object.assign(Object.create(exchange) as OpenExchange, {
+  const recording: LocalExchange = Object.assign(Object.create(exchange) as LocalExchange, {
     submit: async (command: Command) => {
       const entry: Recorded = { command, time: clock(), ok: false };
       recorded.push(entry);

@@ -8,8 +8,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry
 import { bearerMatches } from './admin/admin-token.js';
 import { type Bucket, histogramQuantile } from './admin/histogram.js';
 import type { AdminHealth } from './admin/schemas.js';
-import type { Exchange } from './app/ports.js';
 import { RequestHistogram } from './metrics-request-histogram.js';
+import type { Exchange } from './sequencer/ports.js';
 import type { CommitLog } from './store/ports.js';
 import type { CommitBatch } from './store/store.js';
 

@@ -8,11 +8,6 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
-import type { Clock } from './app/clock.js';
-import { type OpenExchange, openExchange } from './app/exchange.js';
-import { keepInitialState } from './app/initial-state.js';
-import type { Exchange } from './app/ports.js';
-import { seedCatalogue } from './app/seed.js';
 import { CredentialVault } from './auth/vault.js';
 import { type InstalledChaos, installChaos } from './chaos/index.js';
 import { type Config, isLoopback } from './config/config.js';
@@ -22,6 +17,11 @@ import { buildHttpApp } from './http/app.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
+import type { Clock } from './sequencer/clock.js';
+import { keepInitialState } from './sequencer/initial-state.js';
+import type { Exchange } from './sequencer/ports.js';
+import { seedCatalogue } from './sequencer/seed.js';
+import { type LocalExchange, openExchange } from './sequencer/sequencer.js';
 import type { AdminApi, DemoAccount } from './simulator/demo.js';
 import {
   DEFAULT_REFERENCE_PRICES,
@@ -38,7 +38,7 @@ import { mountRealtime } from './ws/mount.js';
 
 export interface RunningServer {
   readonly app: FastifyInstance;
-  readonly exchange: OpenExchange;
+  readonly exchange: LocalExchange;
   /** The address actually bound (useful with PORT=0). */
   readonly url: string;
   readonly adminToken: string;
@@ -87,7 +87,7 @@ export async function startServer(
   // DATA_DIR; never a silent fallback from one to the other.
   const { store, kind } = await openConfiguredStore(config, inMemory);
   if (kind === 'postgres') logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
-  let exchange: OpenExchange;
+  let exchange: LocalExchange;
   try {
     exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
   } catch (error) {
@@ -324,7 +324,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
 }
 
 /** The simulator's replay (SIMULATOR_REPLAY_FILE), checked against the catalogue before listening. */
-function replayOf(config: Config, exchange: OpenExchange): PreparedReplay | undefined {
+function replayOf(config: Config, exchange: LocalExchange): PreparedReplay | undefined {
   const settings = config.simulator.replay;
   if (settings === undefined) return undefined;
   return prepareReplay(settings, (pair) => {
@@ -370,7 +370,7 @@ async function startDemo(
   logger: Logger,
   app: FastifyInstance,
   adminToken: string,
-  exchange: OpenExchange,
+  exchange: LocalExchange,
   port: number,
   options: ServerOptions & { readonly replay?: PreparedReplay | undefined },
 ): Promise<{ simulator?: Simulator; demo?: DemoAccount }> {

@@ -14,8 +14,8 @@
  */
 import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { OpenExchange } from '../app/exchange.js';
-import { INITIAL_CHECKPOINT } from '../app/initial-state.js';
+import { INITIAL_CHECKPOINT } from '../sequencer/initial-state.js';
+import type { LocalExchange } from '../sequencer/sequencer.js';
 import { CheckpointError, type CheckpointInfo } from '../store/store.js';
 import { asObject, InputError, stringField } from './inputs.js';
 import {
@@ -39,7 +39,7 @@ const checkpointView = (c: CheckpointInfo) => ({
   bytes: c.bytes,
 });
 
-export function checkpointRoutes(app: FastifyInstance, exchange: OpenExchange, fail: AdminFailure): void {
+export function checkpointRoutes(app: FastifyInstance, exchange: LocalExchange, fail: AdminFailure): void {
   const problem = (error: unknown): unknown => {
     if (!(error instanceof CheckpointError)) return error;
     if (error.problem === 'invalid_name') return new InputError('name', error.message);

@@ -2,7 +2,7 @@
  * Parsing of the operator's inputs (admin API, catalogue file) into engine commands. Decimal
  * inputs are plain decimal strings converted exactly; the error says which field is wrong.
  */
-import type { Catalogue } from '../app/ports.js';
+
 import { formatBigUnits, MAX_UNITS, parseDecimal } from '../domain/money.js';
 import {
   type AssetCode,
@@ -12,6 +12,7 @@ import {
   type Volume,
 } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
+import type { Catalogue } from '../sequencer/ports.js';
 
 /**
  * The least an asset must be able to hold, in whole units. Every amount is at most 2^53 - 1 of the

@@ -3,16 +3,16 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { type OpenExchange, openExchange } from '../app/exchange.js';
 import { CredentialVault } from '../auth/vault.js';
 import { Engine } from '../engine/engine.js';
+import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { adminRoutes } from './routes.js';
 
 const TOKEN = 'test-admin-token';
 let app: FastifyInstance;
-let exchange: OpenExchange;
+let exchange: LocalExchange;
 
 before(async () => {
   exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });

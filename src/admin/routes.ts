@@ -5,12 +5,12 @@
  */
 import { Type } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { OpenExchange } from '../app/exchange.js';
 import { parseAllowlist } from '../auth/key-policy.js';
 import { type CredentialVault, generateApiCredentials } from '../auth/vault.js';
 import { formatUnits } from '../domain/money.js';
 import type { Amount, AssetCode, UserId } from '../domain/types.js';
 import type { Rejection } from '../engine/types.js';
+import type { LocalExchange } from '../sequencer/sequencer.js';
 import { type ApiKeyScope, StoreUnavailableError } from '../store/store.js';
 import { bearerMatches } from './admin-token.js';
 import { checkpointRoutes } from './checkpoint-routes.js';
@@ -62,7 +62,7 @@ import {
 } from './views.js';
 
 export interface AdminOptions {
-  readonly exchange: OpenExchange;
+  readonly exchange: LocalExchange;
   readonly vault: CredentialVault;
   readonly token: string;
   /** Called after a key is revoked (closes that user's private WebSocket subscriptions). */
@@ -169,7 +169,7 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     return reply.code(500).send({ error: { code: 'internal', message: 'Internal error.' } });
   });
 
-  const submit = async (command: Parameters<OpenExchange['submit']>[0], reference?: string) => {
+  const submit = async (command: Parameters<LocalExchange['submit']>[0], reference?: string) => {
     const result = await exchange.submit(command, reference === undefined ? undefined : { reference });
     if (!result.ok) {
       throw new AdminError(

@@ -5,8 +5,8 @@
  * test/admin/openapi.test.ts checks that the document and the answers agree.
  */
 import { type Static, type TSchema, Type } from '@fastify/type-provider-typebox';
-import { INITIAL_CHECKPOINT } from '../app/initial-state.js';
 import { StringEnum } from '../http/schemas.js';
+import { INITIAL_CHECKPOINT } from '../sequencer/initial-state.js';
 import { CHECKPOINT_NAME } from '../store/store.js';
 import { MAX_ASSET_DECIMALS } from './inputs.js';
 

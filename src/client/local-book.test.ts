@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BookView, LevelChange } from '../app/ports.js';
 import type { AssetCode, FeeRate, MarketId, Price, Side, Volume } from '../domain/types.js';
+import type { BookView, LevelChange } from '../sequencer/ports.js';
 import { bookSnapshotMessage, bookUpdateMessages, feedMarket } from '../ws/payloads.js';
 import type { BookMessage } from './channels.js';
 import { LocalBook } from './local-book.js';

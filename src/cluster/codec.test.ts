@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import type { SubmitResult } from '../app/exchange.js';
-import type { IdempotencyRequest, OnceResult, PlaceOrder } from '../app/ports.js';
 import type {
   Amount,
   AssetCode,
@@ -21,6 +19,8 @@ import type {
   Volume,
 } from '../domain/types.js';
 import type { Command, EngineEvent, OrderState, Rejection, Trade } from '../engine/types.js';
+import type { IdempotencyRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
+import type { SubmitResult } from '../sequencer/sequencer.js';
 import type { LedgerEntry } from '../store/store.js';
 import {
   type CommandReply,

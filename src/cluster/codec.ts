@@ -9,8 +9,6 @@
  * and throws a WireFormatError naming the first bad field; it never returns a half-valid value.
  */
 
-import type { SubmitResult } from '../app/exchange.js';
-import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../app/ports.js';
 import type {
   Amount,
   AssetCode,
@@ -30,6 +28,8 @@ import type {
   Volume,
 } from '../domain/types.js';
 import type { Command, EngineEvent, OrderState, RejectCode, Rejection, Trade } from '../engine/types.js';
+import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
+import type { SubmitResult } from '../sequencer/sequencer.js';
 import type { LedgerEntry, LedgerKind } from '../store/store.js';
 import {
   type ExactValue,

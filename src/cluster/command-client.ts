@@ -1,6 +1,6 @@
 /**
  * The gateway's side of the command path: `submit` and `submitOnce` with the contract of
- * Exchange.submit / Exchange.submitOnce (src/app/ports.ts), carried to the engine by NATS
+ * Exchange.submit / Exchange.submitOnce (src/sequencer/ports.ts), carried to the engine by NATS
  * request/reply. The engine answers only after the command's batch is committed, so a resolved
  * promise means what it means in one process: durably committed.
  *
@@ -19,9 +19,9 @@
  * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late.
  */
 import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
-import type { SubmitResult } from '../app/exchange.js';
-import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../app/ports.js';
 import type { Command } from '../engine/types.js';
+import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
+import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import {
   type CommandReply,

@@ -12,8 +12,8 @@
  * engine after its deadline, is dropped unapplied (nobody is waiting for its answer any more).
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { SubmitResult } from '../app/exchange.js';
-import type { OnceResult } from '../app/ports.js';
+import type { OnceResult } from '../sequencer/ports.js';
+import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { type CommandReply, type CommandRequest, decodeCommandRequest, encodeCommandReply } from './codec.js';
 import { type CommandSubmitter, DEADLINE_HEADER, DEFAULT_COMMAND_SUBJECT } from './command-client.js';

@@ -21,12 +21,12 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from '../admin/admin-token.js';
 import { adminRoutes } from '../admin/routes.js';
-import { type OpenExchange, openExchange } from '../app/exchange.js';
-import { seedCatalogue } from '../app/seed.js';
 import { CredentialVault } from '../auth/vault.js';
 import type { Config } from '../config/config.js';
 import { httpErrorHandler } from '../http/errors.js';
 import { Metrics } from '../metrics.js';
+import { seedCatalogue } from '../sequencer/seed.js';
+import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { openConfiguredStore } from '../store/open-store.js';
 import { unavailableReason } from '../store/store.js';
 import { BatchPublisher, BatchPublishQueue, type BatchStreamConfig } from './batch-stream.js';
@@ -67,7 +67,7 @@ export async function connectNats(url: string, name: string): Promise<NatsConnec
 }
 
 export interface RunningEngine {
-  readonly exchange: OpenExchange;
+  readonly exchange: LocalExchange;
   readonly url: string;
   close(): Promise<void>;
 }
@@ -92,7 +92,7 @@ export async function startEngine(
       : undefined,
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
-  let exchange: OpenExchange;
+  let exchange: LocalExchange;
   try {
     exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
   } catch (error) {
@@ -181,11 +181,11 @@ export interface ServedCluster {
 }
 
 /**
- * The engine's side of NATS, on any OpenExchange: commands, the batch stream, snapshots, the
+ * The engine's side of NATS, on any LocalExchange: commands, the batch stream, snapshots, the
  * ping. Call it between commits (at start): the first stream message is the current state.
  */
 export async function serveCluster(
-  exchange: OpenExchange,
+  exchange: LocalExchange,
   nc: NatsConnection,
   options: ServeClusterOptions,
 ): Promise<ServedCluster> {

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { FeedEntry } from '../app/committed-feed.js';
-import { type OpenExchange, openExchange } from '../app/exchange.js';
-import type { MarketSnapshot } from '../app/market-view.js';
 import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import type { FeedEntry } from '../sequencer/committed-feed.js';
+import type { MarketSnapshot } from '../sequencer/market-view.js';
+import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
@@ -30,7 +30,7 @@ const noStore = new Proxy({} as GatewayStore, {
   },
 });
 
-async function engine(t: { after(fn: () => Promise<void> | void): void }): Promise<OpenExchange> {
+async function engine(t: { after(fn: () => Promise<void> | void): void }): Promise<LocalExchange> {
   const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
   const exchange = await openExchange({ store });
   t.after(async () => {

@@ -18,9 +18,11 @@
  * an engine start) is handled the same way.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { type Clock, systemClock } from '../app/clock.js';
-import { type FeedBatch, type FeedEntry, InProcessFeed } from '../app/committed-feed.js';
-import { type MarketSnapshot, MarketView } from '../app/market-view.js';
+import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
+import type { BalanceState, Command, CommandResult } from '../engine/types.js';
+import { type Clock, systemClock } from '../sequencer/clock.js';
+import { type FeedBatch, type FeedEntry, InProcessFeed } from '../sequencer/committed-feed.js';
+import { type MarketSnapshot, MarketView } from '../sequencer/market-view.js';
 import type {
   BookView,
   Catalogue,
@@ -31,9 +33,7 @@ import type {
   OnceResult,
   PlaceOrder,
   TradeStats,
-} from '../app/ports.js';
-import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
-import type { BalanceState, Command, CommandResult } from '../engine/types.js';
+} from '../sequencer/ports.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
 import {
   type BatchGap,

@@ -8,7 +8,7 @@
  * (1 MiB by default): a venue whose books and balances are larger needs a larger max_payload.
  */
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { MarketSnapshot } from '../app/market-view.js';
+import type { MarketSnapshot } from '../sequencer/market-view.js';
 import { batchSequence, WIRE_VERSION } from './codec.js';
 import { fromExactJson, jsonBytes, parseJsonBytes, toExactJson, WireFormatError } from './exact-json.js';
 

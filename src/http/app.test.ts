@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import type { Exchange } from '../app/ports.js';
+import type { Exchange } from '../sequencer/ports.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { type Harness, startHarness, type Trader } from './testing/harness.js';
 

@@ -15,8 +15,8 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from 'fastify';
-import type { Exchange } from '../app/ports.js';
 import type { Micros } from '../domain/types.js';
+import type { Exchange } from '../sequencer/ports.js';
 import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';

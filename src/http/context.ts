@@ -1,6 +1,7 @@
 /** What the v1 routes are given: the exchange port, the vault and the few settings they read. */
-import type { Exchange } from '../app/ports.js';
+
 import type { Micros } from '../domain/types.js';
+import type { Exchange } from '../sequencer/ports.js';
 import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 
 export interface HttpConfig {

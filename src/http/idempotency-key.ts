@@ -3,8 +3,8 @@
  * Stripe's semantics): parsing, and the fingerprint that tells a retry from another request.
  */
 import { createHash } from 'node:crypto';
-import type { IdempotencyRequest } from '../app/ports.js';
 import type { MarketSpec, OrderType, Price, Side, Volume } from '../domain/types.js';
+import type { IdempotencyRequest } from '../sequencer/ports.js';
 
 export const IDEMPOTENCY_KEY_FIELD = 'Idempotency-Key';
 export const INVALID_KEY = 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.';

@@ -16,7 +16,7 @@
  * its volume in base units, and for a limit order its cost with the largest fee of the market
  * (what a buy reserves; a sell's proceeds are less). The engine checks the same, as a last guard.
  */
-import type { Catalogue } from '../app/ports.js';
+
 import { formatBigUnits, MAX_UNITS, POW10N } from '../domain/money.js';
 import {
   FEE_RATE_DECIMALS,
@@ -26,6 +26,7 @@ import {
   type Side,
   type Volume,
 } from '../domain/types.js';
+import type { Catalogue } from '../sequencer/ports.js';
 import { formatVolume } from '../wire/serializers.js';
 import { FieldErrors, rule } from './errors.js';
 import { decimalFormError, isAbsent, parsePositiveDecimal, resolvePair } from './parse.js';

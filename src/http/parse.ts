@@ -2,9 +2,10 @@
  * Input parsing at the edge: decimal strings, pair names, integers in paths and queries. Pure;
  * failures come back as data (a message or undefined) so each route can answer in its own shape.
  */
-import type { Catalogue } from '../app/ports.js';
+
 import { formatUnits, MAX_UNITS, parseDecimal } from '../domain/money.js';
 import type { MarketSpec, Micros } from '../domain/types.js';
+import type { Catalogue } from '../sequencer/ports.js';
 import { rule } from './errors.js';
 
 export type Parsed<T> =

@@ -13,7 +13,7 @@
  * order, and once a simulated minute its quotes are renewed. Candles of every interval, 24-hour
  * ticker statistics and the public trade history follow from the trades, as they do live.
  */
-import type { OpenExchange } from '../app/exchange.js';
+
 import type {
   Amount,
   AssetCode,
@@ -25,6 +25,7 @@ import type {
   Volume,
 } from '../domain/types.js';
 import type { Command, CommandResult } from '../engine/types.js';
+import type { LocalExchange } from '../sequencer/sequencer.js';
 import type { Store } from '../store/store.js';
 import { demoBalances } from './demo.js';
 import { type PriceWalk, priceWalk } from './price-walk.js';
@@ -50,7 +51,7 @@ export function simulatedClock(start: Micros): SimulatedClock {
 
 export interface HistoryOptions {
   /** An exchange whose clock is `clock`, on a store holding no trading yet. */
-  readonly exchange: OpenExchange;
+  readonly exchange: LocalExchange;
   readonly store: Store;
   readonly clock: SimulatedClock;
   readonly from: Micros;

@@ -15,10 +15,10 @@
  */
 import { existsSync, linkSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { openExchange } from '../app/exchange.js';
-import { seedCatalogue } from '../app/seed.js';
 import type { CatalogueFile } from '../config/default-catalogue.js';
 import type { Micros } from '../domain/types.js';
+import { seedCatalogue } from '../sequencer/seed.js';
+import { openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type HistorySummary, simulatedClock, simulateHistory } from './history.js';

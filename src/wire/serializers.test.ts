@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import type { TradeStats } from '../app/ports.js';
 import type { Amount, Micros, OrderId, Price, TradeId, UserId, Volume } from '../domain/types.js';
 import type { OrderState, Trade } from '../engine/types.js';
 import { BTC, BTCEUR, ETH, ETHBTC, fixedCatalogue } from '../http/testing/catalogue.js';
 import type { Valuation } from '../http/valuation.js';
 import type { Candle } from '../market-data/candle.js';
+import type { TradeStats } from '../sequencer/ports.js';
 import type { UserTrade } from '../store/store.js';
 import {
   averagePrice,

@@ -5,7 +5,7 @@
  * amounts (balances, costs, fees) at the asset's decimals, always as plain decimal strings built
  * from integers by formatUnits / formatBigUnits. No binary floating point touches an amount.
  */
-import type { Catalogue, TradeStats } from '../app/ports.js';
+
 import { formatBigUnits, formatUnits } from '../domain/money.js';
 import {
   type AssetSpec,
@@ -30,6 +30,7 @@ import type {
 } from '../http/schemas.js';
 import type { Valuation } from '../http/valuation.js';
 import type { Candle } from '../market-data/candle.js';
+import type { Catalogue, TradeStats } from '../sequencer/ports.js';
 import type { UserTrade } from '../store/store.js';
 import { NO_EXPIRY, unixSeconds, unixSeconds4, utcDateTime } from './time.js';
 import { orderTransactionId, tradeTransactionId } from './txid.js';

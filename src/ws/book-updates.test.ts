@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { openExchange } from '../app/exchange.js';
 import type { BookMessage } from '../client/channels.js';
 import { LocalBook } from '../client/local-book.js';
 import type {
@@ -22,6 +21,7 @@ import type {
   Volume,
 } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
+import { openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { channelName } from './channels.js';

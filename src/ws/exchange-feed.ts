@@ -13,10 +13,7 @@
  * checked against the commit mark (see src/ws/subscriptions.ts). Work is skipped for channels
  * nobody is subscribed to.
  */
-import { type Clock, systemClock } from '../app/clock.js';
-import type { FeedBatch, FeedBookChanges } from '../app/committed-feed.js';
-import type { MarketView } from '../app/market-view.js';
-import type { Exchange } from '../app/ports.js';
+
 import {
   joinedPair,
   type MarketId,
@@ -27,6 +24,10 @@ import {
 } from '../domain/types.js';
 import type { OrderState, Trade } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
+import { type Clock, systemClock } from '../sequencer/clock.js';
+import type { FeedBatch, FeedBookChanges } from '../sequencer/committed-feed.js';
+import type { MarketView } from '../sequencer/market-view.js';
+import type { Exchange } from '../sequencer/ports.js';
 import { serializeOrder, serializeUserTrade } from '../wire/serializers.js';
 import { type ChannelProvider, channelName, parseChannelName, type ResolvedChannel } from './channels.js';
 import { CHECKSUM_DEPTH } from './crc32.js';

@@ -3,8 +3,8 @@
  * exchange's channels and the feed that publishes every committed batch.
  */
 import type { Server } from 'node:http';
-import type { Clock } from '../app/clock.js';
-import type { Exchange } from '../app/ports.js';
+import type { Clock } from '../sequencer/clock.js';
+import type { Exchange } from '../sequencer/ports.js';
 import { createExchangeChannels, type FeedOptions, startExchangeFeed } from './exchange-feed.js';
 import type { WsLogger } from './logger.js';
 import { createRealtimeServer, type RealtimeServer, type RealtimeServerOptions } from './server.js';

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { BookView, TradeStats } from '../app/ports.js';
 import type {
   Amount,
   AssetCode,
@@ -16,6 +15,7 @@ import type {
 } from '../domain/types.js';
 import type { Trade } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
+import type { BookView, TradeStats } from '../sequencer/ports.js';
 import { bookChecksum } from './crc32.js';
 import {
   bookSnapshotMessage,

@@ -3,7 +3,7 @@
  * Pure functions. Prices are formatted at the market's pairDecimals, quantities at lotDecimals,
  * amounts at the asset's decimals, all with formatUnits from integers: no float touches a number.
  */
-import type { BookView, LevelChange, TradeStats } from '../app/ports.js';
+
 import { formatBigUnits, formatUnits } from '../domain/money.js';
 import {
   type AssetSpec,
@@ -16,6 +16,7 @@ import {
 } from '../domain/types.js';
 import type { BookLevels, Trade } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
+import type { BookView, LevelChange, TradeStats } from '../sequencer/ports.js';
 import { formatVwap } from '../wire/serializers.js';
 import { bookChecksum, CHECKSUM_DEPTH, type TextLevel } from './crc32.js';
 

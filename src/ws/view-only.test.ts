@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { type OpenExchange, openExchange } from '../app/exchange.js';
-import type { Exchange } from '../app/ports.js';
 import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { startHarness } from '../http/testing/harness.js';
+import type { Exchange } from '../sequencer/ports.js';
+import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { mountRealtime } from './mount.js';
@@ -42,9 +42,9 @@ function withoutEngineReads<T extends Exchange>(exchange: T): Exchange {
   });
 }
 
-async function venue(): Promise<{ exchange: OpenExchange; marketId: MarketId }> {
+async function venue(): Promise<{ exchange: LocalExchange; marketId: MarketId }> {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
-  const ok = async (command: Parameters<OpenExchange['submit']>[0]) =>
+  const ok = async (command: Parameters<LocalExchange['submit']>[0]) =>
     assert.ok((await exchange.submit(command)).ok);
   await ok({ kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await ok({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 });

@@ -4,9 +4,9 @@
  * The parent kills it with SIGKILL at a random moment.
  */
 import { join } from 'node:path';
-import { openExchange } from '../../src/app/exchange.js';
-import { seedCatalogue } from '../../src/app/seed.js';
 import type { Amount, AssetCode, MarketId, OrderId, Price, UserId, Volume } from '../../src/domain/types.js';
+import { seedCatalogue } from '../../src/sequencer/seed.js';
+import { openExchange } from '../../src/sequencer/sequencer.js';
 import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 

@@ -17,8 +17,6 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
-import { type OpenExchange, openExchange } from '../../src/app/exchange.js';
-import { seedCatalogue } from '../../src/app/seed.js';
 import { computeSignature } from '../../src/auth/signature.js';
 import { CredentialVault, generateApiCredentials } from '../../src/auth/vault.js';
 import type {
@@ -33,6 +31,8 @@ import type {
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
 import { buildHttpApp } from '../../src/http/app.js';
+import { seedCatalogue } from '../../src/sequencer/seed.js';
+import { type LocalExchange, openExchange } from '../../src/sequencer/sequencer.js';
 import { asyncStore } from '../../src/store/async-store.js';
 import { toStoreError } from '../../src/store/sqlite/errors.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
@@ -81,7 +81,7 @@ let dir: string;
 let file: string;
 let store: SqliteStore;
 let faults: Faults;
-let exchange: OpenExchange;
+let exchange: LocalExchange;
 let market: MarketId;
 
 const place = (userId: number, side: 'buy' | 'sell', price: number, volume: number) =>
@@ -96,7 +96,7 @@ const place = (userId: number, side: 'buy' | 'sell', price: number, volume: numb
   });
 
 /** What the exchange serves, in a comparable form. */
-const served = (ex: { book: OpenExchange['book']; balances: OpenExchange['balances'] }) =>
+const served = (ex: { book: LocalExchange['book']; balances: LocalExchange['balances'] }) =>
   JSON.stringify({
     book: ex.book(market, 0),
     balances: [1, 2, 3].map((u) => ex.balances(u as UserId)),

@@ -10,8 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { openExchange } from '../../src/app/exchange.js';
-import { TradeStatsBook } from '../../src/app/trade-stats.js';
 import { mulDiv } from '../../src/domain/money.js';
 import type {
   Amount,
@@ -30,6 +28,8 @@ import type {
 import type { Trade } from '../../src/engine/types.js';
 import type { Candle } from '../../src/market-data/candle.js';
 import { CandleAggregator } from '../../src/market-data/candles.js';
+import { openExchange } from '../../src/sequencer/sequencer.js';
+import { TradeStatsBook } from '../../src/sequencer/trade-stats.js';
 import { asyncStore } from '../../src/store/async-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { serializeCandle } from '../../src/wire/serializers.js';

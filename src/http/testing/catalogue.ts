@@ -1,6 +1,7 @@
 /** A small fixed catalogue for unit tests of the HTTP layer (no engine involved). */
-import type { Catalogue } from '../../app/ports.js';
+
 import type { AssetCode, AssetSpec, FeeRate, MarketId, MarketSpec, Volume } from '../../domain/types.js';
+import type { Catalogue } from '../../sequencer/ports.js';
 
 export const asset = (code: string, name: string, type: AssetSpec['type'], decimals: number): AssetSpec => ({
   code: code as AssetCode,

@@ -6,8 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
-import { type OpenExchange, openExchange } from '../../app/exchange.js';
-import type { Exchange } from '../../app/ports.js';
 import { computeSignature } from '../../auth/signature.js';
 import { CredentialVault, generateApiCredentials } from '../../auth/vault.js';
 import { parseDecimal } from '../../domain/money.js';
@@ -22,6 +20,8 @@ import type {
   Volume,
 } from '../../domain/types.js';
 import type { Command } from '../../engine/types.js';
+import type { Exchange } from '../../sequencer/ports.js';
+import { type LocalExchange, openExchange } from '../../sequencer/sequencer.js';
 import { asyncStore } from '../../store/async-store.js';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.js';
 import type { ApiKeyScope } from '../../store/store.js';
@@ -55,7 +55,7 @@ export interface RequestOptions {
 
 export interface Harness {
   readonly app: FastifyInstance;
-  readonly exchange: OpenExchange;
+  readonly exchange: LocalExchange;
   readonly vault: CredentialVault;
   readonly btceur: MarketSpec;
   readonly ethbtc: MarketSpec;
@@ -68,7 +68,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-async function ok(exchange: OpenExchange, command: Command) {
+async function ok(exchange: LocalExchange, command: Command) {
   const result = await exchange.submit(command);
   if (!result.ok) throw new Error(`${command.kind}: ${result.error.message}`);
   return result.events;
@@ -79,7 +79,7 @@ export interface HarnessOptions {
   readonly publicUrl?: string;
   readonly logger?: pino.Logger;
   /** What the HTTP app sees instead of the exchange itself (fault injection). */
-  readonly wrap?: (exchange: OpenExchange) => Exchange;
+  readonly wrap?: (exchange: LocalExchange) => Exchange;
 }
 
 export async function startHarness(config: HarnessOptions = {}): Promise<Harness> {

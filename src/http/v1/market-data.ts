@@ -5,9 +5,9 @@
  */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import { MICROS_PER_DAY } from '../../app/clock.js';
 import type { MarketSpec, Micros, Side } from '../../domain/types.js';
 import { INTERVALS, type Interval } from '../../market-data/candle.js';
+import { MICROS_PER_DAY } from '../../sequencer/clock.js';
 import {
   serializeCandle,
   serializeLevels,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { CommittedBatch } from '../../app/ports.js';
 import type { MarketId } from '../../domain/types.js';
+import type { CommittedBatch } from '../../sequencer/ports.js';
 import { type Harness, limit, startHarness, type Trader } from '../testing/harness.js';
 import { PublicResponseCache } from './public-cache.js';
 

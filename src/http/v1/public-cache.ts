@@ -17,8 +17,8 @@
  * Size is bounded (entries and bytes); the oldest entry goes first.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CommittedBatch, Exchange } from '../../app/ports.js';
 import type { MarketId } from '../../domain/types.js';
+import type { CommittedBatch, Exchange } from '../../sequencer/ports.js';
 import { sendJson } from './shared.js';
 
 export interface PublicCacheLimits {

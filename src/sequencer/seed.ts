@@ -7,14 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { assetCommand, marketCommand } from '../admin/inputs.js';
 import { type CatalogueFile, DEFAULT_CATALOGUE } from '../config/default-catalogue.js';
-import type { OpenExchange } from './exchange.js';
+import type { LocalExchange } from './sequencer.js';
 
 /**
  * Returns how many assets and markets were created. `source`: a catalogue file's path, a
  * catalogue itself (an embedding caller's, e.g. the test venue's), or the default one.
  */
 export async function seedCatalogue(
-  exchange: OpenExchange,
+  exchange: LocalExchange,
   source: string | CatalogueFile | undefined,
 ): Promise<number> {
   const catalogue: CatalogueFile =
@@ -42,8 +42,8 @@ export async function seedCatalogue(
 }
 
 async function expectOk(
-  exchange: OpenExchange,
-  command: Parameters<OpenExchange['submit']>[0],
+  exchange: LocalExchange,
+  command: Parameters<LocalExchange['submit']>[0],
   what: string,
 ): Promise<void> {
   const result = await exchange.submit(command);

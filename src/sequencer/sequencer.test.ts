@@ -11,21 +11,21 @@ import type { Command } from '../engine/types.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../store/store.js';
-import { type OpenExchange, openExchange } from './exchange.js';
 import type { CommittedBatch } from './ports.js';
+import { type LocalExchange, openExchange } from './sequencer.js';
 
 const BTC = 'BTC' as AssetCode;
 const EUR = 'EUR' as AssetCode;
 const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
-async function market(): Promise<{ exchange: OpenExchange; id: MarketId }> {
+async function market(): Promise<{ exchange: LocalExchange; id: MarketId }> {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
   return { exchange, id: await seedMarket(exchange) };
 }
 
 /** BTC/EUR without fees, and 1,000,000.00 EUR for Alice. */
-async function seedMarket(exchange: OpenExchange): Promise<MarketId> {
+async function seedMarket(exchange: LocalExchange): Promise<MarketId> {
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
   await exchange.submit({

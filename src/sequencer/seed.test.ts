@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { DEFAULT_CATALOGUE } from '../config/default-catalogue.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { openExchange } from './exchange.js';
 import { seedCatalogue } from './seed.js';
+import { openExchange } from './sequencer.js';
 
 test('seeding completes a catalogue that a killed first start left half-made, and then does nothing', async () => {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });

@@ -30,8 +30,8 @@ import {
   type FeedMessage,
   InProcessFeed,
 } from './committed-feed.js';
-import { type OpenExchange, openExchange } from './exchange.js';
 import { FeedGapError, followFeed, type MarketSnapshot, MarketView } from './market-view.js';
+import { type LocalExchange, openExchange } from './sequencer.js';
 
 const USERS = [1, 2, 3, 4] as UserId[];
 const START = 1_700_000_000_000_000;
@@ -48,7 +48,7 @@ const snapshotOverTheWire = (snapshot: MarketSnapshot): MarketSnapshot =>
   ).snapshot;
 
 /** A view built from a snapshot, following the feed over the wire format. */
-function follower(exchange: OpenExchange, snapshot: MarketSnapshot): { view: MarketView; stop: () => void } {
+function follower(exchange: LocalExchange, snapshot: MarketSnapshot): { view: MarketView; stop: () => void } {
   const view = MarketView.fromSnapshot(snapshotOverTheWire(snapshot));
   const stop = exchange.feed.subscribe(view.sequence + 1, (message) => {
     if (message.kind === 'gap') throw new Error('unexpected gap');
@@ -58,7 +58,7 @@ function follower(exchange: OpenExchange, snapshot: MarketSnapshot): { view: Mar
 }
 
 async function venue(): Promise<{
-  exchange: OpenExchange;
+  exchange: LocalExchange;
   markets: MarketId[];
   advance: (s: number) => void;
 }> {

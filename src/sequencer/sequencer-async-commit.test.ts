@@ -10,7 +10,7 @@ import { asyncStore } from '../store/async-store.js';
 import type { AsyncStore } from '../store/ports.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type CommitBatch, StoreUnavailableError } from '../store/store.js';
-import { type OpenExchange, openExchange, UncommittedReadError } from './exchange.js';
+import { type LocalExchange, openExchange, UncommittedReadError } from './sequencer.js';
 
 const BTC = 'BTC' as AssetCode;
 const EUR = 'EUR' as AssetCode;
@@ -49,7 +49,7 @@ class GatedLog {
   }
 }
 
-async function venue(): Promise<{ exchange: OpenExchange; log: GatedLog; id: MarketId }> {
+async function venue(): Promise<{ exchange: LocalExchange; log: GatedLog; id: MarketId }> {
   const log = new GatedLog();
   const exchange = await openExchange({ store: log.ports, probeIntervalMs: 60_000 });
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });

@@ -111,7 +111,12 @@ interface Pending {
   readonly reject: (error: Error) => void;
 }
 
-export interface OpenExchange extends Exchange {
+/**
+ * The exchange running in this process: the `Exchange` port adapters use, plus what its owner
+ * (the composition root, tools, tests) may do — checkpoints, the store, the state checks, close.
+ * Its counterpart on a gateway is `RemoteExchange` (src/cluster), the same port over NATS.
+ */
+export interface LocalExchange extends Exchange {
   submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
   /** Saves the committed state as checkpoint `name` (store.saveCheckpoint), replacing one of that name. */
   saveCheckpoint(name: string): Promise<CheckpointInfo>;
@@ -148,7 +153,7 @@ export interface OpenExchange extends Exchange {
   readonly clock: Clock;
 }
 
-/** What the engine's state check found (see OpenExchange.stateCheck). */
+/** What the engine's state check found (see LocalExchange.stateCheck). */
 export interface EngineStateCheck {
   /** SHA-256 (hex) of everything an engine snapshot restores: equal to a restore of the committed state. */
   readonly stateHash: string;
@@ -159,11 +164,11 @@ export interface EngineStateCheck {
 }
 
 /** Loads the committed state through the commit log, then starts the sequencer. */
-export async function openExchange(options: ExchangeOptions): Promise<OpenExchange> {
+export async function openExchange(options: ExchangeOptions): Promise<LocalExchange> {
   const ports = options.store;
   const engine = Engine.restore(await ports.loadSnapshot());
   const references = LedgerReferences.restore(await ports.loadLedgerReferences());
-  const exchange = new SequencedExchange(options, ports, engine, references);
+  const exchange = new Sequencer(options, ports, engine, references);
   await exchange.start();
   return exchange;
 }
@@ -176,7 +181,8 @@ export class UncommittedReadError extends Error {
   }
 }
 
-class SequencedExchange implements OpenExchange {
+/** The sequencer: the engine, stepped one group commit at a time (see the header). */
+class Sequencer implements LocalExchange {
   readonly store: AsyncStore;
   readonly clock: Clock;
   readonly catalogue: EngineCatalogue;

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, Price, UserId, Volume } from '../domain/types.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { openExchange } from './exchange.js';
 import { INITIAL_CHECKPOINT, keepInitialState } from './initial-state.js';
+import { openExchange } from './sequencer.js';
 
 async function seeded() {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });

@@ -5,7 +5,7 @@
  * with history and no such checkpoint (written by an earlier release) has no fresh state to go
  * back to, and a reset says so rather than guess one.
  */
-import type { OpenExchange } from './exchange.js';
+import type { LocalExchange } from './sequencer.js';
 
 export const INITIAL_CHECKPOINT = 'initial';
 
@@ -16,7 +16,7 @@ export const INITIAL_CHECKPOINT = 'initial';
  * the caller says so from `store.capabilities`).
  */
 export async function keepInitialState(
-  exchange: Pick<OpenExchange, 'store' | 'saveCheckpoint' | 'listCheckpoints' | 'commitLog'>,
+  exchange: Pick<LocalExchange, 'store' | 'saveCheckpoint' | 'listCheckpoints' | 'commitLog'>,
   options: { readonly replace?: boolean } = {},
 ): Promise<boolean> {
   if (!exchange.store.capabilities.checkpoints) return false;

@@ -9,7 +9,7 @@ import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volum
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { CheckpointError } from '../store/store.js';
-import { type OpenExchange, openExchange } from './exchange.js';
+import { type LocalExchange, openExchange } from './sequencer.js';
 
 const BTC = 'BTC' as AssetCode;
 const EUR = 'EUR' as AssetCode;
@@ -20,7 +20,7 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 let now = 1_700_000_000_000_000;
 const clock = () => now as Micros;
 
-async function venue(): Promise<{ exchange: OpenExchange; id: MarketId }> {
+async function venue(): Promise<{ exchange: LocalExchange; id: MarketId }> {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })), clock });
   await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
   await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
@@ -51,7 +51,7 @@ const order = (userId: UserId, marketId: MarketId, side: 'buy' | 'sell', price: 
   }) as const;
 
 /** What readers derive from the state: book, balances, last price, statistics, current candle. */
-async function view(exchange: OpenExchange, id: MarketId) {
+async function view(exchange: LocalExchange, id: MarketId) {
   const { sequence: _sequence, ...book } = exchange.book(id, 0);
   return {
     book,

@@ -14,8 +14,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { AssetSpec, MarketSpec, OrderStatus, OrderType, Side } from '../domain/types.js';
+import type { Account, AccountBook } from './account-book.js';
 import type { BookSide, Level, RestingOrder } from './book-side.js';
-import type { Account, Ledger } from './ledger.js';
 import type { Sequences } from './types.js';
 
 /** Bumped whenever the canonical form below changes, so hashes of different forms never match. */
@@ -54,7 +54,7 @@ export interface EngineStateView {
   readonly assets: readonly AssetSpec[];
   /** In id order. */
   readonly markets: readonly StateMarket[];
-  readonly ledger: Ledger;
+  readonly accounts: AccountBook;
   readonly openOrders: {
     readonly size: number;
     get(id: number): StateOrder | undefined;
@@ -105,7 +105,7 @@ export function hashState(view: EngineStateView): string {
   for (const m of view.markets) line(`market ${canonicalJson(m.spec)}`);
   const s = view.sequences;
   line(`sequences ${s.nextOrderId} ${s.nextTradeId} ${s.nextMarketId}`);
-  const { ledger } = view;
+  const { accounts: ledger } = view;
   view.assets.forEach((asset, i) => {
     line(`totals ${asset.code} ${ledger.netDeposits[i] ?? 0} ${ledger.fees[i] ?? 0}`);
   });
@@ -157,7 +157,7 @@ const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
  * - per asset, exactly (in BigInt): Σ (available + reserved) + fees = net deposits.
  */
 export function findViolation(view: EngineStateView): string | null {
-  const { ledger, openOrders, sequences } = view;
+  const { accounts: ledger, openOrders, sequences } = view;
   const assetCount = view.assets.length;
   for (const [name, n] of Object.entries(sequences)) {
     if (!Number.isSafeInteger(n) || n < 1) return `sequence ${name} is ${n}`;

@@ -26,9 +26,9 @@ import {
   type UserId,
   type Volume,
 } from '../domain/types.js';
+import { type Account, AccountBook } from './account-book.js';
 import { BookSide, type Level, type RestingOrder } from './book-side.js';
 import { type EngineStateView, findViolation, hashState, InternalStateError } from './engine-state.js';
-import { type Account, Ledger } from './ledger.js';
 import { OrderIndex } from './order-index.js';
 import type {
   BookLevels,
@@ -260,7 +260,7 @@ export class Engine {
   /** The same markets by id (ids are small and dense): every order finds its market here. */
   private readonly marketsById: (Market | undefined)[] = [];
   private readonly marketByPair = new Map<string, Market>();
-  private readonly ledger = new Ledger((i) => this.assets[i]!.code);
+  private readonly accountBook = new AccountBook((i) => this.assets[i]!.code);
   private readonly openOrders = new OrderIndex<LiveOrder>();
   /** Counts drains; a Level marked with the current value is already in its market's dirtyLevels. */
   private drainEpoch = 1;
@@ -294,17 +294,17 @@ export class Engine {
     for (const market of snapshot.markets) engine.addMarket(market);
     for (const t of snapshot.totals) {
       const i = engine.assetIndex.get(t.asset);
-      if (i !== undefined) engine.ledger.restoreTotals(i, t.netDeposits, t.fees);
+      if (i !== undefined) engine.accountBook.restoreTotals(i, t.netDeposits, t.fees);
     }
     for (const b of snapshot.balances) {
       const i = engine.assetIndex.get(b.asset);
       if (i === undefined) throw new Error(`balance in unknown asset ${b.asset}`);
-      engine.ledger.restoreBalance(b.userId, i, b.available, b.reserved);
+      engine.accountBook.restoreBalance(b.userId, i, b.available, b.reserved);
     }
     for (const o of snapshot.openOrders) {
       const market = engine.markets.get(o.marketId);
       if (market === undefined) throw new Error(`open order ${o.id} in unknown market ${o.marketId}`);
-      const account = engine.ledger.account(o.userId);
+      const account = engine.accountBook.account(o.userId);
       const order = new LiveOrder(
         o.id,
         o.userId,
@@ -379,7 +379,7 @@ export class Engine {
     const index = this.assets.length;
     this.assets.push(asset);
     this.assetIndex.set(asset.code, index);
-    this.ledger.addAsset(index);
+    this.accountBook.addAsset(index);
   }
 
   private createMarket(c: Extract<Command, { kind: 'createMarket' }>): CommandResult | undefined {
@@ -472,15 +472,15 @@ export class Engine {
     if (!isPositiveInt(amount))
       return reject('invalid_amount', 'The amount must be greater than zero.', 'amount');
     if (!isPositiveInt(userId)) return reject('invalid_amount', 'Unknown user.', 'user');
-    if ((this.ledger.netDeposits[asset] ?? 0) + amount > MAX_UNITS) {
+    if ((this.accountBook.netDeposits[asset] ?? 0) + amount > MAX_UNITS) {
       return reject(
         'too_large',
         'The deposit would exceed the largest amount this asset can hold.',
         'amount',
       );
     }
-    this.ledger.credit(this.ledger.account(userId), asset, amount);
-    this.ledger.changeNetDeposits(asset, amount);
+    this.accountBook.credit(this.accountBook.account(userId), asset, amount);
+    this.accountBook.changeNetDeposits(asset, amount);
     this.emit({ type: 'deposited', userId, asset: code, amount, time });
     return undefined;
   }
@@ -490,12 +490,12 @@ export class Engine {
     if (asset === undefined) return reject('unknown_asset', `Unknown asset ${code}.`, 'asset');
     if (!isPositiveInt(amount))
       return reject('invalid_amount', 'The amount must be greater than zero.', 'amount');
-    const account = this.ledger.peek(userId);
-    if (account === undefined || this.ledger.available(account, asset) < amount) {
+    const account = this.accountBook.peek(userId);
+    if (account === undefined || this.accountBook.available(account, asset) < amount) {
       return reject('insufficient_funds', 'The amount exceeds the available balance.', 'amount');
     }
-    this.ledger.debit(account, asset, amount);
-    this.ledger.changeNetDeposits(asset, -amount);
+    this.accountBook.debit(account, asset, amount);
+    this.accountBook.changeNetDeposits(asset, -amount);
     this.emit({ type: 'withdrawn', userId, asset: code, amount, time });
     return undefined;
   }
@@ -521,7 +521,7 @@ export class Engine {
       return reject('invalid_price', 'The price must be greater than zero.', 'price');
     if (!isPositiveInt(c.userId)) return reject('invalid_amount', 'Unknown user.', 'user');
     // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
-    const account = this.ledger.account(c.userId);
+    const account = this.accountBook.account(c.userId);
     let hold: number;
     let asset: number;
     if (c.side === 'sell') {
@@ -540,7 +540,7 @@ export class Engine {
     } else {
       // A market buy may spend at most what the buyer has available.
       asset = market.quote;
-      hold = this.ledger.available(account, asset);
+      hold = this.accountBook.available(account, asset);
       if (hold <= 0) return reject('insufficient_funds', 'Insufficient funds.', 'volume');
       // Decided before anything changes: funds that buy less than ordermin make an order that
       // would have been refused had it asked for that volume (its fills could even cost nothing).
@@ -554,7 +554,7 @@ export class Engine {
         );
       }
     }
-    if (this.ledger.available(account, asset) < hold)
+    if (this.accountBook.available(account, asset) < hold)
       return reject('insufficient_funds', 'Insufficient funds.', 'volume');
     // Every amount stays exact (docs/money.md): a limit order's volume in base units and the total
     // of the price level it may rest at (resting buys are bounded by no balance in base units). A
@@ -576,7 +576,7 @@ export class Engine {
       spare === undefined
         ? new LiveOrder(id, c.userId, account, market, c.side, c.type, price, c.volume, time)
         : spare.init(id, c.userId, account, market, c.side, c.type, price, c.volume, time);
-    this.ledger.reserve(account, asset, hold);
+    this.accountBook.reserve(account, asset, hold);
     order.reserved = hold;
     this.markDirty(order);
     const accepted = order.state();
@@ -664,13 +664,13 @@ export class Engine {
     const buyerFee = takerBuys ? takerFee : makerFee;
     const sellerFee = takerBuys ? makerFee : takerFee;
 
-    this.ledger.spendReserved(buyerAccount, market.quote, cost + buyerFee);
+    this.accountBook.spendReserved(buyerAccount, market.quote, cost + buyerFee);
     buyer.reserved -= cost + buyerFee;
-    this.ledger.credit(buyerAccount, market.base, baseUnits);
-    this.ledger.spendReserved(sellerAccount, market.base, baseUnits);
+    this.accountBook.credit(buyerAccount, market.base, baseUnits);
+    this.accountBook.spendReserved(sellerAccount, market.base, baseUnits);
     seller.reserved -= baseUnits;
-    this.ledger.credit(sellerAccount, market.quote, cost - sellerFee);
-    this.ledger.collectFee(market.quote, takerFee + makerFee);
+    this.accountBook.credit(sellerAccount, market.quote, cost - sellerFee);
+    this.accountBook.collectFee(market.quote, takerFee + makerFee);
 
     taker.remaining -= volume;
     taker.cost += cost;
@@ -822,7 +822,11 @@ export class Engine {
   /** Moves an order to a final status and gives back whatever it still holds. */
   private finish(order: LiveOrder, status: 'closed' | 'canceled', reason: string | null, time: Micros): void {
     const market = order.market;
-    this.ledger.release(order.account, order.side === 'buy' ? market.quote : market.base, order.reserved);
+    this.accountBook.release(
+      order.account,
+      order.side === 'buy' ? market.quote : market.base,
+      order.reserved,
+    );
     order.reserved = 0;
     order.status = status;
     order.reason = reason;
@@ -879,8 +883,8 @@ export class Engine {
     this.drainEpoch++;
     return {
       orders,
-      balances: this.ledger.drainBalances(),
-      totals: this.ledger.drainTotals(),
+      balances: this.accountBook.drainBalances(),
+      totals: this.accountBook.drainTotals(),
       levels,
       sequences: this.sequences(),
     };
@@ -896,8 +900,8 @@ export class Engine {
     return {
       assets: [...this.assets],
       markets: [...this.markets.values()].map((m) => m.spec),
-      balances: [...this.ledger.allBalances()],
-      totals: this.assets.map((_, i) => this.ledger.totalsRow(i)),
+      balances: [...this.accountBook.allBalances()],
+      totals: this.assets.map((_, i) => this.accountBook.totalsRow(i)),
       openOrders,
       sequences: this.sequences(),
     };
@@ -945,12 +949,12 @@ export class Engine {
 
   balance(userId: UserId, code: AssetCode): { available: Amount; reserved: Amount } {
     const asset = this.assetIndex.get(code);
-    const account = this.ledger.peek(userId);
+    const account = this.accountBook.peek(userId);
     if (asset === undefined || account === undefined)
       return { available: 0 as Amount, reserved: 0 as Amount };
     return {
-      available: this.ledger.available(account, asset) as Amount,
-      reserved: this.ledger.reservedOf(account, asset) as Amount,
+      available: this.accountBook.available(account, asset) as Amount,
+      reserved: this.accountBook.reservedOf(account, asset) as Amount,
     };
   }
 
@@ -977,7 +981,7 @@ export class Engine {
     return {
       assets: this.assets,
       markets: [...this.markets.values()].sort((a, b) => a.spec.id - b.spec.id),
-      ledger: this.ledger,
+      accounts: this.accountBook,
       openOrders: this.openOrders,
       sequences: this.sequences(),
       costOf: (market, price, volume) => this.costOf(market as Market, price, volume),
@@ -985,7 +989,7 @@ export class Engine {
   }
 
   /** The conservation invariant per asset, exact. */
-  audit(): ReturnType<Ledger['audit']> {
-    return this.ledger.audit(this.assets.length);
+  audit(): ReturnType<AccountBook['audit']> {
+    return this.accountBook.audit(this.assets.length);
   }
 }

@@ -28,7 +28,7 @@ import type { Logger } from 'pino';
 import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
 import { InternalStateError } from '../engine/engine-state.js';
-import { LedgerReferences } from '../engine/ledger-references.js';
+import { TransferReferences } from '../engine/transfer-references.js';
 import type {
   BalanceState,
   ChangeSet,
@@ -145,7 +145,7 @@ export interface LocalExchange extends Exchange {
   /** The engine's conservation audit (per asset); between steps only (see readCommitted). */
   audit(): ReturnType<Engine['audit']>;
   /**
-   * The engine's state check (Engine.stateHash, LedgerReferences.stateHash, validateInternalState),
+   * The engine's state check (Engine.stateHash, TransferReferences.stateHash, validateInternalState),
    * between steps only (see readCommitted). O(orders + balances): about a second per 100,000
    * resting orders, during which nothing else runs — an operator's check, not a probe.
    */
@@ -167,7 +167,7 @@ export interface EngineStateCheck {
 export async function openExchange(options: ExchangeOptions): Promise<LocalExchange> {
   const ports = options.store;
   const engine = Engine.restore(await ports.loadSnapshot());
-  const references = LedgerReferences.restore(await ports.loadLedgerReferences());
+  const references = TransferReferences.restore(await ports.loadLedgerReferences());
   const exchange = new Sequencer(options, ports, engine, references);
   await exchange.start();
   return exchange;
@@ -191,7 +191,7 @@ class Sequencer implements LocalExchange {
   readonly credentials: CredentialStore;
   private engine: Engine;
   /** Deposit and withdrawal references committed so far: restored and replaced with the engine. */
-  private references: LedgerReferences<LedgerEntry>;
+  private references: TransferReferences<LedgerEntry>;
   private candles = new CandleAggregator([]);
   private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
@@ -248,7 +248,7 @@ class Sequencer implements LocalExchange {
     options: ExchangeOptions,
     ports: AsyncStore,
     engine: Engine,
-    references: LedgerReferences<LedgerEntry>,
+    references: TransferReferences<LedgerEntry>,
   ) {
     this.store = ports;
     this.ports = ports;
@@ -699,7 +699,7 @@ class Sequencer implements LocalExchange {
   private async rebuild(): Promise<boolean> {
     try {
       const engine = Engine.restore(await this.ports.loadSnapshot());
-      const references = LedgerReferences.restore(await this.ports.loadLedgerReferences());
+      const references = TransferReferences.restore(await this.ports.loadLedgerReferences());
       this.engine = engine;
       this.references = references;
       await this.loadReadModels();

@@ -1,8 +1,8 @@
-/** LedgerReferences.stateHash: of the references and the entries kept, not of the order recorded. */
+/** TransferReferences.stateHash: of the references and the entries kept, not of the order recorded. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Amount, AssetCode, Micros, UserId } from '../domain/types.js';
-import { LedgerReferences, type ReferencedEntry } from './ledger-references.js';
+import { type ReferencedEntry, TransferReferences } from './transfer-references.js';
 
 const entry = (
   userId: number,
@@ -20,20 +20,20 @@ const entry = (
   }) satisfies ReferencedEntry;
 
 test('references hash alike whatever order distinct ones arrived in, and differ when one differs', () => {
-  const a = LedgerReferences.restore([
+  const a = TransferReferences.restore([
     entry(1, 'x'),
     entry(2, 'y'),
     entry(1, null),
     entry(1, 'y', 5, 'withdrawal'),
   ]);
-  const b = LedgerReferences.restore([entry(1, 'y', 5, 'withdrawal'), entry(2, 'y'), entry(1, 'x')]);
+  const b = TransferReferences.restore([entry(1, 'y', 5, 'withdrawal'), entry(2, 'y'), entry(1, 'x')]);
   assert.equal(a.stateHash(), b.stateHash());
   // A repeated reference keeps the first entry: recording it again changes nothing.
   b.record(entry(1, 'x', 999));
   assert.equal(a.stateHash(), b.stateHash());
-  const c = LedgerReferences.restore([entry(1, 'x', 101), entry(2, 'y'), entry(1, 'y', 5, 'withdrawal')]);
+  const c = TransferReferences.restore([entry(1, 'x', 101), entry(2, 'y'), entry(1, 'y', 5, 'withdrawal')]);
   assert.notEqual(c.stateHash(), a.stateHash());
-  const d = LedgerReferences.restore([entry(1, 'x'), entry(2, 'y')]);
+  const d = TransferReferences.restore([entry(1, 'x'), entry(2, 'y')]);
   assert.notEqual(d.stateHash(), a.stateHash());
-  assert.notEqual(new LedgerReferences().stateHash(), d.stateHash());
+  assert.notEqual(new TransferReferences().stateHash(), d.stateHash());
 });

@@ -20,12 +20,12 @@ export interface ReferencedEntry {
 const keyOf = (userId: UserId, kind: ReferencedEntry['kind'], reference: string): string =>
   `${userId}\u0000${kind}\u0000${reference}`;
 
-export class LedgerReferences<Entry extends ReferencedEntry = ReferencedEntry> {
+export class TransferReferences<Entry extends ReferencedEntry = ReferencedEntry> {
   private readonly entries = new Map<string, Entry>();
 
   /** From the committed entries that carry a reference, oldest first. */
-  static restore<E extends ReferencedEntry>(entries: Iterable<E>): LedgerReferences<E> {
-    const references = new LedgerReferences<E>();
+  static restore<E extends ReferencedEntry>(entries: Iterable<E>): TransferReferences<E> {
+    const references = new TransferReferences<E>();
     for (const entry of entries) references.record(entry);
     return references;
   }

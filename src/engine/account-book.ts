@@ -1,5 +1,6 @@
 /**
- * Balances with reservations. Each account holds, per asset, what is available and what open
+ * The account book: balances with reservations (what the interface calls a wallet; once named
+ * "ledger", a word that also meant deposit records and their references). Each account holds, per asset, what is available and what open
  * orders reserve; the exchange's fee account and the net deposits are kept per asset so the
  * conservation invariant (sum of available + reserved + fees = net deposits) can be checked at any time.
  * Assets are addressed by a dense index for speed; the engine maps codes to indexes.
@@ -25,7 +26,7 @@ const DENSE_USERS = 1 << 16;
 /** A whole number from 0 to DENSE_USERS - 1 (anything else, even "5" or 5.5, goes to the Map). */
 const isDense = (userId: number): boolean => userId >>> 0 === userId && userId < DENSE_USERS;
 
-export class Ledger {
+export class AccountBook {
   /** Every account, in the order opened. */
   private readonly accounts = new Map<number, Account>();
   /**

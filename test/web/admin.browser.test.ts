@@ -116,6 +116,8 @@ describe('operator console in a browser', { skip, timeout: 180_000 }, () => {
     await page.getByLabel('Email (optional)').fill('e2e-operator@example.org');
     await page.getByRole('button', { name: 'Create user' }).click();
     await page.getByText(/Created user \d+ \(e2e-operator@example.org\)/).waitFor();
+    // The console says so first, then reloads the list and selects the user (the address follows).
+    await page.waitForURL(/#\/users\/\d+$/);
     const userId = Number(/#\/users\/(\d+)/.exec(page.url())?.[1]);
     assert.ok(userId > 0, `the new user is selected (${page.url()})`);
     await page.getByRole('heading', { name: `User ${userId} e2e-operator@example.org` }).waitFor();

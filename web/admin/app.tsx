@@ -3,10 +3,10 @@
  * `#/…` address (a reload stays on the same view; no server-side routing needed).
  */
 import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { LedgerView } from './account-book.js';
 import { CatalogueView } from './catalogue.js';
 import { AdminClient, type Asset, readiness, storedToken, storeToken } from './client.js';
 import { HealthView } from './health.js';
+import { LedgerView } from './ledger.js';
 import { SignIn } from './sign-in.js';
 import { UsersView } from './users.js';
 

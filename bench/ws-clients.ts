@@ -41,7 +41,8 @@ const TRADE = Buffer.from('{"event":"update","channel":"trade.');
 const startsWith = (data: Buffer, prefix: Buffer): boolean =>
   data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
 // Inside the frame, the payload is JSON text in a JSON string: its quotes are escaped.
-const QTY = /\\"qty\\":\\"(\d+)\.(\d+)\\"/;
+// Global: one frame may carry several trades (batches coalesced), each with its own tag.
+const QTY = /\\"qty\\":\\"(\d+)\.(\d+)\\"/g;
 
 const buckets = new Float64Array(config.buckets);
 let tags = new Int32Array(1 << 16);
@@ -51,8 +52,10 @@ let other = 0;
 const closed: Record<string, number> = {};
 
 function recordTrade(data: Buffer, now: number): void {
-  const match = QTY.exec(data.toString('latin1'));
-  if (match === null) return;
+  for (const match of data.toString('latin1').matchAll(QTY)) recordTag(match, now);
+}
+
+function recordTag(match: RegExpMatchArray, now: number): void {
   if (arrivals === tags.length) {
     const moreTags = new Int32Array(tags.length * 2);
     moreTags.set(tags);

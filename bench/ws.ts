@@ -23,6 +23,9 @@
  * is about what the bare baseline itself can deliver on a 2-core machine that also runs the
  * clients; at lower rates both phases trivially deliver everything, at higher ones the machine
  * (mostly the kernel's loopback TCP work, one write per frame and client) is the limit for both.
+ * With `--gateways N` the bench runs against `openspot engine` and 1..N `openspot gateway`s
+ * instead (bench/ws-cluster.ts, its own options; needs PostgreSQL and NATS).
+ *
  * The bench expects the machine to itself: other busy processes skew every figure.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -516,4 +519,6 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// `--gateways N`: the split cluster (engine + gateways as OS processes), bench/ws-cluster.ts.
+if (argument('gateways') !== undefined) await import('./ws-cluster.js');
+else await main();

@@ -14,14 +14,15 @@
  *
  * Measured per phase: trade frames delivered per second (whole 100 ms buckets), the CPU time of
  * the engine and of each gateway (utime + stime from /proc/<pid>/stat), batches the engine
- * published (the stream's message count before and after), and the delay from each taker's 201
+ * published (the stream's message count before and after), the local nats-server's CPU (shared
+ * with anything else using it), and the delay from each taker's 201
  * to its trade frame at every client. With several rounds, medians per gateway count.
  *
  * Environment: TEST_DATABASE_URL (an admin connection; default postgres://postgres@127.0.0.1:5432/postgres)
  * and NATS_URL (default nats://127.0.0.1:4222).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -73,6 +74,22 @@ function processCpuMs(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of proc(5) (utime, stime); the slice starts at field 3.
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * The local nats-server's pid, when there is one on this machine: its CPU is where the stream's
+ * fan-out to the gateways happens. It is shared: other NATS users' work is counted too.
+ */
+function natsServerPid(): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server') return Number(entry);
+    } catch {
+      // A process that ended meanwhile.
+    }
+  }
+  return undefined;
 }
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -218,7 +235,9 @@ const percentile = (sorted: Float64Array, p: number): number =>
     : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
 interface PhaseResult {
@@ -227,6 +246,7 @@ interface PhaseResult {
   delivered: number;
   engineCpuMs: number;
   gatewayCpuMs: number[];
+  natsCpuMs: number;
   batches: number;
   p50: number;
   p99: number;
@@ -303,6 +323,8 @@ async function main(): Promise<void> {
         if (clients.connected !== CLIENTS)
           process.stdout.write(`warning: ${clients.connected} of ${CLIENTS} clients subscribed\n`);
         const pids = [engine, ...gateways].map((p) => p.child.pid!);
+        const natsPid = natsServerPid();
+        const natsBefore = natsPid === undefined ? Number.NaN : processCpuMs(natsPid);
         const cpuBefore = pids.map(processCpuMs);
         const benchBefore = process.cpuUsage();
         const batchesBefore = await streamMessages();
@@ -332,6 +354,7 @@ async function main(): Promise<void> {
         await Promise.all(inFlight);
         const runEnd = absNow();
         const cpuAfter = pids.map(processCpuMs);
+        const natsCpuMs = natsPid === undefined ? Number.NaN : processCpuMs(natsPid) - natsBefore;
         const batches = (await streamMessages()) - batchesBefore;
         const bench = process.cpuUsage(benchBefore);
         await sleep(DRAIN_MS);
@@ -351,6 +374,7 @@ async function main(): Promise<void> {
           delivered: deliveredPerSecond(reports, clients.epoch, start, Math.min(end, runEnd)),
           engineCpuMs: used[0]!,
           gatewayCpuMs: used.slice(1),
+          natsCpuMs,
           batches,
           p50: percentile(delays, 50),
           p99: percentile(delays, 99),
@@ -387,6 +411,7 @@ async function main(): Promise<void> {
         .at(-1)!
         .gatewayCpuMs.map((ms) => `${((ms / wall) * 100).toFixed(0)} %`)
         .join(' + '),
+      'nats-server CPU': `${((m((r) => r.natsCpuMs) / wall) * 100).toFixed(0)} %`,
       'server µs/delivery': m((r) => ((r.engineCpuMs + gatewaysCpu(r)) * 1000) / deliveries(r)).toFixed(1),
       'gateway µs/delivery': m((r) => (gatewaysCpu(r) * 1000) / deliveries(r)).toFixed(1),
       batches: m((r) => r.batches),

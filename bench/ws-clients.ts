@@ -41,7 +41,7 @@ const TRADE = Buffer.from('{"event":"update","channel":"trade.');
 const startsWith = (data: Buffer, prefix: Buffer): boolean =>
   data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
 // Inside the frame, the payload is JSON text in a JSON string: its quotes are escaped.
-// Global: one frame may carry several trades (batches coalesced), each with its own tag.
+// Global: one frame may carry several trades, each with its own tag.
 const QTY = /\\"qty\\":\\"(\d+)\.(\d+)\\"/g;
 
 const buckets = new Float64Array(config.buckets);

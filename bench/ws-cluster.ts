@@ -407,7 +407,7 @@ async function main(): Promise<void> {
       'frames/s delivered': Math.round(m((r) => r.delivered)),
       'of offered': `${((m((r) => r.delivered) / ((RATE / 2) * CLIENTS)) * 100).toFixed(1)} %`,
       'engine CPU': `${((m((r) => r.engineCpuMs) / wall) * 100).toFixed(0)} %`,
-      'gateways CPU': of
+      'gateways CPU (last round)': of
         .at(-1)!
         .gatewayCpuMs.map((ms) => `${((ms / wall) * 100).toFixed(0)} %`)
         .join(' + '),

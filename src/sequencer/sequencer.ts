@@ -193,9 +193,13 @@ class Sequencer implements LocalExchange {
   /** Deposit and withdrawal references committed so far: restored and replaced with the engine. */
   private references: TransferReferences<LedgerEntry>;
   private candles = new CandleAggregator([]);
+  /**
+   * Statistics, last prices and the newest trades as loaded from the store (at start, after a
+   * rebuild or a restore): what a MarketView snapshot taken here starts with. Not kept per batch:
+   * the view follows the batches, and readers ask it.
+   */
   private stats = new TradeStatsBook();
   private readonly lastPrices = new Map<MarketId, Price>();
-  /** The newest trades per market: what a MarketView snapshot taken here starts with. */
   private recentTrades = new RecentTrades();
   /** Every committed batch, numbered: what the readers' MarketView (and later, gateways) follow. */
   readonly feed: InProcessFeed;
@@ -450,11 +454,6 @@ class Sequencer implements LocalExchange {
     const { results, events, changes, trades, touched, ledger } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
-    for (const [marketId, list] of trades) {
-      this.lastPrices.set(marketId, list[list.length - 1]!.price);
-      this.recentTrades.add(marketId, list);
-    }
-    this.stats.record(touched);
     this.catalogue.committed(this.engine);
     const committed =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
@@ -811,16 +810,18 @@ class Sequencer implements LocalExchange {
       .map((asset) => ({ userId, asset: asset.code, ...engine.balance(userId, asset.code) }));
   }
 
+  // Market figures are the view's: it follows every committed batch, so the sequencer keeps its
+  // own last prices, statistics and recent trades only as loaded (for the view's snapshots).
   lastPrice(marketId: MarketId): Price | null {
-    return this.lastPrices.get(marketId) ?? null;
+    return this.view.lastPrice(marketId);
   }
 
   statsToday(marketId: MarketId, now: Micros): TradeStats {
-    return this.stats.today(marketId, now);
+    return this.view.statsToday(marketId, now);
   }
 
   stats24h(marketId: MarketId, now: Micros): TradeStats {
-    return this.stats.rolling24h(marketId, now);
+    return this.view.stats24h(marketId, now);
   }
 
   /** The current candle of an interval, if any trade ever happened in the market. */

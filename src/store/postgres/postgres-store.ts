@@ -100,9 +100,10 @@ type WriterSettings = Required<
  * engine state no longer matches the database, and writing from it would corrupt the venue
  * (ids handed out twice, balances spent twice). The lock alone cannot tell, the term can.
  */
-const TAKE_TERM = `INSERT INTO meta (key, value) VALUES ('writerTerm', 1)
+export const WRITER_TERM_KEY = 'writerTerm';
+const TAKE_TERM = `INSERT INTO meta (key, value) VALUES ('${WRITER_TERM_KEY}', 1)
   ON CONFLICT (key) DO UPDATE SET value = meta.value + 1 RETURNING value::text AS term`;
-const READ_TERM = `SELECT value::text AS term FROM meta WHERE key = 'writerTerm'`;
+const READ_TERM = `SELECT value::text AS term FROM meta WHERE key = '${WRITER_TERM_KEY}'`;
 
 export const SUPERSEDED_REASON = 'another engine took over';
 

@@ -84,12 +84,19 @@ export async function startEngine(
   const names = subjects(cluster.subjectPrefix);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
+  let fatal: (() => void) | undefined;
   const { store } = await openConfiguredStore(
     config,
     false,
     options.standby
       ? { onLockWait: (holder) => logger.info({ holder }, 'standby: waiting for the writer lock') }
       : undefined,
+    // Its state is stale: leave the command subject at once (a zombie subscriber there would
+    // answer gateways with 503s) and exit, for the supervisor to restart it.
+    (message) => {
+      logger.error({ reason: message }, 'superseded as the writer; stopping');
+      fatal?.();
+    },
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
   let exchange: LocalExchange;
@@ -105,7 +112,6 @@ export async function startEngine(
 
   const nc = await connectNats(cluster.natsUrl, 'openspot-engine');
   let stopping = false;
-  let fatal: (() => void) | undefined;
   const served = await serveCluster(exchange, nc, {
     stream: cluster.stream,
     subjects: names,

@@ -46,7 +46,9 @@ function venue(sequence: number, users: number): EngineSnapshot {
 }
 
 /** An engine (SnapshotChunks) with a movable clock, and the requester a gateway would use. */
-function engine(options: { maxPayload?: number; holdMs?: number; maxHeld?: number } = {}) {
+function engine(
+  options: { maxPayload?: number; holdMs?: number; maxHeld?: number; cheapSequence?: boolean } = {},
+) {
   let state = venue(5, 300);
   let now = 1_000_000;
   let takes = 0;
@@ -60,6 +62,7 @@ function engine(options: { maxPayload?: number; holdMs?: number; maxHeld?: numbe
       maxPayload: () => options.maxPayload ?? 2_000,
       holdMs: options.holdMs ?? 10_000,
       maxHeld: options.maxHeld ?? 8,
+      ...(options.cheapSequence === true ? { sequence: () => state.sequence } : {}),
       now: () => now,
     },
   );
@@ -118,6 +121,22 @@ test('a snapshot larger than one message arrives in chunks, checked and equal to
   const later = await assembleSnapshot(e.request, SUBJECT);
   assert.equal(later.sequence, 6);
   assert.equal(e.chunks.size, 2);
+});
+
+test('given the sequence cheaply, the engine takes no new snapshot while it holds one at that sequence', async () => {
+  const e = engine({ cheapSequence: true });
+  await assembleSnapshot(e.request, SUBJECT);
+  await assembleSnapshot(e.request, SUBJECT);
+  assert.equal(e.takes, 1);
+  e.state = venue(6, 300);
+  assert.equal((await assembleSnapshot(e.request, SUBJECT)).sequence, 6);
+  assert.equal(e.takes, 2);
+  // Without it, each request takes a snapshot (to learn its sequence) but encodes it only once.
+  const plain = engine();
+  await assembleSnapshot(plain.request, SUBJECT);
+  await assembleSnapshot(plain.request, SUBJECT);
+  assert.equal(plain.takes, 2);
+  assert.equal(plain.chunks.size, 1);
 });
 
 test('a small snapshot is one chunk: the head carries all of it', async () => {

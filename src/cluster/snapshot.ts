@@ -179,6 +179,8 @@ export interface SnapshotChunksOptions {
   readonly maxPayload: () => number | undefined;
   readonly holdMs?: number;
   readonly maxHeld?: number;
+  /** The sequence `take()` would return, read without taking: a held snapshot at it is served as it is. */
+  readonly sequence?: () => number;
   /** The clock expiry is judged by (tests move it). */
   readonly now?: () => number;
 }
@@ -238,10 +240,12 @@ export class SnapshotChunks {
   }
 
   private head(): Uint8Array {
-    const snapshot = this.take();
-    let held = [...this.held.values()].find((h) => h.sequence === snapshot.sequence);
+    // Without a cheap sequence, the snapshot is taken to learn it (and encoded only if new).
+    const snapshot = this.options.sequence === undefined ? this.take() : undefined;
+    const sequence = snapshot?.sequence ?? this.options.sequence?.();
+    let held = [...this.held.values()].find((h) => h.sequence === sequence);
     if (held !== undefined) held = this.use(held.id);
-    if (held === undefined) held = this.hold(snapshot);
+    held ??= this.hold(snapshot ?? this.take());
     return frameBytes(
       'snapshot-head',
       {
@@ -325,7 +329,13 @@ export function serveSnapshots(
   take: () => EngineSnapshot,
   subject = DEFAULT_SNAPSHOT_SUBJECT,
   onError?: (error: unknown) => void,
-  options: { readonly holdMs?: number; readonly maxHeld?: number; readonly maxPayload?: number } = {},
+  options: {
+    readonly holdMs?: number;
+    readonly maxHeld?: number;
+    readonly maxPayload?: number;
+    /** The sequence `take()` would return, cheaply (saves taking a snapshot already held). */
+    readonly sequence?: () => number;
+  } = {},
 ): ServedSnapshots {
   // This engine's own chunk subject: a chunk request can only reach the process that holds the id.
   const chunkSubject = `${subject}.${randomBytes(8).toString('hex')}`;
@@ -334,6 +344,7 @@ export function serveSnapshots(
     maxPayload: () => options.maxPayload ?? nc.info?.max_payload,
     ...(options.holdMs === undefined ? {} : { holdMs: options.holdMs }),
     ...(options.maxHeld === undefined ? {} : { maxHeld: options.maxHeld }),
+    ...(options.sequence === undefined ? {} : { sequence: options.sequence }),
   });
   const callback = (
     error: Error | null,

@@ -268,19 +268,35 @@ test('misplaced, short or foreign chunks and bad frames are refused', async () =
   }
 });
 
-test('the engine refuses requests it cannot read, and answers gone for a chunk it does not have', () => {
+test('the engine refuses requests it cannot read (saying why), and answers gone for a chunk it does not have', async () => {
   const e = engine();
-  assert.throws(() => e.chunks.answer(new TextEncoder().encode('')), WireFormatError);
-  assert.throws(() => e.chunks.answer(jsonBytes({ v: 1, t: 'snapshot-request', b: {} })), /version 1/);
-  assert.throws(
-    () => e.chunks.answer(jsonBytes({ v: 2, t: 'snapshot-head', b: {} })),
-    /where snapshot-request/,
+  const answer = (value: unknown) => new TextDecoder().decode(e.chunks.answer(jsonBytes(value)));
+  const reason = (reply: string) => (JSON.parse(reply) as { t: string; b: { reason: string } }).b.reason;
+  // What a version 1 gateway sends (an empty request), and frames of the wrong version or type.
+  assert.match(
+    new TextDecoder().decode(e.chunks.answer(new Uint8Array(0))),
+    /"t":"snapshot-refused".*not JSON/,
   );
-  const gone = new TextDecoder().decode(
-    e.chunks.answer(
-      jsonBytes({ v: 2, t: 'snapshot-chunk-request', b: { id: "'0123456789abcdef", chunk: '#1' } }),
-    ),
+  assert.match(reason(answer({ v: 1, t: 'snapshot-request', b: {} })), /version 1, this side speaks 2/);
+  assert.match(reason(answer({ v: 2, t: 'snapshot-head', b: {} })), /where snapshot-request/);
+  assert.match(
+    reason(answer({ v: 2, t: 'snapshot-chunk-request', b: { id: "'x", chunk: '#1' } })),
+    /\$\.b\.id/,
   );
-  assert.equal(gone, '{"v":2,"t":"snapshot-gone","b":{"id":"\'0123456789abcdef"}}');
+  assert.equal(
+    answer({ v: 2, t: 'snapshot-chunk-request', b: { id: "'0123456789abcdef", chunk: '#1' } }),
+    '{"v":2,"t":"snapshot-gone","b":{"id":"\'0123456789abcdef"}}',
+  );
   assert.equal(e.takes, 0);
+  // The gateway side of a refusal: the fetch fails at once, with the engine's reason.
+  e.meddle(() =>
+    jsonBytes({ v: 2, t: 'snapshot-refused', b: { reason: "'malformed message at $.v: version 3" } }),
+  );
+  await assert.rejects(
+    assembleSnapshot(e.request, SUBJECT),
+    /the engine refused the request \(malformed message at \$\.v: version 3\)/,
+  );
+  // A version 1 engine's answer (one `snapshot` frame) is refused by version.
+  e.meddle(() => jsonBytes({ v: 1, t: 'snapshot', b: {} }));
+  await assert.rejects(assembleSnapshot(e.request, SUBJECT), /version 1, this side speaks 2/);
 });

@@ -16,6 +16,8 @@
  *    so no other process can answer for an id it does not hold): `snapshot-chunk-request`
  *    {id, chunk} → `snapshot-chunk` {id, chunk} and the bytes, or `snapshot-gone` {id} when the
  *    engine no longer holds that snapshot;
+ *    a request the engine cannot read (another version, say) is answered `snapshot-refused`
+ *    {reason}, so the asking side fails at once with the reason rather than after a timeout;
  * 3. the gateway checks every chunk's place and length, the total size and the SHA-256, and only
  *    then decodes. Anything wrong (a chunk that does not come, a snapshot gone, a bad hash) rejects
  *    the whole fetch: its caller asks again from step 1, never uses part of a snapshot.
@@ -81,7 +83,8 @@ type SnapshotFrameType =
   | 'snapshot-chunk-request'
   | 'snapshot-head'
   | 'snapshot-chunk'
-  | 'snapshot-gone';
+  | 'snapshot-gone'
+  | 'snapshot-refused';
 
 interface Head {
   readonly id: string;
@@ -143,6 +146,7 @@ const FIELDS: Readonly<Record<SnapshotFrameType, readonly string[]>> = {
   'snapshot-head': ['id', 'size', 'chunks', 'sha256', 'subject'],
   'snapshot-chunk': ['id', 'chunk'],
   'snapshot-gone': ['id'],
+  'snapshot-refused': ['reason'],
 };
 
 function count(value: unknown, path: string, min: number): number {
@@ -181,6 +185,8 @@ export interface SnapshotChunksOptions {
   readonly maxHeld?: number;
   /** The sequence `take()` would return, read without taking: a held snapshot at it is served as it is. */
   readonly sequence?: () => number;
+  /** Told of each request refused as unreadable (the engine logs it). */
+  readonly onRefused?: (error: WireFormatError) => void;
   /** The clock expiry is judged by (tests move it). */
   readonly now?: () => number;
 }
@@ -217,12 +223,20 @@ export class SnapshotChunks {
     this.now = options.now ?? Date.now;
   }
 
-  /** The reply to a request (throws a WireFormatError for a request it cannot read). */
+  /** The reply to a request (`snapshot-refused` for one it cannot read). */
   answer(request: Uint8Array): Uint8Array {
-    const { type, fields } = readFrame(request, ['snapshot-request', 'snapshot-chunk-request'], FIELDS);
-    if (type === 'snapshot-request') return this.head();
-    const id = text(fields.id, '$.b.id', ID_TEXT);
-    const chunk = count(fields.chunk, '$.b.chunk', 0);
+    let id: string;
+    let chunk: number;
+    try {
+      const { type, fields } = readFrame(request, ['snapshot-request', 'snapshot-chunk-request'], FIELDS);
+      if (type === 'snapshot-request') return this.head();
+      id = text(fields.id, '$.b.id', ID_TEXT);
+      chunk = count(fields.chunk, '$.b.chunk', 0);
+    } catch (error) {
+      if (!(error instanceof WireFormatError)) throw error;
+      this.options.onRefused?.(error);
+      return frameBytes('snapshot-refused', { reason: error.message });
+    }
     const held = this.use(id);
     if (held === undefined || chunk >= held.chunks) return frameBytes('snapshot-gone', { id });
     return frameBytes('snapshot-chunk', { id, chunk }, this.slice(held, chunk));
@@ -345,6 +359,7 @@ export function serveSnapshots(
     ...(options.holdMs === undefined ? {} : { holdMs: options.holdMs }),
     ...(options.maxHeld === undefined ? {} : { maxHeld: options.maxHeld }),
     ...(options.sequence === undefined ? {} : { sequence: options.sequence }),
+    ...(onError === undefined ? {} : { onRefused: onError }),
   });
   const callback = (
     error: Error | null,
@@ -391,9 +406,10 @@ export async function assembleSnapshot(
 ): Promise<FetchedSnapshot> {
   const first = readFrame(
     await request(subject, frameBytes('snapshot-request', {})),
-    ['snapshot-head'],
+    ['snapshot-head', 'snapshot-refused'],
     FIELDS,
   );
+  if (first.type === 'snapshot-refused') throw refused(first.fields.reason);
   const head: Head = {
     id: text(first.fields.id, '$.b.id', ID_TEXT),
     size: count(first.fields.size, '$.b.size', 1),
@@ -418,9 +434,10 @@ export async function assembleSnapshot(
       const chunk = next++;
       const reply = readFrame(
         await request(head.subject, frameBytes('snapshot-chunk-request', { id: head.id, chunk })),
-        ['snapshot-chunk', 'snapshot-gone'],
+        ['snapshot-chunk', 'snapshot-gone', 'snapshot-refused'],
         FIELDS,
       );
+      if (reply.type === 'snapshot-refused') throw refused(reply.fields.reason);
       if (reply.fields.id !== head.id)
         throw new SnapshotTransferError(`asked for snapshot ${head.id}, got ${String(reply.fields.id)}`);
       if (reply.type === 'snapshot-gone')
@@ -449,6 +466,10 @@ export async function assembleSnapshot(
     throw new SnapshotTransferError(`snapshot ${head.id} is ${bytes.length} bytes, announced ${head.size}`);
   if (sha256(bytes) !== head.sha256) throw new SnapshotTransferError(`snapshot ${head.id}: SHA-256 mismatch`);
   return { ...decodeSnapshot(bytes), bytes: head.size, chunks: head.chunks };
+}
+
+function refused(reason: unknown): WireFormatError {
+  return new WireFormatError('$', `the engine refused the request (${String(reason)})`);
 }
 
 /** The gateway side: one whole snapshot from the engine (rejects on any failure; ask again). */

@@ -25,7 +25,7 @@ import type { GatewayStore } from '../store/postgres/reader.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { serveCluster, subjects } from './engine-node.js';
 import { RemoteExchange } from './remote-exchange.js';
-import { encodeSnapshot, fetchSnapshot } from './snapshot.js';
+import { encodeSnapshot, fetchSnapshot, SnapshotChunks } from './snapshot.js';
 
 /** BIG_SNAPSHOT_USERS sets another number, to measure a larger venue (3 balances each). */
 const USERS = Number(process.env.BIG_SNAPSHOT_USERS ?? 12_000);
@@ -33,6 +33,7 @@ const USERS = Number(process.env.BIG_SNAPSHOT_USERS ?? 12_000);
 const DEPTH = 3_000;
 const MiB = 1024 * 1024;
 
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const noStore = new Proxy({} as GatewayStore, {
   get: (_target, property) => {
     throw new Error(`unexpected store access: ${String(property)}`);
@@ -50,7 +51,11 @@ async function submitAll(exchange: LocalExchange, commands: readonly Command[]):
   }
 }
 
-async function bigVenue(t: { after(fn: () => Promise<void> | void): void }): Promise<LocalExchange> {
+async function bigVenue(
+  t: { after(fn: () => Promise<void> | void): void },
+  users = USERS,
+  depth = DEPTH,
+): Promise<LocalExchange> {
   const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
   const exchange = await openExchange({ store });
   t.after(async () => {
@@ -71,7 +76,7 @@ async function bigVenue(t: { after(fn: () => Promise<void> | void): void }): Pro
       takerFee: 0 as FeeRate,
     });
   const deposits: Command[] = [];
-  for (let u = 1; u <= USERS; u++)
+  for (let u = 1; u <= users; u++)
     for (const [asset, amount] of [
       ['BTC', 1_000_000 + u],
       ['ETH', 2_000_000 + u],
@@ -85,7 +90,7 @@ async function bigVenue(t: { after(fn: () => Promise<void> | void): void }): Pro
       });
   await submitAll(exchange, deposits);
   const orders: Command[] = [];
-  for (let i = 0; i < DEPTH; i++) {
+  for (let i = 0; i < depth; i++) {
     const userId = (i + 1) as UserId;
     orders.push(limit(userId, btc, 'sell', 3_000_000 + i * 7, 100 + (i % 13)));
     orders.push(limit(userId, eth, 'buy', 200_000 - i * 3, 500 + (i % 11)));
@@ -247,5 +252,84 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
         `engine encode ${ms(encodeMs)}; gateway start (RemoteExchange.open) ${ms(openMs)}; ` +
         `fetchSnapshot alone ${ms(fetchMs)}; gap → repaired view ${ms(repairMs)}`,
     );
+  });
+});
+
+describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
+  test('a damaged chunk, then a snapshot gone: the gateway fetches again from the start, never uses part of one', async (t) => {
+    const exchange = await bigVenue(t, 1_500, 300);
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const name = uniqueName('SNAPSHOT_RETRY');
+    deleteStreamAfter(t, name);
+    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
+    const names = subjects(`test.${name}.engine`);
+    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    let servedClosed = false;
+    t.after(() => (servedClosed ? undefined : served.close()));
+    // A snapshot service of this test's own on another subject, in small chunks, that damages the
+    // first transfer's third chunk and drops the second transfer's snapshot after its head.
+    const subject = `test.${name}.chunked`;
+    const chunks = new SnapshotChunks(
+      () => ({ sequence: served.streamSequence(exchange.view.sequence), snapshot: exchange.view.snapshot() }),
+      { chunkSubject: `${subject}.own`, maxPayload: () => 64 * 1024 },
+    );
+    let heads = 0;
+    let chunkReplies = 0;
+    const answer = (data: Uint8Array, isHead: boolean): Uint8Array => {
+      const reply = chunks.answer(data);
+      if (isHead) {
+        heads += 1;
+        // The second transfer: the engine lets go of its snapshot right after the head.
+        if (heads === 2) chunks.clear();
+        return reply;
+      }
+      chunkReplies += 1;
+      if (heads === 1 && chunkReplies === 2) {
+        const damaged = Uint8Array.from(reply);
+        damaged[damaged.length - 1] = (damaged[damaged.length - 1] ?? 0) ^ 0x01;
+        return damaged;
+      }
+      return reply;
+    };
+    const subs = [
+      gatewayNc.subscribe(subject, { callback: (_e, m) => void m.respond(answer(m.data, true)) }),
+      gatewayNc.subscribe(`${subject}.own`, { callback: (_e, m) => void m.respond(answer(m.data, false)) }),
+    ];
+    t.after(() => {
+      for (const sub of subs) sub.unsubscribe();
+      chunks.clear();
+    });
+    await gatewayNc.flush();
+    const remote = await RemoteExchange.open({
+      nc: gatewayNc,
+      store: noStore,
+      logger: silent,
+      stream,
+      commandSubject: names.commands,
+      snapshotSubject: subject,
+      pingSubject: names.ping,
+    });
+    t.after(() => remote.close());
+    assert.equal(heads, 3, 'a damaged transfer, one whose snapshot was gone, then a whole one');
+    assert.ok(chunkReplies > 6, `${chunkReplies} chunk replies`);
+    assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
+    // It follows the engine from there.
+    await remote.submit({
+      kind: 'deposit',
+      userId: 4 as UserId,
+      asset: 'BTC' as AssetCode,
+      amount: 3 as Amount,
+    });
+    await until(
+      () =>
+        remote.balances(4 as UserId).find((b) => b.asset === 'BTC')?.available ===
+        exchange.view.balances(4 as UserId).find((b) => b.asset === 'BTC')?.available,
+      'the deposit',
+    );
+    // Closed here, while the connections are open (the hooks close the connections first).
+    await remote.close();
+    await served.close();
+    servedClosed = true;
   });
 });

@@ -6,7 +6,8 @@
  * - every committed-feed entry published to the JetStream batch stream (BatchPublishQueue: a
  *   commit never waits for NATS);
  * - the market snapshot (the MarketView and the stream batch sequence it includes) on request,
- *   for gateways that start or repair a gap; a ping answered with whether commands are taken.
+ *   in chunks that fit max_payload (snapshot.ts), for gateways that start or repair a gap; a
+ *   ping answered with whether commands are taken.
  *
  * Stream numbering across engine starts: the feed counts from 0 at each start, so the engine
  * numbers the stream after what it already holds. Its first message is a `reset` carrying the
@@ -233,6 +234,7 @@ export async function serveCluster(
     () => ({ sequence: offset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
     names.snapshot,
     (error) => logger.error({ err: error }, 'could not answer a snapshot request'),
+    { sequence: () => offset + exchange.view.sequence },
   );
   const takesCommands = options.takesCommands ?? (() => true);
   const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);

@@ -431,6 +431,10 @@ describe(
         records.filter((r) => r.outcome === outcome).length;
       const summary = {
         seed: SEED,
+        standbyAfterKillMs: {
+          lockHeld: loggedAt(standby, 'writer lock held') - killed,
+          takingCommands: loggedAt(standby, 'taking commands over NATS') - killed,
+        },
         failoverMs: Object.fromEntries(failover.map((f) => [f.gateway, f.ms])),
         perGateway: Object.fromEntries(loads.map((l) => [l.name, l.counts])),
         placements: {
@@ -460,6 +464,16 @@ describe(
     });
   },
 );
+
+/** When a process logged a line whose message contains `text` (pino's `time`, epoch ms); NaN if never. */
+function loggedAt(started: ClusterProcess, text: string): number {
+  for (const line of started.output().split('\n')) {
+    if (!line.startsWith('{') || !line.includes(text)) continue;
+    const { time, msg } = JSON.parse(line) as { time?: unknown; msg?: unknown };
+    if (typeof msg === 'string' && msg.includes(text) && typeof time === 'number') return time;
+  }
+  return Number.NaN;
+}
 
 function zeroCounts(): Record<Outcome, number> {
   return { pending: 0, ack: 0, refused: 0, unanswered: 0, unavailable: 0 };

@@ -9,8 +9,7 @@ import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { connectRealtime } from '../src/client/realtime.js';
-import { startClusterProcess, waitUntil } from './support/cluster.js';
-import { clusterEnv, on, trader } from './support/cluster-env.js';
+import { clusterEnv, eventually, on, startClusterProcess, trader, waitUntil } from './support/cluster.js';
 import { NATS_SKIP_REASON, natsRelay, TEST_NATS_URL } from './support/nats.js';
 import { POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
 
@@ -22,19 +21,6 @@ const skip =
       : undefined;
 if (skip !== undefined) process.stdout.write(`# cluster end-to-end test skipped: ${skip}\n`);
 
-async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
   test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
     const env = await clusterEnv(t);
@@ -44,8 +30,8 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
     ]);
 
-    const seller = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '2');
-    const buyer = await trader(engine.url, env.ADMIN_TOKEN!, 'EUR', '100000');
+    const seller = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '2' });
+    const buyer = await trader(engine.url, env.ADMIN_TOKEN!, { EUR: '100000' });
 
     // A pusher-js client on B, as the seller: the book, the trades and its own executions.
     const rt = connectRealtime({
@@ -160,7 +146,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       },
     );
     const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
-    const maker = await trader(primary.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const maker = await trader(primary.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const client = on(gateway, maker);
     // Acknowledged orders before the kill: every one must be there after the takeover.
     const before: number[] = [];
@@ -268,7 +254,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
     ]);
-    const maker = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const watch = (gateway: { url: string }) => {
       const rt = connectRealtime({
         wsHost: '127.0.0.1',
@@ -329,7 +315,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       ENGINE_PORT: '0',
     });
     const gateway = await startClusterProcess(t, ['gateway'], { ...env, NATS_URL: relay.url, PORT: '0' });
-    const maker = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '100');
+    const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '100' });
     const client = on(gateway, maker);
     const acknowledged = new Map<string, number>();
     const inDoubt = new Set<string>();

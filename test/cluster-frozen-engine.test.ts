@@ -19,8 +19,8 @@ import { describe, test } from 'node:test';
 import { OpenSpotClient } from '../src/client/client.js';
 import { checkLedger, replayCheck } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
-import { startClusterProcess, waitUntil } from './support/cluster.js';
-import { clusterEnv, on, trader } from './support/cluster-env.js';
+import { clusterEnv, listeningUrl, on, startClusterProcess, trader, waitUntil } from './support/cluster.js';
+
 import { NATS_SKIP_REASON, TEST_NATS_URL } from './support/nats.js';
 import { POSTGRES_SKIP_REASON, queryDatabase, TEST_DATABASE_URL } from './support/postgres.js';
 
@@ -48,7 +48,7 @@ describe('a primary engine that freezes (machine gone)', skip === undefined ? {}
       { ready: /standby: waiting for the writer lock/ },
     );
     const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
-    const maker = await trader(primary.url, env.ADMIN_TOKEN!, 'BTC', '10');
+    const maker = await trader(primary.url, env.ADMIN_TOKEN!, { BTC: '10' });
     const client = on(gateway, maker);
     const acknowledged: number[] = [];
     for (let i = 0; i < 5; i++) acknowledged.push((await client.createOrder(sell())).id!);
@@ -128,10 +128,7 @@ describe('a primary engine that freezes (machine gone)', skip === undefined ? {}
     // engine (balances, reservations, books in time priority, counters) is a restore of it.
     const committed = await readCommittedPostgres(env.DATABASE_URL!);
     assert.deepEqual([...checkLedger(committed), ...replayCheck(committed)], []);
-    const standbyUrl = /"url":"(http:\/\/[^"]+)","msg":"OpenSpot engine is listening/.exec(
-      standby.output(),
-    )?.[1];
-    assert.ok(standbyUrl !== undefined, standby.output());
+    const standbyUrl = await listeningUrl(standby);
     const response = await fetch(`${standbyUrl}/admin/v1/engine/state`, {
       headers: { authorization: `Bearer ${env.ADMIN_TOKEN}` },
     });

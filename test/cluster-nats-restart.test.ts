@@ -31,8 +31,15 @@ import { describeDifference, type MarketBook } from './crash/book-hash.js';
 import { checkLedger, committedBooks } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
 import { fromUnits, seededRandom, toUnits } from './crash/http-client.js';
-import { type ClusterProcess, startClusterProcess, waitUntil } from './support/cluster.js';
-import { clusterEnv, type Trader, trader } from './support/cluster-env.js';
+import {
+  type ClusterProcess,
+  clusterEnv,
+  startClusterProcess,
+  type Trader,
+  trader,
+  waitUntil,
+} from './support/cluster.js';
+
 import { NATS_SKIP_REASON, natsConnection, TEST_NATS_URL } from './support/nats.js';
 import { privateNatsServer } from './support/nats-server.js';
 import { POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
@@ -74,7 +81,7 @@ async function deposit(engineUrl: string, adminToken: string, to: Trader, amount
 
 /** A funded trader: BTC and EUR, both through the engine's admin API. */
 async function fundedTrader(engineUrl: string, adminToken: string): Promise<Trader> {
-  const made = await trader(engineUrl, adminToken, 'BTC', '100');
+  const made = await trader(engineUrl, adminToken, { BTC: '100' });
   await deposit(engineUrl, adminToken, made, '10000000');
   return made;
 }

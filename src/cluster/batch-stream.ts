@@ -329,6 +329,27 @@ export class BatchPublisher {
     return this.publishEncoded(sequence, encodeBatch({ sequence, payload }));
   }
 
+  /**
+   * Publishes `payload` as the batch after the last one in the stream, whatever that is when it
+   * arrives, and resolves with the batch sequence it took. For an engine's first message, its
+   * `reset`: a whole state, meaningful under any number. A batch that the previous engine sent
+   * just before it died can reach the server after this publisher read the stream's end; it then
+   * holds the number the reset expected, and the reset goes after it instead of being taken for
+   * a fork (which would stop the new engine and leave the venue without one).
+   */
+  async publishAtEnd(payload: ExactValue, attempts = 5): Promise<number> {
+    for (let attempt = 1; ; attempt += 1) {
+      const sequence = (this.lastBatch ?? 0) + 1;
+      try {
+        await this.publish(sequence, payload);
+        return sequence;
+      } catch (error) {
+        if (!(error instanceof StreamForkError) || attempt >= attempts) throw error;
+        await this.refresh();
+      }
+    }
+  }
+
   /** As publish, with the envelope already encoded (encodeBatch({ sequence, payload })). */
   async publishEncoded(sequence: number, bytes: Uint8Array): Promise<PublishOutcome> {
     batchSequence(sequence, 'sequence');

@@ -305,6 +305,11 @@ export class ChunkHolder<Tag = undefined> {
     return new Promise((resolve) => this.emptied.push(resolve));
   }
 
+  /** Lets go of one transfer (its head could not be sent: nobody will ask for it). */
+  release(transfer: HeldTransfer<Tag>): void {
+    this.drop(transfer.id);
+  }
+
   /** Drops every held transfer (the engine stops answering). */
   clear(): void {
     for (const id of [...this.held.keys()]) this.drop(id);

@@ -27,7 +27,7 @@ import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node'
 import type { OnceResult } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
-import { ChunkHolder, DEFAULT_MAX_PAYLOAD } from './chunked.js';
+import { ChunkHolder, DEFAULT_MAX_PAYLOAD, type HeldTransfer } from './chunked.js';
 import { type CommandReply, type CommandRequest, decodeCommandRequest, encodeCommandReply } from './codec.js';
 import { type CommandSubmitter, DEADLINE_HEADER, DEFAULT_COMMAND_SUBJECT } from './command-client.js';
 
@@ -206,16 +206,21 @@ export class CommandService {
   }
 
   private respond(msg: Msg, reply: CommandReply): void {
+    let held: HeldTransfer<undefined> | undefined;
     try {
       const bytes = encodeCommandReply(reply);
       // The normal case: the reply fits, and goes as it is (no hashing, no extra round trip).
-      // Too large, it is held and its head goes in its place; the gateway fetches the chunks.
-      msg.respond(
-        bytes.length <= this.maxPayload() ? bytes : this.replies.head(this.replies.hold(bytes, undefined)),
-      );
+      if (bytes.length <= this.maxPayload()) {
+        msg.respond(bytes);
+        return;
+      }
+      // Too large: held, and its head goes in its place; the gateway fetches the chunks.
+      held = this.replies.hold(bytes, undefined);
+      msg.respond(this.replies.head(held));
     } catch (error) {
       // A connection closed meanwhile: the gateway times out or sees the disconnect (outcome
       // unknown) — the command itself is committed or not, as the submitter said.
+      if (held !== undefined) this.replies.release(held);
       this.options.onFailed?.(error);
     }
   }

@@ -185,8 +185,8 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     let restored = 0;
     remote.onRestored(() => restored++);
     // One order sweeps the whole BTC book: one committed batch over max_payload, dropped. It is
-    // submitted on the engine itself: its command reply (every fill) is over max_payload too, and
-    // a gateway would get no answer (EngineUnavailableError, outcome unknown; command-service.ts).
+    // submitted on the engine itself; its command reply (every fill) is over max_payload too, which
+    // a gateway now fetches in chunks (big-reply.nats.test.ts).
     const taker = (USERS - 1) as UserId;
     const sweep = await exchange.submit(limit(taker, btc, 'buy', 4_000_000, DEPTH * 200));
     assert.ok(sweep.ok, JSON.stringify(sweep));

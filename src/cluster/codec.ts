@@ -44,7 +44,9 @@ export { WireFormatError };
 
 /**
  * The one version this code writes and reads. A change of any body's shape is a new version.
- * 2: the market snapshot travels in chunks (snapshot.ts); 1 sent it in one message.
+ * 2: the market snapshot travels in chunks (snapshot.ts), and so does a command reply over
+ * max_payload (a `reply-head` in place of the `reply`; chunked.ts); 1 sent each in one message
+ * (a reply over max_payload not at all). Both came in the same unreleased version (decision 123).
  */
 export const WIRE_VERSION = 2;
 

@@ -11,6 +11,10 @@
  *   command may have been applied: `not_delivered` (certainly not) or `unknown` (it was sent, the
  *   answer was lost). The transport never sends a command twice: a caller resolves an unknown
  *   outcome itself (an Idempotency-Key retry through submitOnce, or a read of the order).
+ * - the engine answered a reply too large for one NATS message with its head, and its chunks could
+ *   not be fetched (the engine gone, the reply no longer held, a chunk missing or damaged, the
+ *   connection lost): EngineUnavailableError, outcome `unknown` (the command was committed, or
+ *   may have been), never a partial or unchecked answer.
  * - the engine's store could not commit: StoreUnavailableError, as in one process (503).
  * - a fault on the engine side or a reply this side cannot read: RemoteCommandError (500).
  *
@@ -24,12 +28,22 @@ import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import {
+  fetchChunks,
+  HEAD_FIELDS,
+  type Head,
+  isChunkedFrame,
+  type ReadFrame,
+  readFrame,
+  readHead,
+} from './chunked.js';
+import {
   type CommandReply,
   type CommandRequest,
   decodeCommandReply,
   encodeCommandRequest,
   type RemoteErrorCode,
 } from './codec.js';
+import { ConnectionWatch } from './connection-watch.js';
 
 /** Where commands go unless configured otherwise. */
 export const DEFAULT_COMMAND_SUBJECT = 'openspot.engine.commands';
@@ -83,10 +97,8 @@ export class CommandClient implements CommandSubmitter {
   readonly subject: string;
   readonly timeoutMs: number;
   private readonly now: () => number;
-  /** False from a disconnect until the reconnect: a request then fails at once instead of queueing. */
-  private connected = true;
-  /** Requests waiting for an answer: failed at once (fate unknown) when the connection drops. */
-  private readonly waiting = new Set<(error: Error) => void>();
+  /** The connection's state: a request fails at once while it is down, or as soon as it drops. */
+  private readonly watch: ConnectionWatch;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -97,26 +109,7 @@ export class CommandClient implements CommandSubmitter {
     this.now = options.now ?? Date.now;
     if (!Number.isInteger(this.timeoutMs) || this.timeoutMs <= 0)
       throw new RangeError(`invalid command timeout: ${this.timeoutMs}`);
-    void this.watchStatus();
-  }
-
-  private async watchStatus(): Promise<void> {
-    for await (const status of this.nc.status()) {
-      if (status.type === 'disconnect') {
-        this.connected = false;
-        // The answer of a request in flight cannot come back on this connection: say so now
-        // rather than after the timeout (its fate is unknown either way; nothing is resent).
-        const waiting = [...this.waiting];
-        this.waiting.clear();
-        for (const fail of waiting)
-          fail(
-            new EngineUnavailableError(
-              'unknown',
-              'The connection to NATS was lost before the engine answered; the command may have been applied.',
-            ),
-          );
-      } else if (status.type === 'reconnect') this.connected = true;
-    }
+    this.watch = ConnectionWatch.of(nc);
   }
 
   async submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
@@ -136,25 +129,21 @@ export class CommandClient implements CommandSubmitter {
   private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
     // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
     const body = encodeCommandRequest(request);
-    if (this.nc.isClosed() || this.nc.isDraining() || !this.connected)
-      throw new EngineUnavailableError('not_delivered', 'The engine cannot be reached (no NATS connection).');
     const h = headers();
     h.set(DEADLINE_HEADER, String(this.now() + this.timeoutMs));
     let data: Uint8Array;
-    let fail: (error: Error) => void = () => undefined;
-    const lost = new Promise<never>((_resolve, reject) => {
-      fail = reject;
-    });
-    this.waiting.add(fail);
     try {
-      const answer = this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h });
-      answer.catch(() => undefined); // settled later when the connection was lost first
-      data = (await Promise.race([answer, lost])).data;
+      data = (
+        await this.watch.request(
+          () => this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h }),
+          DISCONNECTED,
+        )
+      ).data;
     } catch (error) {
       throw error instanceof EngineUnavailableError ? error : unavailable(error);
-    } finally {
-      this.waiting.delete(fail);
     }
+    // Only a reply too large for one message is a head followed by bytes.
+    if (isChunkedFrame(data)) data = await this.fetchReply(data);
     let reply: CommandReply;
     try {
       reply = decodeCommandReply(data);
@@ -167,7 +156,56 @@ export class CommandClient implements CommandSubmitter {
     if (reply.code === 'unavailable') throw new StoreUnavailableError(reply.message);
     throw new RemoteCommandError(reply.code, reply.message);
   }
+
+  /**
+   * The whole reply a `reply-head` announced, fetched in chunks from the engine that answered and
+   * checked (places, lengths, size, SHA-256). The command was applied, or may have been: any
+   * failure here is EngineUnavailableError with outcome `unknown`, never a partial answer.
+   */
+  private async fetchReply(data: Uint8Array): Promise<Uint8Array> {
+    let frame: ReadFrame<'reply-head'>;
+    let head: Head;
+    try {
+      frame = readFrame(data, { 'reply-head': HEAD_FIELDS });
+      head = readHead(frame.fields, this.subject);
+    } catch (error) {
+      throw new RemoteCommandError('bad_reply', 'the engine sent a reply this gateway cannot read', {
+        cause: error,
+      });
+    }
+    try {
+      return await fetchChunks(
+        async (subject, chunkRequest) =>
+          (
+            await this.watch.request(
+              () => this.nc.request(subject, chunkRequest, { timeout: this.timeoutMs }),
+              DISCONNECTED,
+            )
+          ).data,
+        'reply',
+        head,
+        frame.data,
+      );
+    } catch (error) {
+      throw new EngineUnavailableError(
+        'unknown',
+        `The engine's reply (${head.size} bytes in ${head.chunks} chunks) could not be fetched; the command may have been applied.`,
+        { cause: error },
+      );
+    }
+  }
 }
+
+/** What a request gets when the connection is down before it is sent, or drops before the answer. */
+const DISCONNECTED = {
+  notSent: () =>
+    new EngineUnavailableError('not_delivered', 'The engine cannot be reached (no NATS connection).'),
+  lost: () =>
+    new EngineUnavailableError(
+      'unknown',
+      'The connection to NATS was lost before the engine answered; the command may have been applied.',
+    ),
+};
 
 function unavailable(error: unknown): Error {
   if (error instanceof errors.RequestError && error.isNoResponders())

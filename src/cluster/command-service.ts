@@ -13,19 +13,33 @@
  * subscriber cannot apply anything: only the lock holder's commits succeed, and an engine that
  * lost the lock exits (PostgresStore's writer term).
  *
+ * A reply too large for one NATS message (the server's max_payload; an order filling some 1,700
+ * makers makes one) is held and answered with a `reply-head` in its place; the gateway fetches the
+ * rest in chunks on this service's own chunk subject (chunked.ts). A reply that fits goes as it
+ * is, with no extra round trip and no hashing.
+ *
  * Nothing a gateway sends can crash the engine: an unreadable request is answered with a
  * `bad_request` error and applies nothing; a request without a reply subject, or reaching the
  * engine after its deadline, is dropped unapplied (nobody is waiting for its answer any more).
  */
+import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { OnceResult } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { ChunkHolder, DEFAULT_MAX_PAYLOAD, type HeldTransfer } from './chunked.js';
 import { type CommandReply, type CommandRequest, decodeCommandRequest, encodeCommandReply } from './codec.js';
 import { type CommandSubmitter, DEADLINE_HEADER, DEFAULT_COMMAND_SUBJECT } from './command-client.js';
 
 /** How far past its deadline a request is still applied: room for clock skew between machines. */
 export const DEFAULT_LATE_TOLERANCE_MS = 2_000;
+
+/** How long an oversized reply is held after its last use (its head or one of its chunks was sent). */
+export const REPLY_HOLD_MS = 10_000;
+/** Oversized replies held at once; past it the least recently used is dropped (its gateway answers 503). */
+export const MAX_HELD_REPLIES = 64;
+/** Bytes of oversized replies held at once, summed (the newest is always kept). */
+export const MAX_HELD_REPLY_BYTES = 256 * 1024 * 1024;
 
 export type DroppedReason = 'bad_request' | 'no_reply_subject' | 'expired';
 
@@ -35,12 +49,21 @@ export interface CommandServiceOptions {
   readonly now?: () => number;
   /** Told about every request not applied, and about faults answered as `failed` (for the log). */
   readonly onDropped?: (reason: DroppedReason, error?: unknown) => void;
+  /** Also told about a reply that could not be sent and a chunk request it could not read. */
   readonly onFailed?: (error: unknown) => void;
+  /** The largest message (default: the connection's max_payload); a larger reply goes in chunks. */
+  readonly maxPayload?: number;
+  readonly replyHoldMs?: number;
+  readonly maxHeldReplies?: number;
+  readonly maxHeldReplyBytes?: number;
 }
 
 export class CommandService {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly sub: Subscription;
+  /** Oversized replies, fetched in chunks on `chunkSub` (this process's own subject). */
+  private readonly replies: ChunkHolder;
+  private readonly chunkSub: Subscription;
   private readonly now: () => number;
   private readonly lateToleranceMs: number;
 
@@ -51,9 +74,34 @@ export class CommandService {
   ) {
     this.now = options.now ?? Date.now;
     this.lateToleranceMs = options.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
-    this.sub = nc.subscribe(options.subject ?? DEFAULT_COMMAND_SUBJECT, {
+    const subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
+    this.sub = nc.subscribe(subject, {
       callback: (error, msg) => {
         if (error === null) this.handle(msg);
+      },
+    });
+    // Under the command subject, which a gateway checks, and this process's own: no other engine
+    // (a standby that took over) can answer for a reply it does not hold.
+    const chunkSubject = `${subject}.${randomBytes(8).toString('hex')}`;
+    this.replies = new ChunkHolder({
+      kind: 'reply',
+      chunkSubject,
+      maxPayload: () => this.maxPayload(),
+      holdMs: options.replyHoldMs ?? REPLY_HOLD_MS,
+      maxHeld: options.maxHeldReplies ?? MAX_HELD_REPLIES,
+      maxBytes: options.maxHeldReplyBytes ?? MAX_HELD_REPLY_BYTES,
+      dropWhenSent: true,
+      onRefused: (error) => this.options.onFailed?.(error),
+    });
+    this.chunkSub = nc.subscribe(chunkSubject, {
+      callback: (error, msg) => {
+        if (error !== null || msg.reply === undefined || msg.reply === '') return;
+        try {
+          msg.respond(this.replies.answer(msg.data));
+        } catch (failure) {
+          // No answer: the gateway's chunk request times out and it answers 503 (fate unknown).
+          this.options.onFailed?.(failure);
+        }
       },
     });
   }
@@ -74,14 +122,36 @@ export class CommandService {
     return this.inFlight.size;
   }
 
+  /** Oversized replies held for their gateways (for tests and metrics). */
+  get heldReplies(): number {
+    return this.replies.size;
+  }
+
   /**
    * Stops taking requests (those already delivered to this process are still handled) and
-   * resolves once every one of them is answered.
+   * resolves once every one of them is answered — an oversized reply once its gateway fetched
+   * every chunk, or after the reply hold time at most (a gateway that went away).
    */
   async stop(): Promise<void> {
     if (!this.sub.isClosed()) await this.sub.drain();
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    if (!this.nc.isClosed()) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.replies.whenEmpty(),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, this.options.replyHoldMs ?? REPLY_HOLD_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    if (!this.chunkSub.isClosed()) this.chunkSub.unsubscribe();
+    this.replies.clear();
     if (!this.nc.isClosed()) await this.nc.flush().catch(() => undefined);
+  }
+
+  private maxPayload(): number {
+    return this.options.maxPayload ?? this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
   }
 
   private handle(msg: Msg): void {
@@ -136,11 +206,21 @@ export class CommandService {
   }
 
   private respond(msg: Msg, reply: CommandReply): void {
+    let held: HeldTransfer<undefined> | undefined;
     try {
-      msg.respond(encodeCommandReply(reply));
+      const bytes = encodeCommandReply(reply);
+      // The normal case: the reply fits, and goes as it is (no hashing, no extra round trip).
+      if (bytes.length <= this.maxPayload()) {
+        msg.respond(bytes);
+        return;
+      }
+      // Too large: held, and its head goes in its place; the gateway fetches the chunks.
+      held = this.replies.hold(bytes, undefined);
+      msg.respond(this.replies.head(held));
     } catch (error) {
-      // An answer too large for NATS, or a connection closed meanwhile: the gateway times out
-      // (outcome unknown) — the command itself is committed or not, as the submitter said.
+      // A connection closed meanwhile: the gateway times out or sees the disconnect (outcome
+      // unknown) — the command itself is committed or not, as the submitter said.
+      if (held !== undefined) this.replies.release(held);
       this.options.onFailed?.(error);
     }
   }

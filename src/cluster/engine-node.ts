@@ -38,6 +38,7 @@ import {
   StreamForkError,
 } from './batch-stream.js';
 import { CommandService } from './command-service.js';
+import { ConnectionWatch } from './connection-watch.js';
 import type { ExactValue } from './exact-json.js';
 import { DEFAULT_PING_SUBJECT, DEFAULT_SNAPSHOT_SUBJECT, servePing, serveSnapshots } from './snapshot.js';
 
@@ -70,7 +71,16 @@ export const subjects = (prefix: string) => ({
 
 export async function connectNats(url: string, name: string): Promise<NatsConnection> {
   // Reconnects for ever: NATS coming back must never need a restart of this process.
-  return connect({ servers: url, name, timeout: 5_000, reconnectTimeWait: 250, maxReconnectAttempts: -1 });
+  const nc = await connect({
+    servers: url,
+    name,
+    timeout: 5_000,
+    reconnectTimeWait: 250,
+    maxReconnectAttempts: -1,
+  });
+  // Watched from the start, so a request while disconnected fails at once (connection-watch.ts).
+  ConnectionWatch.of(nc);
+  return nc;
 }
 
 export interface RunningEngine {

@@ -16,6 +16,7 @@ import {
   uniqueName,
 } from '../../test/support/nats.js';
 import type { Amount, AssetCode, UserId } from '../domain/types.js';
+import type { MarketSnapshot } from '../sequencer/market-view.js';
 import {
   type BatchGap,
   BatchPublisher,
@@ -27,6 +28,7 @@ import {
 } from './batch-stream.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import { CommandService } from './command-service.js';
+import { fetchSnapshot, pingEngine, servePing, serveSnapshots } from './snapshot.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -135,6 +137,65 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     await sleep(0);
     assert.deepEqual(await client.submit(deposit(3)), { ok: true, events: [] });
     assert.equal(applied, 2, 'the refused command was never applied, not even after the reconnect');
+  });
+
+  test('the readiness ping and the snapshot fetch fail at once while cut off, and as soon as the connection drops under them', async (t) => {
+    const relay = await natsRelay(t);
+    const gateway = await natsConnection(t, 'gateway', relay.url);
+    const engine = await natsConnection(t, 'engine');
+    const prefix = uniqueName('outage');
+    const snapshot = { books: [] } as unknown as MarketSnapshot;
+    const snapshots = serveSnapshots(engine, () => ({ sequence: 0, snapshot }), `${prefix}.snapshot`);
+    const ping = servePing(engine, () => true, `${prefix}.ping`);
+    // Subjects where the engine takes the request and never answers (a stalled engine).
+    const stalled = [
+      engine.subscribe(`${prefix}.stalled-ping`),
+      engine.subscribe(`${prefix}.stalled-snapshot`),
+    ];
+    t.after(() => {
+      snapshots.unsubscribe();
+      ping.unsubscribe();
+      for (const sub of stalled) sub.unsubscribe();
+    });
+    await engine.flush();
+    const long = { timeoutMs: 10_000 };
+    assert.equal(await pingEngine(gateway, { subject: `${prefix}.ping`, ...long }), true);
+    assert.equal((await fetchSnapshot(gateway, { subject: `${prefix}.snapshot`, ...long })).sequence, 0);
+
+    // In flight when the connection drops: answered at the disconnect, not after 10 s.
+    const pinging = pingEngine(gateway, { subject: `${prefix}.stalled-ping`, ...long });
+    const fetching = fetchSnapshot(gateway, { subject: `${prefix}.stalled-snapshot`, ...long });
+    fetching.catch(() => undefined);
+    await sleep(100);
+    const disconnected = nextStatus(gateway, 'disconnect');
+    const cutAt = performance.now();
+    await relay.cut();
+    assert.equal(await pinging, false);
+    await assert.rejects(fetching, /lost before the answer came/);
+    const inFlightMs = performance.now() - cutAt;
+    assert.ok(inFlightMs < 2_000, `failed ${inFlightMs.toFixed(0)} ms after the cut (timeout 10 s)`);
+
+    // Made while cut off: refused at once.
+    await disconnected;
+    await sleep(0);
+    const refusedAt = performance.now();
+    assert.equal(await pingEngine(gateway, { subject: `${prefix}.ping`, ...long }), false);
+    await assert.rejects(
+      fetchSnapshot(gateway, { subject: `${prefix}.snapshot`, ...long }),
+      /nothing was sent/,
+    );
+    const refusedMs = performance.now() - refusedAt;
+    assert.ok(refusedMs < 500, `refused after ${refusedMs.toFixed(0)} ms (timeout 10 s)`);
+
+    const reconnected = nextStatus(gateway, 'reconnect');
+    await relay.restore();
+    await reconnected;
+    await sleep(0);
+    assert.equal(await pingEngine(gateway, { subject: `${prefix}.ping`, ...long }), true);
+    assert.equal((await fetchSnapshot(gateway, { subject: `${prefix}.snapshot`, ...long })).sequence, 0);
+    t.diagnostic(
+      `in flight at the cut: failed after ${inFlightMs.toFixed(0)} ms; made while cut off: ${refusedMs.toFixed(1)} ms (timeouts 10 s)`,
+    );
   });
 
   test('batches committed while the engine has no NATS are published in order once it is back: no gap, no duplicate', async (t) => {

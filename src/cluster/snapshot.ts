@@ -22,30 +22,44 @@
  *    then decodes. Anything wrong (a chunk that does not come, a snapshot gone, a bad hash) rejects
  *    the whole fetch: its caller asks again from step 1, never uses part of a snapshot.
  *
- * A chunk reply is one line of frame JSON, a newline (JSON text never holds a raw one), then the
- * chunk's raw bytes: no base64, and each reply fits in max_payload minus CHUNK_HEADROOM.
+ * Steps 1–3 past the snapshot request are chunked.ts, shared with a command reply too large for
+ * one message. A chunk reply is one line of frame JSON, a newline (JSON text never holds a raw
+ * one), then the chunk's raw bytes: no base64, and each reply fits in max_payload minus
+ * CHUNK_HEADROOM.
+ *
+ * While the NATS connection is down, the fetch and the ping fail at once (connection-watch.ts)
+ * instead of waiting out their timeouts: the NATS client answers neither.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { MarketSnapshot } from '../sequencer/market-view.js';
+import {
+  ChunkGoneError,
+  ChunkHolder,
+  type ChunkRequester,
+  ChunkTransferError,
+  fetchChunks,
+  frameBytes,
+  HEAD_FIELDS,
+  REFUSED_FIELDS,
+  readFrame,
+  readHead,
+  refused,
+} from './chunked.js';
 import { batchSequence, WIRE_VERSION } from './codec.js';
+import { ConnectionWatch } from './connection-watch.js';
 import { fromExactJson, jsonBytes, parseJsonBytes, toExactJson, WireFormatError } from './exact-json.js';
+
+export { CHUNK_HEADROOM } from './chunked.js';
 
 export const DEFAULT_SNAPSHOT_SUBJECT = 'openspot.engine.snapshot';
 /** Answered `1` while the engine takes commands (its store is writable), `0` otherwise. */
 export const DEFAULT_PING_SUBJECT = 'openspot.engine.ping';
 
-/** Bytes of each reply left for the chunk frame's JSON line (about 200 bytes) and the protocol's framing. */
-export const CHUNK_HEADROOM = 4096;
-/** NATS's default max_payload, used when the connection does not say. */
-const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 /** How long an encoded snapshot is kept after its last use (its head or one of its chunks was sent). */
 export const SNAPSHOT_HOLD_MS = 30_000;
 /** Encoded snapshots kept at once; past it the least recently used is dropped (its readers start again). */
 export const MAX_HELD_SNAPSHOTS = 8;
-/** Chunk requests a gateway keeps in flight. */
-const CHUNKS_IN_FLIGHT = 4;
-
 export interface EngineSnapshot {
   /** The last batch sequence of the stream the snapshot includes (0: none). */
   readonly sequence: number;
@@ -76,105 +90,12 @@ export function decodeSnapshot(bytes: Uint8Array): EngineSnapshot {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The chunk protocol's frames
-
-type SnapshotFrameType =
-  | 'snapshot-request'
-  | 'snapshot-chunk-request'
-  | 'snapshot-head'
-  | 'snapshot-chunk'
-  | 'snapshot-gone'
-  | 'snapshot-refused';
-
-interface Head {
-  readonly id: string;
-  readonly size: number;
-  readonly chunks: number;
-  readonly sha256: string;
-  readonly subject: string;
-}
-
-const NEWLINE = 0x0a;
-const ID_TEXT = /^[0-9a-f]{8,64}$/;
-const SHA256_TEXT = /^[0-9a-f]{64}$/;
-
-function frameBytes(type: SnapshotFrameType, body: object, data?: Uint8Array): Uint8Array {
-  const line = jsonBytes({ v: WIRE_VERSION, t: type, b: toExactJson(body) });
-  if (data === undefined) return line;
-  const out = new Uint8Array(line.length + 1 + data.length);
-  out.set(line, 0);
-  out[line.length] = NEWLINE;
-  out.set(data, line.length + 1);
-  return out;
-}
-
-/** A frame's type and fields (exactly `keys`), and the raw bytes after its line (empty without any). */
-function readFrame(
-  bytes: Uint8Array,
-  types: readonly SnapshotFrameType[],
-  keys: Readonly<Record<SnapshotFrameType, readonly string[]>>,
-): { type: SnapshotFrameType; fields: Record<string, unknown>; data: Uint8Array } {
-  const end = bytes.indexOf(NEWLINE);
-  const json = parseJsonBytes(end === -1 ? bytes : bytes.subarray(0, end));
-  if (json === null || typeof json !== 'object' || Array.isArray(json))
-    throw new WireFormatError('$', 'expected a frame object');
-  const { v, t, b } = json as Record<string, unknown>;
-  if (v !== WIRE_VERSION)
-    throw new WireFormatError('$.v', `version ${String(v)}, this side speaks ${WIRE_VERSION}`);
-  if (!types.includes(t as SnapshotFrameType))
-    throw new WireFormatError(
-      '$.t',
-      `a ${JSON.stringify(t)} message where ${types.join(' or ')} was expected`,
-    );
-  if (Object.keys(json).length !== 3) throw new WireFormatError('$', 'unexpected fields beside v, t and b');
-  const type = t as SnapshotFrameType;
-  const body = fromExactJson(b, '$.b');
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || body instanceof Map)
-    throw new WireFormatError('$.b', 'expected an object');
-  const fields = body as Record<string, unknown>;
-  const wanted = keys[type];
-  for (const key of Object.keys(fields))
-    if (!wanted.includes(key)) throw new WireFormatError(`$.b.${key}`, 'unknown field');
-  for (const key of wanted)
-    if (!Object.hasOwn(fields, key)) throw new WireFormatError(`$.b.${key}`, 'missing');
-  return { type, fields, data: end === -1 ? new Uint8Array(0) : bytes.subarray(end + 1) };
-}
-
-const FIELDS: Readonly<Record<SnapshotFrameType, readonly string[]>> = {
-  'snapshot-request': [],
-  'snapshot-chunk-request': ['id', 'chunk'],
-  'snapshot-head': ['id', 'size', 'chunks', 'sha256', 'subject'],
-  'snapshot-chunk': ['id', 'chunk'],
-  'snapshot-gone': ['id'],
-  'snapshot-refused': ['reason'],
-};
-
-function count(value: unknown, path: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min)
-    throw new WireFormatError(path, `expected an integer of at least ${min}`);
-  return value;
-}
-
-function text(value: unknown, path: string, pattern: RegExp): string {
-  if (typeof value !== 'string' || !pattern.test(value))
-    throw new WireFormatError(path, `expected ${pattern}`);
-  return value;
-}
-
-const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
-
-// ---------------------------------------------------------------------------------------------
 // The engine side
 
 /** The engine no longer holds the snapshot a gateway was reading (expired or dropped): start again. */
-export class SnapshotGoneError extends Error {
-  override readonly name = 'SnapshotGoneError';
-}
-
+export const SnapshotGoneError = ChunkGoneError;
 /** The chunks did not add up to the snapshot the head announced (size, place or hash). */
-export class SnapshotTransferError extends Error {
-  override readonly name = 'SnapshotTransferError';
-}
+export const SnapshotTransferError = ChunkTransferError;
 
 export interface SnapshotChunksOptions {
   /** Where this engine answers chunk requests (the head names it). */
@@ -191,144 +112,56 @@ export interface SnapshotChunksOptions {
   readonly now?: () => number;
 }
 
-interface Held {
-  readonly id: string;
-  readonly sequence: number;
-  readonly bytes: Uint8Array;
-  readonly sha256: string;
-  readonly chunkBytes: number;
-  readonly chunks: number;
-  expires: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-
 /**
- * The engine's side of the chunk protocol, without the transport: `answer` takes a request's
+ * The engine's side of the snapshot transfer, without the transport: `answer` takes a request's
  * bytes and returns the reply's. A snapshot is encoded once per new request and shared by the
  * requests that find the engine at the same sequence (a fleet of gateways starting together
- * costs one encoding); `take()` must return the same state for the same sequence.
+ * costs one encoding); `take()` must return the same state for the same sequence. The holding
+ * and the chunks are chunked.ts's ChunkHolder, tagged with the snapshot's sequence.
  */
 export class SnapshotChunks {
-  private readonly held = new Map<string, Held>();
-  private readonly holdMs: number;
-  private readonly maxHeld: number;
-  private readonly now: () => number;
+  private readonly holder: ChunkHolder<number>;
 
   constructor(
     private readonly take: () => EngineSnapshot,
     private readonly options: SnapshotChunksOptions,
   ) {
-    this.holdMs = options.holdMs ?? SNAPSHOT_HOLD_MS;
-    this.maxHeld = options.maxHeld ?? MAX_HELD_SNAPSHOTS;
-    this.now = options.now ?? Date.now;
+    this.holder = new ChunkHolder<number>({
+      kind: 'snapshot',
+      chunkSubject: options.chunkSubject,
+      maxPayload: options.maxPayload,
+      holdMs: options.holdMs ?? SNAPSHOT_HOLD_MS,
+      maxHeld: options.maxHeld ?? MAX_HELD_SNAPSHOTS,
+      ...(options.onRefused === undefined ? {} : { onRefused: options.onRefused }),
+      ...(options.now === undefined ? {} : { now: options.now }),
+    });
   }
 
   /** The reply to a request (`snapshot-refused` for one it cannot read). */
   answer(request: Uint8Array): Uint8Array {
-    let id: string;
-    let chunk: number;
-    try {
-      const { type, fields } = readFrame(request, ['snapshot-request', 'snapshot-chunk-request'], FIELDS);
-      if (type === 'snapshot-request') return this.head();
-      id = text(fields.id, '$.b.id', ID_TEXT);
-      chunk = count(fields.chunk, '$.b.chunk', 0);
-    } catch (error) {
-      if (!(error instanceof WireFormatError)) throw error;
-      this.options.onRefused?.(error);
-      return frameBytes('snapshot-refused', { reason: error.message });
-    }
-    const held = this.use(id);
-    if (held === undefined || chunk >= held.chunks) return frameBytes('snapshot-gone', { id });
-    return frameBytes('snapshot-chunk', { id, chunk }, this.slice(held, chunk));
+    return this.holder.answer(request, { 'snapshot-request': () => this.head() });
   }
 
   /** How many encoded snapshots are held (for tests and metrics). */
   get size(): number {
-    return this.held.size;
+    return this.holder.size;
   }
 
   /** Drops every held snapshot (the engine stops answering). */
   clear(): void {
-    for (const held of this.held.values()) clearTimeout(held.timer);
-    this.held.clear();
+    this.holder.clear();
   }
 
   private head(): Uint8Array {
     // Without a cheap sequence, the snapshot is taken to learn it (and encoded only if new).
     const snapshot = this.options.sequence === undefined ? this.take() : undefined;
     const sequence = snapshot?.sequence ?? this.options.sequence?.();
-    let held = [...this.held.values()].find((h) => h.sequence === sequence);
-    if (held !== undefined) held = this.use(held.id);
-    held ??= this.hold(snapshot ?? this.take());
-    return frameBytes(
-      'snapshot-head',
-      {
-        id: held.id,
-        size: held.bytes.length,
-        chunks: held.chunks,
-        sha256: held.sha256,
-        subject: this.options.chunkSubject,
-      },
-      this.slice(held, 0),
-    );
-  }
-
-  private hold(snapshot: EngineSnapshot): Held {
-    const bytes = encodeSnapshot(snapshot);
-    const maxPayload = this.options.maxPayload() ?? DEFAULT_MAX_PAYLOAD;
-    // A tiny max_payload still moves the snapshot, a few bytes at a time.
-    const chunkBytes = Math.max(maxPayload - CHUNK_HEADROOM, Math.ceil(maxPayload / 2), 1);
-    const held: Held = {
-      id: randomBytes(12).toString('hex'),
-      sequence: snapshot.sequence,
-      bytes,
-      sha256: sha256(bytes),
-      chunkBytes,
-      chunks: Math.max(1, Math.ceil(bytes.length / chunkBytes)),
-      expires: 0,
-      timer: undefined,
-    };
-    while (this.held.size >= this.maxHeld) {
-      const oldest = [...this.held.values()].reduce((a, b) => (a.expires <= b.expires ? a : b));
-      this.drop(oldest.id);
+    let held = this.holder.find((heldSequence) => heldSequence === sequence);
+    if (held === undefined) {
+      const taken = snapshot ?? this.take();
+      held = this.holder.hold(encodeSnapshot(taken), taken.sequence);
     }
-    this.held.set(held.id, held);
-    this.touch(held);
-    return held;
-  }
-
-  /** The held snapshot `id` with its hold renewed, or undefined when it expired or was dropped. */
-  private use(id: string): Held | undefined {
-    const held = this.held.get(id);
-    if (held === undefined) return undefined;
-    if (this.now() > held.expires) {
-      this.drop(id);
-      return undefined;
-    }
-    this.touch(held);
-    return held;
-  }
-
-  private touch(held: Held): void {
-    held.expires = this.now() + this.holdMs;
-    // The timer frees the memory when nobody asks again; `use` judges expiry by `now` itself.
-    clearTimeout(held.timer);
-    held.timer = setTimeout(() => this.drop(held.id), this.holdMs + 1_000);
-    held.timer.unref();
-  }
-
-  private drop(id: string): void {
-    const held = this.held.get(id);
-    if (held === undefined) return;
-    clearTimeout(held.timer);
-    this.held.delete(id);
-  }
-
-  private slice(held: Held, chunk: number): Uint8Array {
-    return held.bytes.subarray(
-      chunk * held.chunkBytes,
-      Math.min((chunk + 1) * held.chunkBytes, held.bytes.length),
-    );
+    return this.holder.head(held);
   }
 }
 
@@ -386,7 +219,7 @@ export function serveSnapshots(
 // The gateway side
 
 /** One request/reply: the reply's bytes, or a rejection (no responder, timeout). */
-export type SnapshotRequester = (subject: string, data: Uint8Array) => Promise<Uint8Array>;
+export type SnapshotRequester = ChunkRequester;
 
 export interface FetchedSnapshot extends EngineSnapshot {
   /** The encoded snapshot's size in bytes, and how many chunks carried it. */
@@ -396,90 +229,36 @@ export interface FetchedSnapshot extends EngineSnapshot {
 
 /**
  * Fetches one whole snapshot through `request`: the head from `subject`, the other chunks from the
- * subject the head names (a few in flight), checked chunk by chunk, then size and SHA-256, then
- * decoded. Rejects on any failure (SnapshotGoneError, SnapshotTransferError, WireFormatError, the
- * requester's own): the caller fetches again from the start.
+ * subject the head names (chunked.ts's fetchChunks: checked chunk by chunk, then size and
+ * SHA-256), then decoded. Rejects on any failure (SnapshotGoneError, SnapshotTransferError,
+ * WireFormatError, the requester's own): the caller fetches again from the start.
  */
 export async function assembleSnapshot(
   request: SnapshotRequester,
   subject = DEFAULT_SNAPSHOT_SUBJECT,
 ): Promise<FetchedSnapshot> {
-  const first = readFrame(
-    await request(subject, frameBytes('snapshot-request', {})),
-    ['snapshot-head', 'snapshot-refused'],
-    FIELDS,
-  );
+  const first = readFrame(await request(subject, frameBytes('snapshot-request', {})), {
+    'snapshot-head': HEAD_FIELDS,
+    'snapshot-refused': REFUSED_FIELDS,
+  });
   if (first.type === 'snapshot-refused') throw refused(first.fields.reason);
-  const head: Head = {
-    id: text(first.fields.id, '$.b.id', ID_TEXT),
-    size: count(first.fields.size, '$.b.size', 1),
-    chunks: count(first.fields.chunks, '$.b.chunks', 1),
-    sha256: text(first.fields.sha256, '$.b.sha256', SHA256_TEXT),
-    subject: typeof first.fields.subject === 'string' ? first.fields.subject : '',
-  };
-  // Chunk requests go only to a subject under the snapshot subject (the answering engine's own).
-  if (!head.subject.startsWith(`${subject}.`) || /[\s*>]/.test(head.subject))
-    throw new WireFormatError('$.b.subject', `expected a subject under ${subject}.`);
-  const chunkBytes = first.data.length;
-  if (chunkBytes === 0 || Math.ceil(head.size / chunkBytes) !== head.chunks)
-    throw new SnapshotTransferError(
-      `snapshot ${head.id}: a first chunk of ${chunkBytes} bytes cannot make ${head.chunks} chunks of ${head.size} bytes`,
-    );
-  const parts: Uint8Array[] = new Array(head.chunks);
-  parts[0] = first.data;
-  let next = 1;
-  let failed = false;
-  const fetchRest = async (): Promise<void> => {
-    while (next < head.chunks && !failed) {
-      const chunk = next++;
-      const reply = readFrame(
-        await request(head.subject, frameBytes('snapshot-chunk-request', { id: head.id, chunk })),
-        ['snapshot-chunk', 'snapshot-gone', 'snapshot-refused'],
-        FIELDS,
-      );
-      if (reply.type === 'snapshot-refused') throw refused(reply.fields.reason);
-      if (reply.fields.id !== head.id)
-        throw new SnapshotTransferError(`asked for snapshot ${head.id}, got ${String(reply.fields.id)}`);
-      if (reply.type === 'snapshot-gone')
-        throw new SnapshotGoneError(`the engine no longer holds snapshot ${head.id}`);
-      if (reply.fields.chunk !== chunk)
-        throw new SnapshotTransferError(`asked for chunk ${chunk}, got ${String(reply.fields.chunk)}`);
-      const expected = chunk === head.chunks - 1 ? head.size - chunk * chunkBytes : chunkBytes;
-      if (reply.data.length !== expected)
-        throw new SnapshotTransferError(
-          `chunk ${chunk} of snapshot ${head.id} is ${reply.data.length} bytes, expected ${expected}`,
-        );
-      parts[chunk] = reply.data;
-    }
-  };
-  // A few workers share the indices; the first failure rejects the whole fetch and stops the others.
-  await Promise.all(
-    Array.from({ length: Math.min(CHUNKS_IN_FLIGHT, head.chunks - 1) }, () =>
-      fetchRest().catch((error: unknown) => {
-        failed = true;
-        throw error;
-      }),
-    ),
-  );
-  const bytes = head.chunks === 1 ? first.data : Buffer.concat(parts);
-  if (bytes.length !== head.size)
-    throw new SnapshotTransferError(`snapshot ${head.id} is ${bytes.length} bytes, announced ${head.size}`);
-  if (sha256(bytes) !== head.sha256) throw new SnapshotTransferError(`snapshot ${head.id}: SHA-256 mismatch`);
+  const head = readHead(first.fields, subject);
+  const bytes = await fetchChunks(request, 'snapshot', head, first.data);
   return { ...decodeSnapshot(bytes), bytes: head.size, chunks: head.chunks };
 }
 
-function refused(reason: unknown): WireFormatError {
-  return new WireFormatError('$', `the engine refused the request (${String(reason)})`);
-}
-
-/** The gateway side: one whole snapshot from the engine (rejects on any failure; ask again). */
+/**
+ * The gateway side: one whole snapshot from the engine (rejects on any failure; ask again). Each
+ * request fails at once while the NATS connection is down, or as soon as it drops.
+ */
 export async function fetchSnapshot(
   nc: NatsConnection,
   options: { readonly subject?: string; readonly timeoutMs?: number } = {},
 ): Promise<FetchedSnapshot> {
   const timeout = options.timeoutMs ?? 5_000;
+  const watch = ConnectionWatch.of(nc);
   return assembleSnapshot(
-    async (subject, data) => (await nc.request(subject, data, { timeout })).data,
+    async (subject, data) => (await watch.request(() => nc.request(subject, data, { timeout }))).data,
     options.subject ?? DEFAULT_SNAPSHOT_SUBJECT,
   );
 }
@@ -499,16 +278,20 @@ export function servePing(
   });
 }
 
-/** True when an engine answered that it takes commands, within `timeoutMs`. */
+/**
+ * True when an engine answered that it takes commands, within `timeoutMs`. False at once while
+ * the NATS connection is down, or as soon as it drops while waiting.
+ */
 export async function pingEngine(
   nc: NatsConnection,
   options: { readonly subject?: string; readonly timeoutMs?: number } = {},
 ): Promise<boolean> {
-  if (nc.isClosed()) return false;
   try {
-    const reply = await nc.request(options.subject ?? DEFAULT_PING_SUBJECT, new Uint8Array(0), {
-      timeout: options.timeoutMs ?? 1_000,
-    });
+    const reply = await ConnectionWatch.of(nc).request(() =>
+      nc.request(options.subject ?? DEFAULT_PING_SUBJECT, new Uint8Array(0), {
+        timeout: options.timeoutMs ?? 1_000,
+      }),
+    );
     return reply.data.length === 1 && reply.data[0] === 0x31;
   } catch {
     return false;

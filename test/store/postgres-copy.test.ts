@@ -1,8 +1,8 @@
 /**
  * `openspot db copy --from <sqlite file> --to <postgres url>`: a venue moved from SQLite reads the
  * same on PostgreSQL (engine state, history, credentials, nonces, idempotency keys, book
- * sequences), ids continue
- * where SQLite left them, and a non-empty target is refused. Needs TEST_DATABASE_URL.
+ * sequences), ids continue where SQLite left them, and a non-empty target is refused. Needs
+ * TEST_DATABASE_URL.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

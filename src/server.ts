@@ -85,7 +85,14 @@ export async function startServer(
   const metrics = new Metrics();
   // DATABASE_URL selects PostgreSQL (writer lock taken, migrations run), otherwise SQLite in
   // DATA_DIR; never a silent fallback from one to the other.
-  const { store, kind } = await openConfiguredStore(config, inMemory);
+  const { store, kind } = await openConfiguredStore(config, inMemory, undefined, (message) =>
+    // It stays up, answering 503 with /readyz saying why, for the operator to act: its engine
+    // state is stale and it never writes again (docs/operations.md, "One writer").
+    logger.error(
+      { reason: message },
+      'another engine took over the database; no more writes from this server',
+    ),
+  );
   if (kind === 'postgres') logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
   let exchange: LocalExchange;
   try {
@@ -348,7 +355,7 @@ const PROBE_SCHEMAS = {
       503: {
         type: 'object',
         description:
-          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine holds the writer lock`, `disk full` (docs/operations.md, "What /readyz reports")',
+          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine took over`, `disk full` (docs/operations.md, "What /readyz reports")',
         properties: {
           status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
           store: { type: 'string', enum: ['sqlite', 'postgresql'] },

@@ -5,17 +5,13 @@
  * either variable.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { connectRealtime } from '../src/client/realtime.js';
-import { startClusterProcess, waitUntil } from './support/cluster.js';
-import { deleteStreamAfter, NATS_SKIP_REASON, natsRelay, TEST_NATS_URL, uniqueName } from './support/nats.js';
-import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
+import { clusterEnv, eventually, on, startClusterProcess, trader, waitUntil } from './support/cluster.js';
+import { NATS_SKIP_REASON, natsRelay, TEST_NATS_URL } from './support/nats.js';
+import { POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
 
 const skip =
   TEST_NATS_URL === undefined
@@ -24,85 +20,6 @@ const skip =
       ? POSTGRES_SKIP_REASON
       : undefined;
 if (skip !== undefined) process.stdout.write(`# cluster end-to-end test skipped: ${skip}\n`);
-
-async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
-}
-
-/** The environment every process of one cluster shares: its database, its stream and subjects, its secrets. */
-async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
-  const name = uniqueName('E2E_BATCHES');
-  deleteStreamAfter(t, name);
-  const dataDir = mkdtempSync(join(tmpdir(), 'openspot-cluster-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  return {
-    DATABASE_URL: await freshDatabase(t),
-    NATS_URL: TEST_NATS_URL!,
-    OPENSPOT_STREAM: name,
-    OPENSPOT_STREAM_SUBJECT: `e2e.${name}`,
-    OPENSPOT_SUBJECT_PREFIX: `e2e.${name}.engine`,
-    DATA_DIR: dataDir,
-    HOST: '127.0.0.1',
-    ADMIN_TOKEN: randomBytes(24).toString('hex'),
-    // Shared by every process: API secrets sealed by the engine are opened by the gateways,
-    // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
-    SECRETS_KEY: randomBytes(32).toString('base64'),
-    WS_APP_SECRET: randomBytes(24).toString('hex'),
-    SIMULATOR: 'off',
-    DEMO: 'off',
-    RATE_LIMIT_IP_PER_SECOND: '0',
-    RATE_LIMIT_KEY_PER_SECOND: '0',
-  };
-}
-
-interface Trader {
-  readonly userId: number;
-  readonly apiKey: string;
-  readonly apiSecret: string;
-}
-
-/** A user with an API key and one deposit, made through the engine's admin API. */
-async function trader(engineUrl: string, adminToken: string, asset: string, amount: string): Promise<Trader> {
-  const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${engineUrl}/admin/v1${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    assert.equal(response.status, 201, `${path}: ${text}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
-  const user = (await admin('/users', {})) as { id: number };
-  const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
-    api_key: string;
-    api_secret: string;
-  };
-  await admin(`/users/${user.id}/deposits`, { asset, amount });
-  return { userId: user.id, apiKey: key.api_key, apiSecret: key.api_secret };
-}
-
-const on = (gateway: { url: string }, who: Trader) =>
-  new OpenSpotClient({
-    baseUrl: `${gateway.url}/v1`,
-    apiKey: who.apiKey,
-    apiSecret: who.apiSecret,
-    timeoutMs: 10_000,
-    orderRetries: 0,
-  });
 
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
   test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
@@ -113,8 +30,8 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
     ]);
 
-    const seller = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '2');
-    const buyer = await trader(engine.url, env.ADMIN_TOKEN!, 'EUR', '100000');
+    const seller = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '2' });
+    const buyer = await trader(engine.url, env.ADMIN_TOKEN!, { EUR: '100000' });
 
     // A pusher-js client on B, as the seller: the book, the trades and its own executions.
     const rt = connectRealtime({
@@ -229,7 +146,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       },
     );
     const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
-    const maker = await trader(primary.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const maker = await trader(primary.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const client = on(gateway, maker);
     // Acknowledged orders before the kill: every one must be there after the takeover.
     const before: number[] = [];
@@ -347,7 +264,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
       startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
     ]);
-    const maker = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '5');
+    const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const watch = (gateway: { url: string }) => {
       const rt = connectRealtime({
         wsHost: '127.0.0.1',
@@ -408,7 +325,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       ENGINE_PORT: '0',
     });
     const gateway = await startClusterProcess(t, ['gateway'], { ...env, NATS_URL: relay.url, PORT: '0' });
-    const maker = await trader(engine.url, env.ADMIN_TOKEN!, 'BTC', '100');
+    const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '100' });
     const client = on(gateway, maker);
     const acknowledged = new Map<string, number>();
     const inDoubt = new Set<string>();

@@ -129,3 +129,16 @@ test('GET /engine/state: the engine hash equals a restore of the committed state
   assert.notEqual(after.references_hash, before.references_hash);
   assert.equal(after.state_hash, await restoredHash());
 });
+
+test('an unknown admin address is a 404 in the admin shape, and only after the bearer check', async () => {
+  const unknown = await app.inject({
+    method: 'GET',
+    url: '/admin/v1/no-such-thing',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  assert.equal(unknown.statusCode, 404);
+  assert.deepEqual(unknown.json(), { error: { code: 'not_found', message: 'No such admin endpoint.' } });
+  const withoutToken = await app.inject({ method: 'POST', url: '/admin/v1/no-such-thing' });
+  assert.equal(withoutToken.statusCode, 401);
+  assert.equal((withoutToken.json() as { error: { code: string } }).error.code, 'unauthorized');
+});

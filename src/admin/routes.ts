@@ -134,6 +134,12 @@ export async function adminRoutes(app: FastifyInstance, options: AdminOptions): 
     }
   });
 
+  // An unknown admin address answers in the admin shape, after the bearer check above (which
+  // runs for this handler too): no path list for callers without the token.
+  app.setNotFoundHandler((_request, reply) =>
+    reply.code(404).send({ error: { code: 'not_found', message: 'No such admin endpoint.' } }),
+  );
+
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof AdminError) {
       return reply.code(error.status).send({

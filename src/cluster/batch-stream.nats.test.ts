@@ -161,6 +161,34 @@ describe('committed batches over JetStream', natsSuite(), () => {
     assert.equal(info.state.messages, 6, 'one message per batch, nothing forked');
   });
 
+  test('a new engine’s first message goes after a batch the old one published late, instead of being taken for a fork', async (t) => {
+    const nc = await natsConnection(t);
+    const config = testStream(t, { duplicateWindowMs: 300 });
+    const primary = await BatchPublisher.open(nc, config);
+    await primary.publish(1, payload(1));
+    // The standby reads the stream's end (batch 1); the dead primary's last batch lands after that.
+    const standby = await BatchPublisher.open(nc, config);
+    await primary.publish(2, payload(2));
+    // Past the dedup window too: then the expected-last-sequence check is what notices.
+    const late = await BatchPublisher.open(nc, config);
+    await primary.publish(3, payload(3));
+    assert.equal(await standby.publishAtEnd({ reset: 'standby' }), 3 + 1);
+    await sleep(400);
+    await primary.publish(5, payload(5));
+    assert.equal(await late.publishAtEnd({ reset: 'late' }), 6);
+    const seen = recorder();
+    const sub = await consumeBatches(nc, { from: 1, config, ...seen });
+    t.after(() => sub.stop());
+    await seen.until(6);
+    assert.deepEqual(
+      seen.log.map((e) => ('batch' in e ? e.batch.sequence : 'gap')),
+      [1, 2, 3, 4, 5, 6],
+      'one message per batch, in order, no gap',
+    );
+    // A batch after the reset still forks when its number is taken with other contents.
+    await assert.rejects(standby.publish(5, { other: 'history' }), StreamForkError);
+  });
+
   test('a gap at the source is reported before the batch after it is delivered', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);

@@ -331,7 +331,11 @@ test('malformed messages are refused with a WireFormatError that says what is wr
     b: Record<string, unknown>;
   };
   const cases: Array<[unknown, RegExp]> = [
-    [{ ...good, v: 2 }, /version 2, this side speaks 1/],
+    [
+      { ...good, v: WIRE_VERSION + 1 },
+      new RegExp(`version ${WIRE_VERSION + 1}, this side speaks ${WIRE_VERSION}`),
+    ],
+    [{ ...good, v: WIRE_VERSION - 1 }, new RegExp(`this side speaks ${WIRE_VERSION}`)],
     [{ ...good, t: 'batch' }, /"batch" message where a command was expected/],
     [{ ...good, extra: 1 }, /unexpected fields/],
     [

@@ -2,7 +2,7 @@
  * The cluster's wire format: what a gateway sends the engine (a command, with its ledger reference
  * or Idempotency-Key), what the engine answers, and the envelope of one committed batch.
  *
- * Each message is UTF-8 JSON `{"v":1,"t":<type>,"b":<body>}`: the version and type are read
+ * Each message is UTF-8 JSON `{"v":2,"t":<type>,"b":<body>}`: the version and type are read
  * first, so a message of another version is refused with a message that says so, and the body is
  * exact JSON (exact-json.ts: no JSON number anywhere, bigints kept, every amount exact).
  * Decoding validates the whole shape — every field, its type, safe-integer quantities, the enums —
@@ -42,8 +42,11 @@ import {
 
 export { WireFormatError };
 
-/** The one version this code writes and reads. A change of any body's shape is a new version. */
-export const WIRE_VERSION = 1;
+/**
+ * The one version this code writes and reads. A change of any body's shape is a new version.
+ * 2: the market snapshot travels in chunks (snapshot.ts); 1 sent it in one message.
+ */
+export const WIRE_VERSION = 2;
 
 export type FrameType = 'command' | 'reply' | 'batch';
 

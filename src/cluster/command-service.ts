@@ -1,11 +1,17 @@
 /**
- * The engine's side of the command path: subscribes to the command subject in a queue group and
+ * The engine's side of the command path: subscribes to the command subject and
  * hands each request to the given submitter (the engine process's Exchange), replying only once
  * that promise settles — after the commit. Requests are handed over in arrival order without
  * waiting for each other, so the sequencer still gathers them into group commits.
  *
  * Only a process that holds the writer lock may start this service (a standby starts it after
- * taking the lock): NATS spreads a queue group's requests over every member.
+ * taking the lock). A plain subscription, not a queue group: each request reaches every
+ * subscriber and the first answer wins. Normally there is one. But an engine whose machine froze
+ * or vanished stays subscribed until the NATS server gives up on it (its ping interval × max
+ * outstanding pings: minutes by default), while the standby already took over; a queue group
+ * would hand it a share of the requests, each waiting out the gateway's timeout. A second live
+ * subscriber cannot apply anything: only the lock holder's commits succeed, and an engine that
+ * lost the lock exits (PostgresStore's writer term).
  *
  * Nothing a gateway sends can crash the engine: an unreadable request is answered with a
  * `bad_request` error and applies nothing; a request without a reply subject, or reaching the
@@ -18,7 +24,6 @@ import { StoreUnavailableError } from '../store/store.js';
 import { type CommandReply, type CommandRequest, decodeCommandRequest, encodeCommandReply } from './codec.js';
 import { type CommandSubmitter, DEADLINE_HEADER, DEFAULT_COMMAND_SUBJECT } from './command-client.js';
 
-export const DEFAULT_COMMAND_QUEUE = 'openspot-engine';
 /** How far past its deadline a request is still applied: room for clock skew between machines. */
 export const DEFAULT_LATE_TOLERANCE_MS = 2_000;
 
@@ -26,7 +31,6 @@ export type DroppedReason = 'bad_request' | 'no_reply_subject' | 'expired';
 
 export interface CommandServiceOptions {
   readonly subject?: string;
-  readonly queue?: string;
   readonly lateToleranceMs?: number;
   readonly now?: () => number;
   /** Told about every request not applied, and about faults answered as `failed` (for the log). */
@@ -48,7 +52,6 @@ export class CommandService {
     this.now = options.now ?? Date.now;
     this.lateToleranceMs = options.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
     this.sub = nc.subscribe(options.subject ?? DEFAULT_COMMAND_SUBJECT, {
-      queue: options.queue ?? DEFAULT_COMMAND_QUEUE,
       callback: (error, msg) => {
         if (error === null) this.handle(msg);
       },

@@ -6,7 +6,8 @@
  * - every committed-feed entry published to the JetStream batch stream (BatchPublishQueue: a
  *   commit never waits for NATS);
  * - the market snapshot (the MarketView and the stream batch sequence it includes) on request,
- *   for gateways that start or repair a gap; a ping answered with whether commands are taken.
+ *   in chunks that fit max_payload (snapshot.ts), for gateways that start or repair a gap; a
+ *   ping answered with whether commands are taken.
  *
  * Stream numbering across engine starts: the feed counts from 0 at each start, so the engine
  * numbers the stream after what it already holds. Its first message is a `reset` carrying the
@@ -27,11 +28,17 @@ import { CredentialVault } from '../auth/vault.js';
 import type { Config } from '../config/config.js';
 import { httpErrorHandler } from '../http/errors.js';
 import { Metrics } from '../metrics.js';
+import type { FeedEntry } from '../sequencer/committed-feed.js';
 import { seedCatalogue } from '../sequencer/seed.js';
 import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { openConfiguredStore } from '../store/open-store.js';
 import { unavailableReason } from '../store/store.js';
-import { BatchPublisher, BatchPublishQueue, type BatchStreamConfig } from './batch-stream.js';
+import {
+  BatchPublisher,
+  BatchPublishQueue,
+  type BatchStreamConfig,
+  StreamForkError,
+} from './batch-stream.js';
 import { CommandService } from './command-service.js';
 import type { ExactValue } from './exact-json.js';
 import { DEFAULT_PING_SUBJECT, DEFAULT_SNAPSHOT_SUBJECT, servePing, serveSnapshots } from './snapshot.js';
@@ -86,12 +93,19 @@ export async function startEngine(
   const names = subjects(cluster.subjectPrefix);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
+  let fatal: (() => void) | undefined;
   const { store } = await openConfiguredStore(
     config,
     false,
     options.standby
       ? { onLockWait: (holder) => logger.info({ holder }, 'standby: waiting for the writer lock') }
       : undefined,
+    // Its state is stale: leave the command subject at once (a zombie subscriber there would
+    // answer gateways with 503s) and exit, for the supervisor to restart it.
+    (message) => {
+      logger.error({ reason: message }, 'superseded as the writer; stopping');
+      fatal?.();
+    },
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
   let exchange: LocalExchange;
@@ -107,7 +121,6 @@ export async function startEngine(
 
   const nc = await connectNats(cluster.natsUrl, 'openspot-engine');
   let stopping = false;
-  let fatal: (() => void) | undefined;
   const served = await serveCluster(exchange, nc, {
     stream: cluster.stream,
     subjects: names,
@@ -207,28 +220,48 @@ export async function serveCluster(
       options.onFatal?.();
     },
   });
-  // Stream numbering: after what the stream holds; its first message here is the state we start from.
-  const base = publisher.lastPublished ?? 0;
+  // Stream numbering: after what the stream holds; its first message here is the state we start
+  // from. Batches committed while that is published wait for its number.
   const startHead = exchange.feed.head();
-  const offset = base + 1 - startHead;
-  queue.enqueue(base + 1, {
+  const reset = {
     kind: 'reset',
     sequence: startHead,
     snapshot: exchange.view.snapshot(),
-  } as unknown as ExactValue);
+  } as unknown as ExactValue;
+  let offset: number | undefined;
+  const early: FeedEntry[] = [];
   const stopFeed = exchange.feed.subscribe(startHead + 1, (message) => {
     if (message.kind === 'gap') {
       logger.error({ requested: message.requested }, 'engine feed gap: batches not published');
       return;
     }
-    queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
+    if (offset === undefined) early.push(message);
+    else queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
   });
-  logger.info({ stream: publisher.config.stream, first: base + 1 }, 'publishing committed batches');
+  let resetAt: number;
+  try {
+    resetAt = await publisher.publishAtEnd(reset);
+  } catch (error) {
+    if (error instanceof StreamForkError) throw error;
+    // JetStream not answering now: the queue publishes it when it can, after the end read at start.
+    resetAt = (publisher.lastPublished ?? 0) + 1;
+    logger.warn(
+      { err: error },
+      'cannot publish to the batch stream yet; the state will follow when it answers',
+    );
+    queue.enqueue(resetAt, reset);
+  }
+  const streamOffset = resetAt - startHead;
+  offset = streamOffset;
+  for (const message of early)
+    queue.enqueue(streamOffset + message.sequence, message as unknown as ExactValue);
+  logger.info({ stream: publisher.config.stream, first: resetAt }, 'publishing committed batches');
   const snapshots = serveSnapshots(
     nc,
-    () => ({ sequence: offset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
+    () => ({ sequence: streamOffset + exchange.view.sequence, snapshot: exchange.view.snapshot() }),
     names.snapshot,
     (error) => logger.error({ err: error }, 'could not answer a snapshot request'),
+    { sequence: () => streamOffset + exchange.view.sequence },
   );
   const takesCommands = options.takesCommands ?? (() => true);
   const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);
@@ -239,7 +272,7 @@ export async function serveCluster(
   });
   await nc.flush();
   return {
-    streamSequence: (feedSequence) => offset + feedSequence,
+    streamSequence: (feedSequence) => streamOffset + feedSequence,
     stopCommands: () => service.stop(),
     async close() {
       await service.stop();

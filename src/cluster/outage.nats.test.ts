@@ -23,6 +23,7 @@ import {
   type BatchStreamConfig,
   consumeBatches,
   DEFAULT_BATCH_STREAM,
+  PublishInterruptedError,
 } from './batch-stream.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import { CommandService } from './command-service.js';
@@ -171,6 +172,36 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     assert.deepEqual(gaps, []);
     const info = await (await jetstreamManager(gateway)).streams.info(config.stream);
     assert.equal(info.state.messages, 8, 'each batch stored once, retries included');
+  });
+
+  test('a publish in flight when the engine loses NATS, or made while it has none, fails at once, not after its timeout; its retry stores the batch once', async (t) => {
+    const relay = await natsRelay(t);
+    const engine = await natsConnection(t, 'engine', relay.url);
+    const reader = await natsConnection(t, 'reader');
+    const config = testStream(t);
+    const publisher = await BatchPublisher.open(engine, config, { timeoutMs: 10_000 });
+    await publisher.publish(1, 1);
+    // Its ack can only come back on the connection cut right after it was sent (the NATS restart
+    // case: the request went to the server that stopped). It used to wait the whole 10 s.
+    const inFlight = publisher.publish(2, 2);
+    inFlight.catch(() => undefined);
+    const cutAt = Date.now();
+    await relay.cut();
+    await assert.rejects(inFlight, PublishInterruptedError);
+    assert.ok(Date.now() - cutAt < 2_000, `failed ${Date.now() - cutAt} ms after the cut (timeout 10 s)`);
+    // While disconnected a publish is not sent (the client never gets an answer to a request made
+    // then, even after the reconnect): refused at once.
+    const refusedAt = Date.now();
+    await assert.rejects(publisher.publish(2, 2), PublishInterruptedError);
+    assert.ok(Date.now() - refusedAt < 500, `refused after ${Date.now() - refusedAt} ms`);
+    const reconnected = nextStatus(engine, 'reconnect');
+    await relay.restore();
+    await reconnected;
+    // Whether the server stored it or not, the retry leaves batch 2 in the stream once.
+    await publisher.publish(2, 2);
+    await publisher.publish(3, 3);
+    const info = await (await jetstreamManager(reader)).streams.info(config.stream);
+    assert.equal(info.state.messages, 3);
   });
 
   test('a gateway cut off from NATS resumes its batches where it stopped once reconnected', async (t) => {

@@ -36,11 +36,16 @@ export async function openConfiguredStore(
   settings: StoreSettings,
   inMemory = false,
   standby?: StandbySettings,
+  /** PostgreSQL: another engine wrote while this one was disconnected (PostgresStoreOptions). */
+  onSuperseded?: (message: string) => void,
 ): Promise<OpenedStore> {
   if (settings.databaseUrl !== undefined) {
     if (inMemory) throw new Error('an in-memory server cannot use DATABASE_URL: unset one of them');
     const wait = standby === undefined ? {} : { waitForLock: true, ...standby };
-    return { kind: 'postgres', store: await PostgresStore.open({ url: settings.databaseUrl, ...wait }) };
+    return {
+      kind: 'postgres',
+      store: await PostgresStore.open({ url: settings.databaseUrl, ...wait, onSuperseded }),
+    };
   }
   if (standby !== undefined)
     throw new Error(

@@ -122,12 +122,12 @@ export interface CrashSummary {
  * whose connection broke after PostgreSQL committed it is answered 503 and is nevertheless there
  * (docs/operations.md, "When the database goes away"); either way it must stay as first found.
  */
-type Outcome = 'pending' | 'ack' | 'refused' | 'unanswered' | 'unavailable';
+export type Outcome = 'pending' | 'ack' | 'refused' | 'unanswered' | 'unavailable';
 const inDoubt = (outcome: Outcome): boolean => outcome === 'unanswered' || outcome === 'unavailable';
 /** The 503 of POST /v1/orders and DELETE /v1/orders/:id (error shape E) while the store is away. */
-const UNAVAILABLE_BODY = JSON.stringify({ error: 'Service Unavailable' });
+export const UNAVAILABLE_BODY = JSON.stringify({ error: 'Service Unavailable' });
 
-interface PlaceRecord {
+export interface PlaceRecord {
   readonly kind: 'place';
   readonly tag: number;
   readonly round: number;
@@ -146,7 +146,7 @@ interface PlaceRecord {
   committed?: boolean;
 }
 
-interface CancelRecord {
+export interface CancelRecord {
   readonly kind: 'cancel';
   readonly round: number;
   readonly trader: Trader;
@@ -157,7 +157,7 @@ interface CancelRecord {
 }
 
 /** Lots per tag space: the tag is `volume % TAG_SPACE`. */
-const TAG_SPACE = 1_000_000;
+export const TAG_SPACE = 1_000_000;
 /** Mid prices in ticks (BTC/EUR has 1 price decimal, ETH/EUR 2). */
 const MID: Readonly<Record<string, number>> = { 'BTC/EUR': 300_000, 'ETH/EUR': 200_000 };
 const FUNDS = { EUR: '50000000', BTC: '2000', ETH: '20000' };
@@ -495,8 +495,11 @@ function refusals(records: readonly (PlaceRecord | CancelRecord)[]): Record<stri
 const count = (records: readonly { outcome: Outcome }[], outcome: Outcome): number =>
   records.filter((r) => r.outcome === outcome).length;
 
-/** What the clients were told against what the store holds. */
-function checkAcks(
+/**
+ * What the clients were told against what the store holds (also the cluster failover test's check,
+ * test/cluster-failover.test.ts, with every record in round 1).
+ */
+export function checkAcks(
   c: Committed,
   places: Map<number, PlaceRecord>,
   cancels: readonly CancelRecord[],

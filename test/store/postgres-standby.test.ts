@@ -42,6 +42,14 @@ function openStandby(
   return { opened, waits };
 }
 
+/** Ends the server sessions of that application (its connection drops, and its lock with it). */
+async function terminate(url: string, applicationName: string): Promise<void> {
+  await queryDatabase(
+    url,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '${applicationName}' AND datname = current_database()`,
+  );
+}
+
 /** Whether the promise is still pending after `ms`. */
 async function pendingAfter(promise: Promise<unknown>, ms: number): Promise<boolean> {
   const pending = Symbol('pending');
@@ -124,7 +132,54 @@ describe('PostgreSQL store: a standby waits for the writer lock', postgresSuite(
     );
     assert.ok(refused instanceof StoreUnavailableError, String(refused));
     assert.match(refused.message, /openspot test standby/);
+    assert.equal(refused.reason, 'another engine took over');
     assert.equal(await store.getOrder(4 as OrderId), undefined);
+  });
+
+  test('a primary that lost its connection never writes again once another engine took over, even after that one is gone', async (t) => {
+    const url = await freshDatabase(t);
+    const superseded: string[] = [];
+    const primary = await PostgresStore.open({
+      url,
+      applicationName: 'openspot test primary',
+      onSuperseded: (message) => superseded.push(message),
+    });
+    t.after(() => primary.close());
+    await primary.commit(batch({ ...CATALOGUE, orders: [order(1)], balances: [balance(ALICE, EUR, 7)] }));
+
+    // A connection that dropped and came back with nobody else in between: the same writer goes on.
+    await terminate(url, 'openspot test primary');
+    await primary.commit(batch({ orders: [order(2)] }));
+    assert.equal((await primary.getOrder(2 as OrderId))?.id, 2);
+    assert.deepEqual(superseded, []);
+
+    // The primary's connection drops; a standby takes over, writes, and stops (or dies).
+    const standby = openStandby(url, 'openspot test standby');
+    await terminate(url, 'openspot test primary');
+    const store = await standby.opened;
+    assert.notEqual(store.writerTerm, primary.writerTerm);
+    await store.commit(batch({ orders: [order(3)], balances: [balance(ALICE, EUR, 1)] }));
+    await store.close();
+
+    // The lock is free again, but the old primary's state predates the standby's commit: written
+    // now, its balances and ids would undo the standby's. It must refuse, now and forever.
+    for (const id of [4, 5]) {
+      const refused = await primary
+        .commit(batch({ orders: [order(id)], balances: [balance(ALICE, EUR, 7)] }))
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      assert.ok(refused instanceof StoreUnavailableError, String(refused));
+      assert.equal(refused.reason, 'another engine took over');
+      assert.equal(await primary.getOrder(id as OrderId), undefined);
+    }
+    assert.equal(superseded.length, 1, 'told once');
+    assert.match(superseded[0] ?? '', /another engine took over .* stale/);
+    assert.deepEqual((await primary.loadSnapshot()).balances, [balance(ALICE, EUR, 1)]);
+    // It gave the lock back: a new engine can open the store.
+    const next = await PostgresStore.open({ url, applicationName: 'openspot test next' });
+    await next.close();
   });
 
   test('takes over from a primary process killed with SIGKILL', async (t) => {

@@ -88,7 +88,7 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     assert.equal(holders[0]?.n, 1);
   });
 
-  test('while another engine holds the lock a writer that lost its connection gets 503 naming it, never writes', async (t) => {
+  test('while another engine holds the lock a writer that lost its connection gets 503 naming it, never writes again', async (t) => {
     const url = await freshDatabase(t);
     const a = await openStore(t, url, 'openspot test writer A');
     await a.commit(batch(CATALOGUE));
@@ -101,7 +101,7 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     );
     assert.ok(failure instanceof StoreUnavailableError, String(failure));
     assert.match(failure.message, /openspot test writer B/);
-    assert.equal(failure.reason, 'another engine holds the writer lock');
+    assert.equal(failure.reason, 'another engine took over');
     assert.equal(await b.getOrder(7 as OrderId), undefined);
   });
 

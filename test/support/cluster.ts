@@ -2,10 +2,22 @@
  * Starts `openspot engine` and `openspot gateway` as separate OS processes, the way an operator
  * would (`node --import tsx src/cli/main.ts engine`), and waits until each says where it listens.
  * Every process is stopped (SIGTERM, then SIGKILL) when the test ends.
+ *
+ * Also what the cluster tests (test/cluster-e2e.test.ts, test/cluster-failover.test.ts) share:
+ * the environment of one cluster (`clusterEnv`), the engine's admin API (`engineAdmin`) and
+ * traders made through it (`trader`).
  */
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { OpenSpotClient } from '../../src/client/client.js';
+import { deleteStreamAfter, TEST_NATS_URL, uniqueName } from './nats.js';
+import { freshDatabase } from './postgres.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -21,6 +33,20 @@ export interface ClusterProcess {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Resolves once `check` passes (throws no more), polling; rethrows its last failure after `timeoutMs`. */
+export async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await check();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
 /** Resolves once `check` holds, polling. */
 export async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -32,6 +58,23 @@ export async function waitUntil(check: () => boolean, what: string, timeoutMs = 
 
 /** The line a process logs once it listens: `{"url":"http://…", "msg":"OpenSpot … is listening…"}`. */
 const LISTENING = /"url":"(http:\/\/[^"]+)","msg":"OpenSpot (?:engine|gateway) is listening/;
+
+/**
+ * Where a process started with another `ready` line listens, once it does (a `--standby` engine
+ * opens its HTTP port only after it took the writer lock).
+ */
+export async function listeningUrl(started: ClusterProcess, timeoutMs = 30_000): Promise<string> {
+  let url: string | undefined;
+  await waitUntil(
+    () => {
+      url = LISTENING.exec(started.output())?.[1];
+      return url !== undefined;
+    },
+    'the process to listen',
+    timeoutMs,
+  );
+  return url!;
+}
 
 export async function startClusterProcess(
   t: Cleanup,
@@ -69,3 +112,88 @@ export async function startClusterProcess(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** The environment every process of one cluster shares: its database, its stream and subjects, its secrets. */
+export async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
+  if (TEST_NATS_URL === undefined) throw new Error('TEST_NATS_URL is not set');
+  const name = uniqueName('E2E_BATCHES');
+  deleteStreamAfter(t, name);
+  const dataDir = mkdtempSync(join(tmpdir(), 'openspot-cluster-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  return {
+    DATABASE_URL: await freshDatabase(t),
+    NATS_URL: TEST_NATS_URL,
+    OPENSPOT_STREAM: name,
+    OPENSPOT_STREAM_SUBJECT: `e2e.${name}`,
+    OPENSPOT_SUBJECT_PREFIX: `e2e.${name}.engine`,
+    DATA_DIR: dataDir,
+    HOST: '127.0.0.1',
+    ADMIN_TOKEN: randomBytes(24).toString('hex'),
+    // Shared by every process: API secrets sealed by the engine are opened by the gateways,
+    // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    WS_APP_SECRET: randomBytes(24).toString('hex'),
+    SIMULATOR: 'off',
+    DEMO: 'off',
+    RATE_LIMIT_IP_PER_SECOND: '0',
+    RATE_LIMIT_KEY_PER_SECOND: '0',
+  };
+}
+
+/** A request to the engine's admin API; the answer's status and parsed body (null when empty). */
+export async function engineAdmin(
+  engineUrl: string,
+  adminToken: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown; text: string }> {
+  const response = await fetch(`${engineUrl}/admin/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${adminToken}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown), text };
+}
+
+export interface Trader {
+  readonly userId: number;
+  readonly apiKey: string;
+  readonly apiSecret: string;
+}
+
+/** A user with a read+trade API key and one deposit per asset (`{ BTC: '2' }`), made through the engine's admin API. */
+export async function trader(
+  engineUrl: string,
+  adminToken: string,
+  funds: Readonly<Record<string, string>>,
+): Promise<Trader> {
+  const created = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
+    const answer = await engineAdmin(engineUrl, adminToken, 'POST', path, body);
+    assert.equal(answer.status, 201, `${path}: ${answer.text}`);
+    return answer.body as Record<string, unknown>;
+  };
+  const user = (await created('/users', {})) as { id: number };
+  const key = (await created(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
+    api_key: string;
+    api_secret: string;
+  };
+  for (const [asset, amount] of Object.entries(funds))
+    await created(`/users/${user.id}/deposits`, { asset, amount });
+  return { userId: user.id, apiKey: key.api_key, apiSecret: key.api_secret };
+}
+
+/** The trader's signed client of one gateway (no retries: every answer is the gateway's own). */
+export const on = (gateway: { url: string }, who: Trader) =>
+  new OpenSpotClient({
+    baseUrl: `${gateway.url}/v1`,
+    apiKey: who.apiKey,
+    apiSecret: who.apiSecret,
+    timeoutMs: 10_000,
+    orderRetries: 0,
+  });

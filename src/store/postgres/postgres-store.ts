@@ -81,12 +81,32 @@ export interface PostgresStoreOptions {
   readonly lockPollMs?: number;
   /** Told who holds the lock when a wait starts (and if the holder changes): for the log. */
   readonly onLockWait?: (holder: string) => void;
+  /**
+   * Told once when this writer finds, on retaking the lock after its connection dropped, that
+   * another engine held it meanwhile: this process's engine state is stale, it never writes again
+   * and should stop (a supervisor restarts it, as a standby or not at all).
+   */
+  readonly onSuperseded?: (message: string) => void;
 }
 
 /** What the writer connection is made from (the wait settings only matter at open). */
 type WriterSettings = Required<
-  Omit<PostgresStoreOptions, 'waitForLock' | 'signal' | 'lockPollMs' | 'onLockWait'>
+  Omit<PostgresStoreOptions, 'waitForLock' | 'signal' | 'lockPollMs' | 'onLockWait' | 'onSuperseded'>
 >;
+
+/**
+ * The writer's term: `meta.writerTerm`, incremented by every engine that opens the store as its
+ * writer. A writer whose connection (and so the lock) dropped retakes the lock on its next commit;
+ * if the term moved meanwhile, a standby took over, wrote, and may have gone again: this writer's
+ * engine state no longer matches the database, and writing from it would corrupt the venue
+ * (ids handed out twice, balances spent twice). The lock alone cannot tell, the term can.
+ */
+export const WRITER_TERM_KEY = 'writerTerm';
+const TAKE_TERM = `INSERT INTO meta (key, value) VALUES ('${WRITER_TERM_KEY}', 1)
+  ON CONFLICT (key) DO UPDATE SET value = meta.value + 1 RETURNING value::text AS term`;
+const READ_TERM = `SELECT value::text AS term FROM meta WHERE key = '${WRITER_TERM_KEY}'`;
+
+export const SUPERSEDED_REASON = 'another engine took over';
 
 /**
  * Server-side TCP settings for the writer's session (PostgreSQL's own, settable per session): should
@@ -121,15 +141,32 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
   /** The lock-holding connection; undefined after it was lost, until the next commit reconnects. */
   #writer: pg.Client | undefined;
   #reconnecting: Promise<pg.Client> | undefined;
+  /** This writer's term (TAKE_TERM): a reconnect that finds another one never writes. */
+  readonly #term: string;
+  #superseded: StoreUnavailableError | undefined;
+  readonly #onSuperseded: ((message: string) => void) | undefined;
 
-  private constructor(options: WriterSettings, writer: pg.Client, pool: pg.Pool) {
+  private constructor(
+    options: WriterSettings,
+    writer: pg.Client,
+    pool: pg.Pool,
+    term: string,
+    onSuperseded: ((message: string) => void) | undefined,
+  ) {
     // API key records are kept until a write through this store drops them (as SqliteStore does):
     // in one process every revocation goes through it.
     super(pool, Number.POSITIVE_INFINITY);
     this.#url = options.url;
     this.#database = databaseName(options.url);
     this.#options = options;
+    this.#term = term;
+    this.#onSuperseded = onSuperseded;
     this.#adoptWriter(writer);
+  }
+
+  /** This writer's term (`meta.writerTerm` as it took it at open). */
+  get writerTerm(): string {
+    return this.#term;
   }
 
   /**
@@ -152,8 +189,10 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
             onWait: options.onLockWait,
           })
         : await connectWriter(full);
+    let term: string;
     try {
       await migratePostgres(writer);
+      term = (await writer.query<{ term: string }>(TAKE_TERM)).rows[0]!.term;
     } catch (error) {
       await writer.end().catch(() => undefined);
       throw toStoreError(error);
@@ -169,7 +208,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
     // An idle pooled connection that dies is discarded by the pool; without a listener the
     // 'error' event would end the process.
     pool.on('error', () => undefined);
-    return new PostgresStore(full, writer, pool);
+    return new PostgresStore(full, writer, pool, term, options.onSuperseded);
   }
 
   #adoptWriter(writer: pg.Client): void {
@@ -184,13 +223,21 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
   /** The lock-holding connection, reconnected (and the lock retaken) when it was lost. */
   async #writerConnection(): Promise<pg.Client> {
     if (this.closed) throw new StoreUnavailableError('store unavailable: the store is closed');
+    if (this.#superseded !== undefined) throw this.#superseded;
     if (this.#writer !== undefined) return this.#writer;
     this.#reconnecting ??= connectWriter(this.#options)
-      .then((writer) => {
+      .catch((error: unknown) => {
+        // Another engine has the lock now: it is the writer, and this one's state is about to be
+        // stale (if it is not already). Waiting to retake the lock later would be writing from it.
+        if (error instanceof WriterLockHeldError) throw this.#supersede(error.message);
+        throw error;
+      })
+      .then(async (writer) => {
         if (this.closed) {
           void writer.end().catch(() => undefined);
           throw new StoreUnavailableError('store unavailable: the store is closed');
         }
+        await this.#checkTerm(writer);
         this.#adoptWriter(writer);
         return writer;
       })
@@ -198,6 +245,37 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         this.#reconnecting = undefined;
       });
     return this.#reconnecting;
+  }
+
+  /**
+   * On a reconnected writer (lock retaken): the term must still be ours. If not, another engine
+   * wrote meanwhile: give the lock back, and refuse every commit from now on.
+   */
+  async #checkTerm(writer: pg.Client): Promise<void> {
+    let term: string | undefined;
+    try {
+      term = (await writer.query<{ term: string }>(READ_TERM)).rows[0]?.term;
+    } catch (error) {
+      void writer.end().catch(() => undefined);
+      throw toStoreError(error);
+    }
+    if (term === this.#term) return;
+    void writer.end().catch(() => undefined);
+    throw this.#supersede(
+      `another engine took over the PostgreSQL database ${this.#database} while this one was disconnected ` +
+        `(writer term ${this.#term}, now ${term ?? 'none'})`,
+    );
+  }
+
+  /** From now on every commit is refused; the owner is told once. */
+  #supersede(what: string): StoreUnavailableError {
+    if (this.#superseded !== undefined) return this.#superseded;
+    const message = `${what}: this engine's state is stale and it will not write again; restart it`;
+    this.#superseded = new StoreUnavailableError(`store unavailable: ${message}`, {
+      reason: SUPERSEDED_REASON,
+    });
+    this.#onSuperseded?.(message);
+    return this.#superseded;
   }
 
   async loadSnapshot(): Promise<EngineSnapshot> {
@@ -256,11 +334,6 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
     try {
       writer = await this.#writerConnection();
     } catch (error) {
-      if (error instanceof WriterLockHeldError)
-        throw new StoreUnavailableError(`store unavailable: ${error.message}`, {
-          cause: error,
-          reason: 'another engine holds the writer lock',
-        });
       throw toStoreError(error);
     }
     try {

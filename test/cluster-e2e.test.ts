@@ -225,12 +225,15 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     }
     assert.equal(asks, 6);
 
-    // The client was re-snapshotted (the engine's start closed its connection with 4200, pusher-js
-    // reconnected and subscribed again): the latest snapshot shows the restored book, and after
+    // The client's book continued or was re-snapshotted, never silently wrong (decision 101): when
+    // the standby starts on the state the gateway already shows (every committed batch was
+    // published before the kill), the gateway goes on and the book's updates simply continue;
+    // when the primary committed a batch it never published (an attempt in flight at the kill),
+    // the gateway reloads and the client is re-snapshotted (4200, pusher-js subscribes again).
+    // Either way the latest snapshot plus the updates after it show the restored book, and after
     // each snapshot every update follows the one before it.
     await eventually(() => {
       const last = books.filter((m) => m.type === 'snapshot').at(-1)!;
-      assert.ok(books.indexOf(last) > 0, 'a new snapshot after the takeover');
       const sinceSnapshot = books.slice(books.indexOf(last));
       const levels = new Set(last.data.asks.map((l) => l.price));
       for (const m of sinceSnapshot.slice(1))
@@ -240,12 +243,19 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     });
     let sequence = 0;
     for (const m of books) {
-      if (m.type === 'snapshot') sequence = m.data.sequence;
-      else {
+      if (m.type === 'snapshot') {
+        // A new snapshot never goes back either: book sequences are committed with their batches.
+        assert.ok(m.data.sequence >= sequence, JSON.stringify(books));
+        sequence = m.data.sequence;
+      } else {
         assert.equal(m.data.sequence, sequence + 1, JSON.stringify(books));
         sequence = m.data.sequence;
       }
     }
+    const snapshots = books.filter((m) => m.type === 'snapshot').length;
+    process.stdout.write(
+      `# failover: the WebSocket client's book ${snapshots > 1 ? 'was re-snapshotted' : 'continued without a re-snapshot'}\n`,
+    );
   });
   test('gateway loss: killing one gateway drops only its own connections; its clients resume on the other from a snapshot', async (t) => {
     const env = await clusterEnv(t);

@@ -11,8 +11,10 @@
  *
  * Stream numbering across engine starts: the feed counts from 0 at each start, so the engine
  * numbers the stream after what it already holds. Its first message is a `reset` carrying the
- * state it starts from: a gateway that followed the previous engine reloads from it (and its
- * WebSocket clients subscribe again from a snapshot), exactly as after a checkpoint restore.
+ * state it starts from, book sequences included (committed with their batches, loaded at start).
+ * A gateway that followed the previous engine goes on without a reload when that state is the
+ * one it already shows; otherwise it reloads from it (and its WebSocket clients subscribe again
+ * from a snapshot), exactly as after a checkpoint restore (decision 101).
  *
  * A small HTTP port (ENGINE_PORT) serves /healthz, /readyz, /metrics and the admin API.
  */

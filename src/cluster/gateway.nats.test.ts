@@ -1,10 +1,14 @@
 /**
  * A gateway's RemoteExchange against an engine in this process (SQLite in memory, no PostgreSQL
  * needed) over a real NATS server (TEST_NATS_URL; skipped visibly without it): it follows the
- * engine's batches, repairs a gap with a new snapshot (telling its restore listeners), reloads
- * when the engine starts again on the same stream, and reports the engine's absence.
+ * engine's batches, repairs a gap with a new snapshot (telling its restore listeners), goes on
+ * without a reload when the engine starts again on the same stream and the state it already
+ * shows, reloads when that state differs, and reports the engine's absence.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
@@ -129,12 +133,12 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     });
     await until(() => !remote.isWritable(), 'isWritable() false');
 
-    // An engine starts again on the same stream: the gateway reloads its state and says so.
+    // An engine starts again on the same stream, on the state the gateway already shows: its
+    // reset changes nothing, so the gateway goes on without a reload (decision 101).
     let restored = 0;
     remote.onRestored(() => restored++);
     const again = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
     t.after(() => again.close());
-    await until(() => restored === 1, 'the reset of the new engine start');
     await until(() => remote.isWritable(), 'isWritable() true again');
     // A market created after the reload is seen through the catalogue kept from before it.
     await remote.submit({ kind: 'createAsset', code: 'ETH', name: 'ETH', type: 'crypto', decimals: 8 });
@@ -152,6 +156,106 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     await remote.submit(deposit(8, 'EUR', 1_000));
     await until(() => remote.balances(8 as UserId).some((b) => b.available === 1_000), 'the new batch');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
+    assert.equal(restored, 0, 'the reset (before these batches in the stream) reloaded nothing');
+  });
+
+  test('an engine restarted on the same store and stream: clients continue when nothing was lost, re-snapshot when the state differs', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'openspot-gw-restart-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'openspot.db');
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const name = uniqueName('GW_RESTART');
+    deleteStreamAfter(t, name);
+    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
+    const names = subjects(`test.${name}.engine`);
+    /**
+     * An engine process on the database file: its store, its exchange, its side of NATS; `stop`
+     * ends it once (also when the test fails half-way: a publish queue left running would retry
+     * for ever on the closed connection).
+     */
+    const start = async () => {
+      const store = asyncStore(SqliteStore.open({ path }));
+      const exchange = await openExchange({ store });
+      const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+      let stopping: Promise<void> | undefined;
+      const stop = () => {
+        stopping ??= (async () => {
+          await served.close();
+          await exchange.close();
+          await store.close();
+        })();
+        return stopping;
+      };
+      t.after(stop);
+      return { store, exchange, served, stop };
+    };
+
+    const first = await start();
+    for (const code of ['BTC', 'EUR'])
+      await first.exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
+    await first.exchange.submit({
+      kind: 'createMarket',
+      base: 'BTC' as AssetCode,
+      quote: 'EUR' as AssetCode,
+      pairDecimals: 2,
+      lotDecimals: 8,
+      ordermin: 1 as Volume,
+      makerFee: 0 as FeeRate,
+      takerFee: 0 as FeeRate,
+    });
+    const remote = await RemoteExchange.open({
+      nc: gatewayNc,
+      store: noStore,
+      logger: silent,
+      stream,
+      commandSubject: names.commands,
+      snapshotSubject: names.snapshot,
+      pingSubject: names.ping,
+      pingIntervalMs: 100,
+    });
+    t.after(() => remote.close());
+    let restored = 0;
+    remote.onRestored(() => restored++);
+    /** The book sequences of the order-book updates the gateway passes on, in order. */
+    const updates: number[] = [];
+    remote.onCommitted((batch) => {
+      for (const change of batch.books.get(market)?.changes ?? []) updates.push(change.sequence);
+    });
+    await remote.submit(deposit(7, 'BTC', 1_000));
+    await remote.submit(deposit(9, 'EUR', 10_000_000));
+    await remote.submit(sell(7, 30_000, 200));
+    await remote.submit(sell(7, 31_000, 100));
+    // A trade too: last price, candles, statistics and recent trades must compare equal as well.
+    await remote.submit({ ...sell(9, 30_000, 50), side: 'buy' });
+    await until(() => remote.lastPrice(market) === 30_000, 'the trade in the view');
+    const last = remote.book(market, 0).sequence;
+    assert.deepEqual(updates, [1, 2, 3]);
+
+    // A clean restart: every committed batch was published before the engine stopped.
+    await first.stop();
+    const second = await start();
+    await until(() => remote.isWritable(), 'the restarted engine answering');
+    assert.ok((await remote.submit(sell(7, 32_000, 100))).ok);
+    await until(() => remote.book(market, 0).asks.length === 3, 'the order placed after the restart');
+    assert.equal(restored, 0, 'nothing lost: the gateway continued, no client is re-snapshotted');
+    assert.deepEqual(updates, [1, 2, 3, last + 1], 'the book sequence went on from the last one');
+    assert.deepEqual(remote.book(market, 0), second.exchange.view.book(market, 0));
+    assert.deepEqual(withoutSequence(remote.view.snapshot()).books, second.exchange.view.snapshot().books);
+
+    // The engine commits a batch it never publishes (its stream side stopped first), then restarts:
+    // the new engine's state differs from the gateway's, which reloads and re-snapshots its clients.
+    await second.served.close();
+    await second.exchange.submit(sell(7, 33_000, 100));
+    await second.stop();
+    const third = await start();
+    await until(() => restored === 1, 'the reload after the lost batch');
+    assert.deepEqual(remote.book(market, 0), third.exchange.view.book(market, 0));
+    assert.equal(remote.book(market, 0).asks.length, 4);
+    assert.equal(remote.book(market, 0).sequence, last + 2, 'never back: the unpublished update counted');
+    assert.ok((await remote.submit(sell(7, 34_000, 100))).ok);
+    await until(() => remote.book(market, 0).asks.length === 5, 'the order placed after the reload');
+    assert.deepEqual(updates.slice(-1), [last + 3]);
   });
 
   test('a batch missing from the stream: the gateway re-snapshots and tells its listeners, never skips it', async (t) => {

@@ -15,7 +15,10 @@
  * with it into its feed (the view reloads) and tells the `onRestored` listeners, which close
  * every WebSocket connection with 4200 so clients subscribe again from a snapshot. Batches the
  * snapshot already includes are then left out. A `reset` from the engine (a checkpoint restore,
- * an engine start) is handled the same way.
+ * an engine start) is handled the same way, unless it shows exactly what this view shows (see
+ * continuesFrom): an engine restarted, or taken over by a standby, on the state the stream
+ * already carried, whose book sequences (committed with their batches) go on from this view's.
+ * Then nothing is reloaded and no listener is told: clients' books simply continue.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
@@ -34,6 +37,7 @@ import type {
   PlaceOrder,
   TradeStats,
 } from '../sequencer/ports.js';
+import { canonicalSnapshot } from '../sequencer/snapshot-canonical.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
 import {
   type BatchGap,
@@ -150,6 +154,14 @@ export class RemoteExchange implements Exchange {
     this.engineSequence = envelope.sequence;
     const entry = envelope.payload;
     if (entry.kind === 'reset') {
+      if (this.continuesFrom(entry.snapshot)) {
+        this.options.logger.info(
+          { batch: envelope.sequence },
+          'the engine started on the state this gateway holds: continuing without a reload',
+        );
+        return;
+      }
+      this.warnIfBooksGoBack(entry.snapshot);
       this.reset(entry.snapshot);
       return;
     }
@@ -160,6 +172,41 @@ export class RemoteExchange implements Exchange {
     for (const listener of this.immediate) this.call(listener, batch);
     this.feed.release(local.sequence);
     for (const listener of this.afterReplies) this.call(listener, batch);
+  }
+
+  /**
+   * True when an engine's `reset` shows what this view shows, in everything a reader can see
+   * (canonical encodings compared, snapshot-canonical.ts): books' levels and sequences, the
+   * catalogue, prices, candles, statistics, recent trades, balances. Then the view, the caches
+   * derived from it and every client's book are right as they are, and the next batch continues
+   * them. Anything else (a batch the old engine committed but never published, a restore) is a
+   * reload with its 4200 closes (decision 101).
+   */
+  private continuesFrom(snapshot: MarketSnapshot): boolean {
+    const now = this.clock();
+    try {
+      return canonicalSnapshot(snapshot, now) === canonicalSnapshot(this.view.snapshot(), now);
+    } catch (error) {
+      // A reset of unexpected shape: reload from it, as before this comparison existed.
+      this.options.logger.warn({ err: error }, 'could not compare the engine’s reset with this view');
+      return false;
+    }
+  }
+
+  /**
+   * Book sequences are committed with their batches, so an engine's reset never carries one below
+   * what the stream already published; should it (a database put back from an older backup), the
+   * clients re-snapshot anyway, and the operator is told.
+   */
+  private warnIfBooksGoBack(snapshot: MarketSnapshot): void {
+    for (const book of snapshot.books) {
+      const shown = this.view.book(book.marketId, 1).sequence;
+      if (book.sequence < shown)
+        this.options.logger.warn(
+          { marketId: book.marketId, from: shown, to: book.sequence },
+          'the engine restarted with a book sequence below the one already published',
+        );
+    }
   }
 
   /** A hole in the stream: a new snapshot, never a view that silently misses a batch. */

@@ -4,6 +4,9 @@
  * as it left the engine, before the next batch is applied.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
@@ -261,4 +264,36 @@ test('a command that throws a range error is answered as a rejection (too large)
   assert.deepEqual(exchange.book(id, 0).bids, [[200, 100_000]]);
   assert.equal(exchange.isWritable(), true);
   await exchange.close();
+});
+
+test('book sequences continue across a restart on the same store: the next update is the last one + 1', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-book-seq-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'openspot.db');
+  const first = SqliteStore.open({ path });
+  const exchange = await openExchange({ store: asyncStore(first) });
+  const id = await seedMarket(exchange);
+  await exchange.submit(bid(id, 200));
+  // Two levels in one batch: two updates, two numbers.
+  await Promise.all([exchange.submit(bid(id, 190)), exchange.submit(bid(id, 180))]);
+  await nextTurn();
+  const last = exchange.book(id, 0).sequence;
+  assert.equal(last, 3);
+  await exchange.close();
+  first.close();
+
+  const second = SqliteStore.open({ path });
+  t.after(() => second.close());
+  const restarted = await openExchange({ store: asyncStore(second) });
+  assert.equal(restarted.book(id, 0).sequence, last, 'the snapshot a new subscriber gets');
+  assert.equal(restarted.view.book(id, 0).sequence, last, 'the readers’ view');
+  const seen: CommittedBatch[] = [];
+  restarted.onCommitted((batch) => seen.push(batch));
+  await restarted.submit(bid(id, 170));
+  await nextTurn();
+  assert.deepEqual(
+    seen[0]?.books.get(id)?.changes.map((c) => c.sequence),
+    [last + 1],
+  );
+  await restarted.close();
 });

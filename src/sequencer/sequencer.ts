@@ -42,6 +42,7 @@ import { type Candle, INTERVALS } from '../market-data/candle.js';
 import { CandleAggregator } from '../market-data/candles.js';
 import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../store/ports.js';
 import {
+  type BookSequence,
   type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
@@ -207,6 +208,10 @@ class Sequencer implements LocalExchange {
   view!: MarketView;
   /** A restore replaced the state and the feed has not said so yet (the rebuild failed). */
   private resetDue = false;
+  /**
+   * Each market's book sequence as committed: loaded from the store (at start, after a rebuild or
+   * a restore) and advanced once a batch that carries the new values is committed.
+   */
   private readonly bookSequences = new Map<MarketId, number>();
   private readonly listeners = new Set<(batch: CommittedBatch) => void>();
   /** Listeners called at commit, before any reply (see onCommitted). */
@@ -293,6 +298,7 @@ class Sequencer implements LocalExchange {
     const lastPrices = new Map<MarketId, Price>();
     const recentTrades = new RecentTrades();
     const latest: Candle[] = [];
+    const bookSequences = await this.ports.loadBookSequences();
     for (const market of this.engine.marketList()) {
       const newest = await this.ports.latestCandles(market.id);
       latest.push(...newest);
@@ -310,6 +316,8 @@ class Sequencer implements LocalExchange {
     for (const [id, price] of lastPrices) this.lastPrices.set(id, price);
     this.candles = new CandleAggregator(latest);
     this.recentTrades = recentTrades;
+    this.bookSequences.clear();
+    for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
     this.catalogue.committed(this.engine);
   }
 
@@ -451,7 +459,7 @@ class Sequencer implements LocalExchange {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    const { results, events, changes, trades, touched, ledger } = applied;
+    const { results, events, changes, trades, touched, ledger, bookSequences } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
     this.catalogue.committed(this.engine);
@@ -459,6 +467,8 @@ class Sequencer implements LocalExchange {
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
         ? this.committedBatch(events, changes, touched, trades)
         : undefined;
+    // After committedBatch, which numbers the updates on from the values before the batch.
+    for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
     // The engine equals the committed state again: readers may read it from here on.
     this.endStep();
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
@@ -573,6 +583,7 @@ class Sequencer implements LocalExchange {
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
       for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
+      const bookSequences = this.advancedBookSequences(changes.levels);
       const commit: CommitBatch = {
         changes,
         events,
@@ -580,12 +591,13 @@ class Sequencer implements LocalExchange {
         candles: touched,
         idempotencyKeys,
         idempotencyExpiredBefore: (time - IDEMPOTENCY_TTL_MICROS) as Micros,
+        bookSequences,
       };
       // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
         await this.ports.commit(commit);
-      return { results, events, changes, trades, touched, ledger };
+      return { results, events, changes, trades, touched, ledger, bookSequences };
     }
   }
 
@@ -765,6 +777,21 @@ class Sequencer implements LocalExchange {
     }
   }
 
+  /**
+   * The book sequence each market whose levels changed reaches with this batch: one update per
+   * changed level (see committedBatch). Committed with the batch, so a restarted engine goes on
+   * from exactly what was published; the map itself moves only once the commit succeeded.
+   */
+  private advancedBookSequences(levels: ChangeSet['levels']): BookSequence[] {
+    if (levels.length === 0) return [];
+    const counts = new Map<MarketId, number>();
+    for (const key of levels) counts.set(key.marketId, (counts.get(key.marketId) ?? 0) + 1);
+    const out: BookSequence[] = [];
+    for (const [marketId, count] of counts)
+      out.push({ marketId, sequence: (this.bookSequences.get(marketId) ?? 0) + count });
+    return out;
+  }
+
   private committedBatch(
     events: readonly EngineEvent[],
     { levels, balances }: ChangeSet,
@@ -790,7 +817,6 @@ class Sequencer implements LocalExchange {
         sequence: book.sequence,
       });
     }
-    for (const [marketId, book] of books) this.bookSequences.set(marketId, book.sequence);
     return { sequence: this.feed.nextSequence(), events, books, candles, trades, balances };
   }
 
@@ -899,8 +925,8 @@ class Sequencer implements LocalExchange {
         this.stale = true;
         this.startProbing();
       }
-      for (const market of this.engine.marketList())
-        this.bookSequences.set(market.id, (this.bookSequences.get(market.id) ?? 0) + 1);
+      // Book sequences: the store's restore added one to every market's (decision 77), in its
+      // transaction, and the rebuild loaded them.
       // The feed says so before anyone is told of the restore (or, if the rebuild failed, once
       // the probe's rebuild succeeds): the view then shows the restored state.
       this.resetDue = true;
@@ -1015,6 +1041,8 @@ interface AppliedBatch {
   readonly touched: Candle[];
   /** The batch's deposit and withdrawal entries, as committed. */
   readonly ledger: readonly LedgerEntry[];
+  /** The new book sequences the batch committed (markets whose levels changed). */
+  readonly bookSequences: readonly BookSequence[];
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */

@@ -21,6 +21,7 @@ export function asyncStore(store: Store): AsyncStore {
     capabilities: { checkpoints: true },
     loadSnapshot: () => settled(() => store.loadSnapshot()),
     loadLedgerReferences: () => settled(() => store.loadLedgerReferences()),
+    loadBookSequences: () => settled(() => store.loadBookSequences()),
     commit: (batch) => settled(() => store.commit(batch)),
     findIdempotencyRecord: (userId, key) => settled(() => store.findIdempotencyRecord(userId, key)),
 

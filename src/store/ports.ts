@@ -19,6 +19,7 @@ import type { BalanceState, EngineSnapshot, OrderState, Trade } from '../engine/
 import type { Candle, Interval } from '../market-data/candle.js';
 import type {
   ApiKeyRecord,
+  BookSequence,
   CheckpointInfo,
   CommitBatch,
   IdempotencyRecord,
@@ -47,6 +48,11 @@ export interface CommitLog {
    * repeated reference is recognised without reading the store in the middle of a batch.
    */
   loadLedgerReferences(): Promise<LedgerEntry[]>;
+  /**
+   * Every market's committed book sequence (CommitBatch.bookSequences), by market id; a market
+   * absent here is at 0 (a database older than the book_sequences table, or a book never changed).
+   */
+  loadBookSequences(): Promise<BookSequence[]>;
   /**
    * Writes one batch atomically and durably, then resolves; or rejects (StoreUnavailableError on
    * I/O trouble) having written nothing. An empty batch (no events, ledger entries or orders) still

@@ -34,6 +34,16 @@ export interface IdempotencyRecord {
   readonly time: Micros;
 }
 
+/**
+ * A market's book sequence: the `sequence` of the last order-book update published for it (+1
+ * per update, no gaps; docs/interface-decisions.md 15 and 104). Kept in the store so that a
+ * restarted engine (or a standby taking over) goes on from the committed value.
+ */
+export interface BookSequence {
+  readonly marketId: MarketId;
+  readonly sequence: number;
+}
+
 /** Everything one group commit writes, atomically. */
 export interface CommitBatch {
   readonly changes: ChangeSet;
@@ -46,6 +56,11 @@ export interface CommitBatch {
   readonly idempotencyKeys?: readonly IdempotencyRecord[];
   /** Idempotency records older than this are deleted, a bounded number per commit. */
   readonly idempotencyExpiredBefore?: Micros;
+  /**
+   * The new book sequence of each market whose book this batch changed (only those: the others
+   * keep theirs), written in the same transaction as the rest of the batch.
+   */
+  readonly bookSequences?: readonly BookSequence[];
 }
 
 export type ApiKeyScope = 'read' | 'trade';
@@ -181,6 +196,8 @@ export interface Store {
   loadSnapshot(): EngineSnapshot;
   /** Writes one batch atomically and durably, or throws (StoreUnavailableError on I/O trouble) having written nothing. */
   commit(batch: CommitBatch): void;
+  /** Every market's committed book sequence, by market id; a market absent here is at 0. */
+  loadBookSequences(): BookSequence[];
 
   createUser(email: string | null, time: Micros): UserRecord;
   getUser(id: UserId): UserRecord | undefined;
@@ -241,7 +258,9 @@ export interface Store {
   /**
    * Replaces the venue state (catalogue, balances, totals, orders, trades, candles, ledger,
    * idempotency records, id sequences) with the checkpoint's, in one transaction: all or nothing.
-   * Users and API keys are kept as they are now (credentials are not rolled back). The caller
+   * Users and API keys are kept as they are now (credentials are not rolled back). Book sequences
+   * are not rolled back either: in the same transaction, every market of the restored catalogue
+   * gets its current sequence plus one (1 when it had none), so they never go back (decision 77). The caller
    * (the sequencer) reloads everything it derived from the store. Throws CheckpointError when the
    * checkpoint is absent or was written by another schema version.
    */

@@ -249,6 +249,59 @@ export function storeContract(adapter: Adapter): void {
     });
   });
 
+  describe(`Store contract (${adapter.name}): book sequences`, options, () => {
+    test('none on an empty database (every market at 0)', async (t) => {
+      const { store } = await adapter.open(t);
+      assert.deepEqual(await store.loadBookSequences(), []);
+    });
+
+    test('written with their batch, only for the markets it names, and kept across a restart', async (t) => {
+      const { store, reopen } = await adapter.open(t);
+      await store.commit({
+        ...batch({ ...CATALOGUE, orders: [order(1)] }),
+        bookSequences: [
+          { marketId: ETHEUR, sequence: 2 },
+          { marketId: BTCEUR, sequence: 7 },
+        ],
+      });
+      await store.commit({
+        ...batch({ orders: [order(2)] }),
+        bookSequences: [{ marketId: BTCEUR, sequence: 9 }],
+      });
+      // A batch that changed no book (a deposit, the probe's empty commit) leaves them all.
+      await store.commit(batch({ balances: [balance(ALICE, EUR, 5)] }));
+      const expected = [
+        { marketId: BTCEUR, sequence: 9 },
+        { marketId: ETHEUR, sequence: 2 },
+      ];
+      assert.deepEqual(await store.loadBookSequences(), expected);
+      const reopened = await reopen();
+      assert.deepEqual(await reopened.loadBookSequences(), expected, 'durable, by market id');
+      // Past 2^32 (a busy market over years): exact.
+      await reopened.commit({
+        ...batch({ orders: [order(3)] }),
+        bookSequences: [{ marketId: ETHEUR, sequence: 2 ** 40 + 1 }],
+      });
+      assert.deepEqual(await reopened.loadBookSequences(), [
+        expected[0],
+        { marketId: ETHEUR, sequence: 2 ** 40 + 1 },
+      ]);
+    });
+
+    test('a negative sequence is refused with the whole batch', async (t) => {
+      const { store } = await adapter.open(t);
+      await store.commit(batch(CATALOGUE));
+      await refuses(() =>
+        store.commit({
+          ...batch({ orders: [order(1)] }),
+          bookSequences: [{ marketId: BTCEUR, sequence: -1 }],
+        }),
+      );
+      assert.equal(await store.getOrder(1 as OrderId), undefined);
+      assert.deepEqual(await store.loadBookSequences(), []);
+    });
+  });
+
   describe(`Store contract (${adapter.name}): a failed commit changes nothing`, options, () => {
     test('a batch that violates a constraint half-way leaves no row of it, and the store stays usable', async (t) => {
       const { store } = await adapter.open(t);
@@ -269,9 +322,11 @@ export function storeContract(adapter: Adapter): void {
         idempotencyKeys: [
           { userId: ALICE, key: 'k', fingerprint: 'f'.repeat(64), orderId: 50 as OrderId, time: T0 },
         ],
+        bookSequences: [{ marketId: BTCEUR, sequence: 5 }],
       };
       await refuses(() => store.commit(failing));
       assert.deepEqual(await store.loadSnapshot(), before);
+      assert.deepEqual(await store.loadBookSequences(), []);
       assert.deepEqual(await store.listPublicTrades({ marketId: BTCEUR }), []);
       assert.equal(await store.findLedgerEntry(ALICE, 'deposit', 'r1'), undefined);
       assert.equal(await store.findIdempotencyRecord(ALICE, 'k'), undefined);

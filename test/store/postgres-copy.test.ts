@@ -1,7 +1,8 @@
 /**
  * `openspot db copy --from <sqlite file> --to <postgres url>`: a venue moved from SQLite reads the
- * same on PostgreSQL (engine state, history, credentials, nonces, idempotency keys), ids continue
- * where SQLite left them, and a non-empty target is refused. Needs TEST_DATABASE_URL.
+ * same on PostgreSQL (engine state, history, credentials, nonces, idempotency keys, book
+ * sequences), ids continue where SQLite left them, and a non-empty target is refused. Needs
+ * TEST_DATABASE_URL.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -56,6 +57,7 @@ describe('openspot db copy', postgresSuite(), () => {
       idempotencyKeys: [
         { userId: ALICE, key: 'idem', fingerprint: 'c'.repeat(64), orderId: 5 as OrderId, time: T0 },
       ],
+      bookSequences: [{ marketId: BTCEUR, sequence: 2 ** 33 + 5 }],
     });
     const users = [
       sqlite.createUser('a@example.com', T0),
@@ -85,6 +87,7 @@ describe('openspot db copy', postgresSuite(), () => {
       order5: sqlite.getOrder(5 as OrderId),
       idem: sqlite.findIdempotencyRecord(ALICE, 'idem'),
       dep: sqlite.findLedgerEntry(ALICE, 'deposit', 'dep-1'),
+      books: sqlite.loadBookSequences(),
     };
     sqlite.close();
 
@@ -103,6 +106,8 @@ describe('openspot db copy', postgresSuite(), () => {
     assert.deepEqual(await pg.getOrder(5 as OrderId), expected.order5);
     assert.deepEqual(await pg.findIdempotencyRecord(ALICE, 'idem'), expected.idem);
     assert.deepEqual(await pg.findLedgerEntry(ALICE, 'deposit', 'dep-1'), expected.dep);
+    assert.deepEqual(await pg.loadBookSequences(), expected.books);
+    assert.deepEqual(expected.books, [{ marketId: BTCEUR, sequence: 2 ** 33 + 5 }]);
     assert.equal(await pg.acceptNonce('k1', '18446744073709551616'), false, 'the last nonce came along');
     assert.equal((await pg.createUser(null, (T0 + 1) as Micros)).id, users[2]!.id + 1);
     await pg.commit(

@@ -17,6 +17,7 @@ function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStor
     capabilities: writer.capabilities,
     loadSnapshot: () => writer.loadSnapshot(),
     loadLedgerReferences: () => writer.loadLedgerReferences(),
+    loadBookSequences: () => writer.loadBookSequences(),
     commit: (batch) => writer.commit(batch),
     findIdempotencyRecord: (userId, key) => writer.findIdempotencyRecord(userId, key),
     saveCheckpoint: (name, time) => writer.saveCheckpoint(name, time),

@@ -8,7 +8,7 @@ const placeholders = (sql: string): number[] =>
   [...new Set([...sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
 
 test('every batch shape numbers its parameters 1..n without a gap (a gap fails at Bind on PostgreSQL)', () => {
-  for (let shape = 0; shape < 1 << 10; shape++) {
+  for (let shape = 0; shape < 1 << 11; shape++) {
     const used = placeholders(commitSql(shape));
     assert.deepEqual(
       used,
@@ -34,4 +34,20 @@ test('a batch gets exactly one parameter per placeholder of its statement, and o
     orders.name,
   );
   assert.notEqual(catalogue.name, orders.name);
+  // Book sequences: one row per market the batch changed, only when it changed some.
+  assert.doesNotMatch(orders.text, /book_sequences/);
+  const books = commitStatement({
+    ...batch({ orders: [order(3)] }),
+    bookSequences: [
+      { marketId: 1 as never, sequence: 7 },
+      { marketId: 1 as never, sequence: 9 },
+      { marketId: 2 as never, sequence: 4 },
+    ],
+  });
+  assert.equal(placeholders(books.text).length, books.values.length);
+  assert.match(books.text, /INSERT INTO book_sequences/);
+  assert.ok(
+    books.values.some((v) => JSON.stringify(v) === JSON.stringify([9, 4])),
+    'the last sequence per market',
+  );
 });

@@ -120,6 +120,10 @@ const IDEMPOTENCY = [
   ['order_id', 'bigint'],
   ['time', 'bigint'],
 ] as const;
+const BOOK_SEQUENCE = [
+  ['market_id', 'bigint'],
+  ['sequence', 'bigint'],
+] as const;
 const META = [
   ['key', 'text'],
   ['value', 'bigint'],
@@ -164,8 +168,15 @@ const TABLES = [
     columns: IDEMPOTENCY,
     conflict: ` ON CONFLICT (user_id, key) DO UPDATE SET ${setExcluded(['fingerprint', 'order_id', 'time'])}`,
   },
+  {
+    // Only the markets whose book the batch changed: a batch on one market writes one row.
+    cte: 'w_book_sequences',
+    table: 'book_sequences',
+    columns: BOOK_SEQUENCE,
+    conflict: ` ON CONFLICT (market_id) DO UPDATE SET ${setExcluded(['sequence'])}`,
+  },
 ] as const;
-const IDEMPOTENCY_TABLE = TABLES.length - 1;
+const IDEMPOTENCY_TABLE = TABLES.findIndex((t) => t.table === 'idempotency_keys');
 /** Bit of the shape: the batch prunes expired idempotency records. */
 const PRUNE = 1 << TABLES.length;
 
@@ -275,6 +286,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
   const totals = lastByKey(changes.totals, (t) => t.asset);
   const candles = lastByKey(batch.candles, (c) => `${c.marketId}\u0000${c.interval}\u0000${c.start}`);
   const idempotency = lastByKey(batch.idempotencyKeys ?? [], (r) => `${r.userId}\u0000${r.key}`);
+  const bookSequences = lastByKey(batch.bookSequences ?? [], (b) => b.marketId);
   return [
     columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
     columnsOf(markets, MARKET.length, (m) => [
@@ -338,5 +350,6 @@ function commitRows(batch: CommitBatch): unknown[][][] {
       c.count,
     ]),
     columnsOf(idempotency, IDEMPOTENCY.length, (r) => [r.userId, r.key, r.fingerprint, r.orderId, r.time]),
+    columnsOf(bookSequences, BOOK_SEQUENCE.length, (b) => [b.marketId, b.sequence]),
   ];
 }

@@ -9,7 +9,8 @@
  * deleted user's id is never handed out again).
  *
  * Afterwards both stores are opened and compared: the engine snapshot (catalogue, balances,
- * totals, open orders, sequences) must be equal, and every table must hold as many rows.
+ * totals, open orders, sequences) and the book sequences must be equal, and every table must hold
+ * as many rows.
  */
 import { isDeepStrictEqual } from 'node:util';
 import Database from 'better-sqlite3';
@@ -41,7 +42,7 @@ const col = (name: string, type: Column['type'], read?: string): Column =>
 const big = (...names: string[]) => names.map((n) => col(n, 'bigint'));
 const text = (...names: string[]) => names.map((n) => col(n, 'text'));
 
-/** Every table of schema v6, in an order that satisfies the (deferred anyway) foreign keys. */
+/** Every table of schema v7, in an order that satisfies the (deferred anyway) foreign keys. */
 export const COPIED_TABLES: readonly TableCopy[] = [
   { table: 'assets', columns: [...text('code', 'name', 'type'), col('decimals', 'int')], order: 'rowid' },
   {
@@ -126,6 +127,7 @@ export const COPIED_TABLES: readonly TableCopy[] = [
     columns: [...big('user_id'), ...text('key', 'fingerprint'), ...big('order_id', 'time')],
     order: 'user_id, key',
   },
+  { table: 'book_sequences', columns: big('market_id', 'sequence'), order: 'market_id' },
 ];
 
 /** Rows per INSERT: well within a statement's size, few round trips. */
@@ -269,6 +271,7 @@ async function verify(from: string, url: string, copied: Record<string, number>)
     // Opening as a writer also proves the copy released the lock and left a schema the server takes.
     postgres = await PostgresStore.open({ url, applicationName: `openspot db copy pid=${process.pid}` });
     if (!isDeepStrictEqual(sqlite.loadSnapshot(), await postgres.loadSnapshot())) return false;
+    if (!isDeepStrictEqual(sqlite.loadBookSequences(), await postgres.loadBookSequences())) return false;
     await client.connect();
     for (const { table } of COPIED_TABLES) {
       const inSqlite = counter.prepare<[], number>(`SELECT count(*) FROM ${table}`).pluck().get();

@@ -226,6 +226,18 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX idempotency_keys_by_time ON idempotency_keys (time);
     `,
   },
+  {
+    version: 7,
+    description:
+      'book sequences: the order-book update sequence of each market, written with the batch that advanced it',
+    // As SQLite's v7: a market without a row is at 0, and no foreign key to markets.
+    sql: `
+      CREATE TABLE book_sequences (
+        market_id bigint PRIMARY KEY,
+        sequence bigint NOT NULL CHECK (sequence >= 0)
+      );
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

@@ -14,7 +14,7 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
-import type { Micros, OrderId, UserId } from '../../domain/types.js';
+import type { MarketId, Micros, OrderId, UserId } from '../../domain/types.js';
 import type { EngineSnapshot, Sequences } from '../../engine/types.js';
 import type { AsyncStore } from '../ports.js';
 import {
@@ -33,6 +33,7 @@ import {
   totalsFromRow,
 } from '../sqlite/rows.js';
 import {
+  type BookSequence,
   CheckpointError,
   type CheckpointInfo,
   type CommitBatch,
@@ -318,6 +319,13 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
        ORDER BY id`,
     );
     return rows.map(ledgerFromRow);
+  }
+
+  async loadBookSequences(): Promise<BookSequence[]> {
+    const rows = await this.rows<{ market_id: number; sequence: number }>(
+      'SELECT market_id, sequence FROM book_sequences ORDER BY market_id',
+    );
+    return rows.map((row) => ({ marketId: row.market_id as MarketId, sequence: row.sequence }));
   }
 
   async commit(batch: CommitBatch): Promise<void> {

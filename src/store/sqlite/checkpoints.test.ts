@@ -4,17 +4,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import type { Micros } from '../../domain/types.js';
+import type { MarketId, Micros } from '../../domain/types.js';
 import { CheckpointError, type Store } from '../store.js';
 import { SqliteStore } from './sqlite-store.js';
 import {
   ALICE,
   BOB,
   BTC,
+  BTCEUR,
   balance,
   batch,
   CATALOGUE,
   candle,
+  ETHEUR,
   EUR,
   ledger,
   order,
@@ -126,6 +128,62 @@ describe('SqliteStore checkpoints', () => {
       );
     });
   }
+
+  for (const where of ['on disk', 'in memory'] as const) {
+    test(`${where}: a restore keeps the book sequences and adds one to each restored market's, in its transaction`, (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'openspot-cp-'));
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
+      const path = join(dir, 'openspot.db');
+      const checkpointDir = join(dir, 'checkpoints');
+      const store = SqliteStore.open(where === 'on disk' ? { path, checkpointDir } : { path: ':memory:' });
+      t.after(() => store.close());
+      fillFirstState(store);
+      store.commit({ ...batch({}), bookSequences: [{ marketId: BTCEUR, sequence: 4 }] });
+      store.saveCheckpoint('before', T0);
+      changeEverything(store);
+      // Market 9 is not in the checkpoint's catalogue: its row stays as it is.
+      store.commit({
+        ...batch({}),
+        bookSequences: [
+          { marketId: BTCEUR, sequence: 10 },
+          { marketId: 9 as MarketId, sequence: 5 },
+        ],
+      });
+      store.restoreCheckpoint('before');
+      const expected = [
+        { marketId: BTCEUR, sequence: 11 },
+        { marketId: ETHEUR, sequence: 1 },
+        { marketId: 9 as MarketId, sequence: 5 },
+      ];
+      assert.deepEqual(store.loadBookSequences(), expected, "never back to the checkpoint's 4");
+      if (where === 'on disk') {
+        store.close();
+        const reopened = SqliteStore.open({ path, checkpointDir });
+        t.after(() => reopened.close());
+        assert.deepEqual(reopened.loadBookSequences(), expected, 'durable');
+      }
+    });
+  }
+
+  test('a checkpoint saved by schema version 6 (before book sequences) still restores', (t) => {
+    const { dir } = tempStore(t);
+    const disk = SqliteStore.open({ path: join(dir, 'v6.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    fillFirstState(disk);
+    const saved = stateOf(disk);
+    disk.saveCheckpoint('v6', T0);
+    const raw = new Database(join(dir, 'cp', 'v6.db'));
+    raw.exec('DROP TABLE book_sequences');
+    raw.pragma('user_version = 6');
+    raw.close();
+    changeEverything(disk);
+    disk.restoreCheckpoint('v6');
+    assert.deepEqual(stateOf(disk), saved);
+    assert.deepEqual(disk.loadBookSequences(), [
+      { marketId: BTCEUR, sequence: 1 },
+      { marketId: ETHEUR, sequence: 1 },
+    ]);
+  });
 
   test('a name that could leave the directory or hide a file is refused', (t) => {
     const { store, dir } = tempStore(t, { checkpointDir: join(tmpdir(), 'unused') });

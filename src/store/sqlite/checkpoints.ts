@@ -33,7 +33,8 @@ import { SCHEMA_VERSION, schemaVersion } from './migrations.js';
 
 /**
  * The venue state, rolled back by a restore. Not here: `users`, `api_keys` (credentials, and each
- * key's last nonce, which must never go back) and SQLite's own `sqlite_sequence`.
+ * key's last nonce, which must never go back), `book_sequences` (advanced by one instead, see
+ * ADVANCE_BOOK_SEQUENCES) and SQLite's own `sqlite_sequence`.
  */
 export const STATE_TABLES = [
   'assets',
@@ -47,6 +48,26 @@ export const STATE_TABLES = [
   'idempotency_keys',
   'meta',
 ] as const;
+
+/**
+ * The oldest schema version whose checkpoints restore here. Version 7 only added book_sequences,
+ * which a restore keeps rather than copies (book sequences never go back, decision 77): a
+ * version-6 checkpoint holds the same state tables, so checkpoints saved before an upgrade stay
+ * usable. (Each state table's columns are still compared before anything is written.)
+ */
+const OLDEST_RESTORABLE_VERSION = 6;
+
+const restorable = (version: number): boolean =>
+  version >= OLDEST_RESTORABLE_VERSION && version <= SCHEMA_VERSION;
+
+/**
+ * Run in the restore's transaction, after the state tables are copied: every market of the
+ * restored catalogue gets its book sequence plus one (1 when it had none), the persisted form of
+ * decision 77. Rows of markets the checkpoint lacks are kept as they are.
+ */
+const ADVANCE_BOOK_SEQUENCES = `INSERT INTO main.book_sequences (market_id, sequence)
+  SELECT id, 1 FROM main.markets WHERE true
+  ON CONFLICT (market_id) DO UPDATE SET sequence = sequence + 1`;
 
 const SUFFIX = '.db';
 
@@ -102,15 +123,12 @@ export class SqliteCheckpoints {
     }
     const source = this.#open(name);
     try {
-      const version = schemaVersion(source);
-      if (version !== SCHEMA_VERSION)
-        throw new CheckpointError(
-          'incompatible',
-          `Checkpoint ${name} has schema version ${version}; this release restores version ${SCHEMA_VERSION} only.`,
-        );
+      checkVersion(name, schemaVersion(source));
       const copies = STATE_TABLES.map((table) => this.#copier(source, table, name));
+      const advance = this.db.prepare(ADVANCE_BOOK_SEQUENCES);
       this.#replace(name, () => {
         for (const copy of copies) copy();
+        advance.run();
       });
     } finally {
       source.close();
@@ -211,12 +229,7 @@ export class SqliteCheckpoints {
   #restoreFile(name: string, path: string): void {
     guarded(() => this.db.prepare(`ATTACH DATABASE ? AS ${ATTACHED}`).run(path));
     try {
-      const version = this.db.pragma(`${ATTACHED}.user_version`, { simple: true }) as number;
-      if (version !== SCHEMA_VERSION)
-        throw new CheckpointError(
-          'incompatible',
-          `Checkpoint ${name} has schema version ${version}; this release restores version ${SCHEMA_VERSION} only.`,
-        );
+      checkVersion(name, this.db.pragma(`${ATTACHED}.user_version`, { simple: true }) as number);
       const statements = STATE_TABLES.map((table) => {
         const list = sameColumns(columnsOf(this.db, table), columnsOf(this.db, table, ATTACHED), table, name);
         return [
@@ -224,11 +237,13 @@ export class SqliteCheckpoints {
           this.db.prepare(`INSERT INTO main.${table} (${list}) SELECT ${list} FROM ${ATTACHED}.${table}`),
         ] as const;
       });
+      const advance = this.db.prepare(ADVANCE_BOOK_SEQUENCES);
       this.#replace(name, () => {
         for (const [clear, copy] of statements) {
           clear.run();
           copy.run();
         }
+        advance.run();
       });
     } finally {
       guarded(() => this.db.exec(`DETACH DATABASE ${ATTACHED}`));
@@ -272,6 +287,14 @@ function sameColumns(
   if (held.length === 0 || held.join(',') !== wanted.join(','))
     throw new CheckpointError('incompatible', `Checkpoint ${name} has another layout of table ${table}.`);
   return wanted.map((c) => `"${c}"`).join(', ');
+}
+
+function checkVersion(name: string, version: number): void {
+  if (!restorable(version))
+    throw new CheckpointError(
+      'incompatible',
+      `Checkpoint ${name} has schema version ${version}; this release restores versions ${OLDEST_RESTORABLE_VERSION} to ${SCHEMA_VERSION} only.`,
+    );
 }
 
 function checkName(name: string): void {

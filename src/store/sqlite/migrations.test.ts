@@ -49,6 +49,7 @@ describe('migrations', () => {
       'asset_totals',
       'assets',
       'balances',
+      'book_sequences',
       'candles',
       'idempotency_keys',
       'ledger_entries',
@@ -291,6 +292,33 @@ describe('migrations', () => {
       () => db.prepare("INSERT INTO idempotency_keys VALUES (1, '', 'x', 1, 1)").run(),
       /CHECK/,
       'an empty key or a fingerprint that is not a SHA-256 is refused',
+    );
+  });
+
+  test('v7 upgrades a v6 database: every market starts at book sequence 0 (none stored), and commits store them', (t) => {
+    const path = tempPath(t);
+    // A v6 database holding a venue: written by this release, then taken back to v6 (the
+    // migration only adds the table, so dropping it is exactly the v6 schema).
+    const old = SqliteStore.open({ path });
+    old.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    old.close();
+    const migrated = new Database(path);
+    migrated.pragma('user_version = 6');
+    migrated.exec('DROP TABLE book_sequences');
+    migrated.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    assert.deepEqual(store.loadBookSequences(), [], 'unknown: 0 for every market');
+    assert.equal(store.loadSnapshot().openOrders.length, 1, 'the rest is kept');
+    store.commit({ ...batch({}), bookSequences: [{ marketId: BTCEUR, sequence: 3 }] });
+    assert.deepEqual(store.loadBookSequences(), [{ marketId: BTCEUR, sequence: 3 }]);
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.throws(
+      () => db.prepare('INSERT INTO book_sequences VALUES (9, -1)').run(),
+      /CHECK/,
+      'a negative sequence is refused',
     );
   });
 

@@ -271,6 +271,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX idempotency_keys_by_time ON idempotency_keys (time);
     `,
   },
+  {
+    version: 7,
+    description:
+      'book sequences: the order-book update sequence of each market, written with the batch that advanced it',
+    // One row per market whose book ever changed since this version (a market without a row is at
+    // 0: what a database of an older version holds for every market, since its sequences lived
+    // only in memory). No foreign key to markets: a checkpoint restore keeps these rows (they must
+    // never go back, decision 77) while it replaces the markets, which may then lack a market a
+    // row names; should that market id be created again, its sequence goes on from the row.
+    sql: `
+      CREATE TABLE book_sequences (
+        market_id INTEGER PRIMARY KEY,
+        sequence INTEGER NOT NULL CHECK (sequence >= 0)
+      ) STRICT;
+    `,
+  },
 ];
 
 /**

@@ -24,6 +24,7 @@ import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
 import {
   type ApiKeyRecord,
+  type BookSequence,
   CANONICAL_NONCE,
   type CheckpointInfo,
   type CommitBatch,
@@ -267,6 +268,13 @@ export class SqliteStore implements Store {
 
   loadLedgerReferences(): LedgerEntry[] {
     return guarded(() => this.#read.ledgerReferences.all()).map(ledgerFromRow);
+  }
+
+  loadBookSequences(): BookSequence[] {
+    return guarded(() => this.#read.bookSequences.all()).map((row) => ({
+      marketId: row.market_id as MarketId,
+      sequence: row.sequence,
+    }));
   }
 
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined {
@@ -547,6 +555,10 @@ function prepareWrites(db: Database.Database) {
     upsertMeta: db.prepare<[string, number]>(
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
+    upsertBookSequence: db.prepare<[number, number]>(
+      `INSERT INTO book_sequences (market_id, sequence) VALUES (?, ?)
+       ON CONFLICT (market_id) DO UPDATE SET sequence = excluded.sequence`,
+    ),
     insertUser: db.prepare<[string | null, number], UserRow>(
       'INSERT INTO users (email, created_at) VALUES (?, ?) RETURNING id, email, created_at',
     ),
@@ -599,6 +611,7 @@ function writeBatch(s: WriteStatements, batch: CommitBatch): void {
   if (batch.idempotencyExpiredBefore !== undefined)
     s.pruneIdempotency.run(batch.idempotencyExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
   for (const key of SEQUENCE_KEYS) s.upsertMeta.run(key, changes.sequences[key]);
+  for (const b of batch.bookSequences ?? []) s.upsertBookSequence.run(b.marketId, b.sequence);
 }
 
 function insertAsset(s: WriteStatements, a: AssetSpec): void {
@@ -743,6 +756,9 @@ function prepareReads(db: Database.Database) {
       `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
     ),
     meta: db.prepare<[], { key: string; value: number }>('SELECT key, value FROM meta'),
+    bookSequences: db.prepare<[], { market_id: number; sequence: number }>(
+      'SELECT market_id, sequence FROM book_sequences ORDER BY market_id',
+    ),
 
     order: db.prepare<[number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`),
     orderLists: {

@@ -222,15 +222,21 @@ export class RemoteExchange implements Exchange {
   }
 
   private async resnapshot(): Promise<void> {
-    for (;;) {
+    // A fetch fails at once while NATS is away: tried every 500 ms, said once and then every 10 s.
+    for (let failures = 0; ; failures += 1) {
       try {
         const fresh = await fetchSnapshot(this.options.nc, snapshotOptions(this.options));
         this.engineSequence = fresh.sequence;
         this.reset(fresh.snapshot);
+        if (failures > 0) this.options.logger.info({ failures }, 'snapshot fetched after failed attempts');
         return;
       } catch (error) {
         if (this.closed) return;
-        this.options.logger.warn({ err: error }, 'snapshot request failed; retrying');
+        if (failures % 20 === 0)
+          this.options.logger.warn(
+            { err: error, failures: failures + 1 },
+            'snapshot request failed; retrying',
+          );
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }

@@ -25,7 +25,7 @@
  * change set computed from uncommitted state.
  */
 import type { Logger } from 'pino';
-import type { AssetSpec, MarketId, MarketSpec, Micros, Price, UserId } from '../domain/types.js';
+import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
 import { InternalStateError } from '../engine/engine-state.js';
 import { TransferReferences } from '../engine/transfer-references.js';
@@ -55,7 +55,6 @@ import { feedBatch, InProcessFeed } from './committed-feed.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
-  Catalogue,
   CommittedBatch,
   Exchange,
   IdempotencyRequest,

@@ -227,7 +227,15 @@ export class RemoteExchange implements Exchange {
       try {
         const fresh = await fetchSnapshot(this.options.nc, snapshotOptions(this.options));
         this.engineSequence = fresh.sequence;
-        this.reset(fresh.snapshot);
+        // What went missing may have changed nothing a reader sees (or not have been the
+        // engine's): then clients continue, as when an engine's equal reset arrives (take);
+        // anything else is a reload.
+        if (this.continuesFrom(fresh.snapshot))
+          this.options.logger.info(
+            { batch: fresh.sequence },
+            'the snapshot shows what this gateway holds: continuing without a reload',
+          );
+        else this.reset(fresh.snapshot);
         if (failures > 0) this.options.logger.info({ failures }, 'snapshot fetched after failed attempts');
         return;
       } catch (error) {

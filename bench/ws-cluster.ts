@@ -18,28 +18,32 @@
  * with anything else using it), and the delay from each taker's 201
  * to its trade frame at every client. With several rounds, medians per gateway count.
  *
- * Environment: TEST_DATABASE_URL (an admin connection; default postgres://postgres@127.0.0.1:5432/postgres)
- * and NATS_URL (default nats://127.0.0.1:4222).
+ * Environment: TEST_DATABASE_URL and NATS_URL (bench/cluster-support.ts).
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { signRequest } from '../src/client/sign.js';
+import {
+  absNow,
+  type ClusterProcess,
+  cleanup,
+  median,
+  NATS_URL,
+  natsServerPid,
+  numberArgument,
+  percentile,
+  postOrder,
+  processCpuMs,
+  runBench,
+  type SignedOrder,
+  signOrder as signLimitOrder,
+  sleep,
+  startBenchCluster,
+  type Trader,
+  trader,
+} from './cluster-support.js';
 import type { ClientsConfig, ClientsReport } from './ws-clients.js';
 
-const argument = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const numberArgument = (name: string, fallback: number): number => {
-  const value = Number(argument(name) ?? fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-};
 const GATEWAYS = Math.round(numberArgument('gateways', 2));
 const SECONDS = numberArgument('seconds', 20);
 const CLIENTS = Math.round(numberArgument('clients', 1000));
@@ -47,15 +51,6 @@ const CLIENTS = Math.round(numberArgument('clients', 1000));
 const RATE = numberArgument('rate', 100);
 const WORKERS = Math.max(GATEWAYS, Math.round(numberArgument('workers', 2)));
 const ROUNDS = Math.round(numberArgument('rounds', 1));
-
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres';
-const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
-process.env.TEST_NATS_URL ??= NATS_URL;
-// After the variables above: these modules read them when loaded.
-const { startClusterProcess } = await import('../test/support/cluster.js');
-const { freshDatabase } = await import('../test/support/postgres.js');
-const { deleteStreamAfter, uniqueName } = await import('../test/support/nats.js');
-type ClusterProcess = Awaited<ReturnType<typeof startClusterProcess>>;
 
 const PAIR = 'BTCEUR';
 const CHANNEL = `trade.${PAIR}`;
@@ -65,98 +60,10 @@ const PRICE = '30000';
 const DRAIN_MS = 2_000;
 const SETUP_TIMEOUT_MS = 120_000;
 
-const absNow = (): number => performance.timeOrigin + performance.now();
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** CPU (user + system) a process has used so far, in ms; Linux clock ticks are 10 ms. */
-function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Fields 14 and 15 of proc(5) (utime, stime); the slice starts at field 3.
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/**
- * The local nats-server's pid, when there is one on this machine: its CPU is where the stream's
- * fan-out to the gateways happens. It is shared: other NATS users' work is counted too.
- */
-function natsServerPid(): number | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'nats-server') return Number(entry);
-    } catch {
-      // A process that ended meanwhile.
-    }
-  }
-  return undefined;
-}
-
-const cleanups: (() => Promise<void> | void)[] = [];
-const cleanup = { after: (fn: () => Promise<void> | void) => void cleanups.push(fn) };
-
-interface Trader {
-  readonly apiKey: string;
-  readonly apiSecret: string;
-}
-
-async function trader(engineUrl: string, adminToken: string, asset: string, amount: string): Promise<Trader> {
-  const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${engineUrl}/admin/v1${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status !== 201) throw new Error(`${path}: ${response.status} ${text}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
-  const user = (await admin('/users', {})) as { id: number };
-  const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
-    api_key: string;
-    api_secret: string;
-  };
-  await admin(`/users/${user.id}/deposits`, { asset, amount });
-  return { apiKey: key.api_key, apiSecret: key.api_secret };
-}
-
-interface SignedOrder {
-  readonly body: string;
-  readonly headers: Record<string, string>;
-}
-
-function signOrder(who: Trader, side: 'buy' | 'sell', lots: number): SignedOrder {
-  const body = JSON.stringify({
-    order_direction: side,
-    order_type: 'limit',
-    pair: 'BTC/EUR',
-    volume: `0.${String(lots).padStart(8, '0')}`,
-    price: PRICE,
-  });
-  return {
-    body,
-    headers: {
-      'content-type': 'application/json',
-      'x-api-key': who.apiKey,
-      'x-api-sign': signRequest('POST', body, who.apiSecret),
-    },
-  };
-}
-
-async function post(url: string, order: SignedOrder, latencies: number[]): Promise<number> {
-  const sentAt = absNow();
-  const response = await fetch(`${url}/v1/orders`, {
-    method: 'POST',
-    headers: order.headers,
-    body: order.body,
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await response.text();
-  if (response.status !== 201) throw new Error(`order refused (${response.status}): ${text}`);
-  const at = absNow();
-  latencies.push(at - sentAt);
-  return at;
-}
+const signOrder = (who: Trader, side: 'buy' | 'sell', lots: number): SignedOrder =>
+  signLimitOrder(who, { side, pair: 'BTC/EUR', volume: `0.${String(lots).padStart(8, '0')}`, price: PRICE });
+const post = (url: string, order: SignedOrder, latencies: number[]): Promise<number> =>
+  postOrder(url, order, latencies);
 
 // ---------------------------------------------------------------------------------------------
 // Client workers (bench/ws-clients.ts), as in bench/ws.ts.
@@ -229,17 +136,6 @@ function deliveredPerSecond(reports: ClientsReport[], epoch: number, start: numb
   return total / ((last - first) / 10);
 }
 
-const percentile = (sorted: Float64Array, p: number): number =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  if (sorted.length === 0) return Number.NaN;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
 interface PhaseResult {
   gateways: number;
   connected: number;
@@ -262,34 +158,8 @@ async function main(): Promise<void> {
     `bench:ws --gateways ${GATEWAYS} — ${CLIENTS} clients on ${CHANNEL} in ${WORKERS} worker thread(s), ` +
       `${RATE} signed orders/s (${RATE / 2} trades/s), ${SECONDS} s per phase, ${ROUNDS} round(s)\n`,
   );
-  const stream = uniqueName('BENCH_WS');
-  const database = await freshDatabase(cleanup);
-  deleteStreamAfter(cleanup, stream);
-  const dataDir = mkdtempSync(join(tmpdir(), 'openspot-bench-ws-cluster-'));
-  cleanup.after(() => rmSync(dataDir, { recursive: true, force: true }));
-  const adminToken = randomBytes(24).toString('hex');
-  const env: Record<string, string> = {
-    DATABASE_URL: database,
-    NATS_URL,
-    OPENSPOT_STREAM: stream,
-    OPENSPOT_STREAM_SUBJECT: `bench.${stream}`,
-    OPENSPOT_SUBJECT_PREFIX: `bench.${stream}.engine`,
-    DATA_DIR: dataDir,
-    HOST: '127.0.0.1',
-    ADMIN_TOKEN: adminToken,
-    SECRETS_KEY: randomBytes(32).toString('base64'),
-    WS_APP_SECRET: randomBytes(24).toString('hex'),
-    SIMULATOR: 'off',
-    DEMO: 'off',
-    RATE_LIMIT_IP_PER_SECOND: '0',
-    RATE_LIMIT_KEY_PER_SECOND: '0',
-    // Every bench client comes from 127.0.0.1: the per-address WebSocket limits are off, as in
-    // the single-process bench's server (test/support/server-fixture.ts).
-    WS_MAX_FRAMES_PER_SECOND: '0',
-    WS_MAX_CONNECTIONS_PER_IP: '0',
-    WS_UPGRADES_PER_SECOND_PER_IP: '0',
-  };
-  const engine = await startClusterProcess(cleanup, ['engine'], { ...env, ENGINE_PORT: '0' });
+  const cluster = await startBenchCluster('BENCH_WS');
+  const { engine, adminToken, stream } = cluster;
   const gateways: ClusterProcess[] = [];
 
   const maker = await trader(engine.url, adminToken, 'BTC', '1000');
@@ -305,8 +175,7 @@ async function main(): Promise<void> {
   for (let round = 0; round < ROUNDS; round++)
     for (let g = 1; g <= GATEWAYS; g++) {
       while (gateways.length > g) await gateways.pop()!.stop();
-      while (gateways.length < g)
-        gateways.push(await startClusterProcess(cleanup, ['gateway'], { ...env, PORT: '0' }));
+      while (gateways.length < g) gateways.push(await cluster.startGateway());
       const httpUrls = gateways.map((gw) => gw.url);
       const wsUrls = httpUrls.map(
         (u) => `${u.replace(/^http/, 'ws')}/app/openspot-key?protocol=7&client=js&version=8.6.0&flash=false`,
@@ -431,8 +300,4 @@ async function main(): Promise<void> {
   );
 }
 
-try {
-  await main();
-} finally {
-  for (const fn of cleanups.reverse()) await Promise.resolve(fn()).catch((error) => console.error(error));
-}
+await runBench(main);

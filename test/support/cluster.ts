@@ -1,7 +1,11 @@
 /**
- * Starts `openspot engine` and `openspot gateway` as separate OS processes, the way an operator
- * would (`node --import tsx src/cli/main.ts engine`), and waits until each says where it listens.
- * Every process is stopped (SIGTERM, then SIGKILL) when the test ends.
+ * Starts `openspot engine` and `openspot gateway` as separate OS processes from the systemd units
+ * an operator installs (deploy/systemd/*.service, read by ./systemd-unit.ts): the command is the
+ * unit's `ExecStart=`, with the installed binary (`/usr/bin/openspot`) replaced by this checkout's
+ * CLI (`node --import tsx src/cli/main.ts`, or the built `node dist/src/cli/main.js`), and the
+ * unit's `Environment=` lines under the test's own variables (which stand for the unit's
+ * `EnvironmentFile=`, as systemd lets that file override `Environment=`). It waits until each
+ * process says where it listens, and stops every process (SIGTERM, then SIGKILL) when the test ends.
  *
  * Also what the cluster tests (test/cluster-e2e.test.ts, test/cluster-failover.test.ts) share:
  * the environment of one cluster (`clusterEnv`), the engine's admin API (`engineAdmin`) and
@@ -11,13 +15,14 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenSpotClient } from '../../src/client/client.js';
 import { deleteStreamAfter, TEST_NATS_URL, uniqueName } from './nats.js';
 import { freshDatabase } from './postgres.js';
+import { unitCommand } from './systemd-unit.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -33,6 +38,14 @@ export interface ClusterProcess {
 }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * What stands for the installed binary here: this checkout's CLI, from source (tsx), or as built
+ * (`npm run build`: dist/, what `npm install -g` installs; benches that size a process use it).
+ */
+const CLI = {
+  source: ['--import', 'tsx', 'src/cli/main.ts'],
+  built: [join(ROOT, 'dist', 'src', 'cli', 'main.js')],
+} as const;
 /** Resolves once `check` passes (throws no more), polling; rethrows its last failure after `timeoutMs`. */
 export async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -76,17 +89,31 @@ export async function listeningUrl(started: ClusterProcess, timeoutMs = 30_000):
   return url!;
 }
 
+/**
+ * Starts `openspot <args>` as its systemd unit would (UNIT_FOR maps `args` to the unit; `unit`
+ * names another file, in deploy/systemd or by path, whose ExecStart= must run the same `args`).
+ */
 export async function startClusterProcess(
   t: Cleanup,
   args: readonly string[],
   env: Record<string, string>,
-  options: { readonly timeoutMs?: number; readonly ready?: RegExp } = {},
+  options: {
+    readonly timeoutMs?: number;
+    readonly ready?: RegExp;
+    readonly unit?: string;
+    /** `built`: dist/src/cli/main.js (run `npm run build` first); default `source`. */
+    readonly cli?: keyof typeof CLI;
+  } = {},
 ): Promise<ClusterProcess> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const ready = options.ready ?? LISTENING;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+  const fromUnit = unitCommand(args, options.unit);
+  const cli = CLI[options.cli ?? 'source'];
+  if (options.cli === 'built' && !existsSync(cli[0]))
+    throw new Error(`${cli[0]} does not exist: build first (npm run build)`);
+  const child = spawn(process.execPath, [...cli, ...fromUnit.args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'info', ...fromUnit.environment, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -107,7 +134,7 @@ export async function startClusterProcess(
     if (match !== null) return { url: match[1] ?? '', child, output: () => log, stop };
     if (child.exitCode !== null || Date.now() > deadline) {
       await stop('SIGKILL');
-      throw new Error(`openspot ${args.join(' ')} did not start:\n${log}`);
+      throw new Error(`openspot ${args.join(' ')} (${fromUnit.unit}) did not start:\n${log}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -9,17 +9,18 @@ import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { connectRealtime } from '../src/client/realtime.js';
-import { clusterEnv, eventually, on, startClusterProcess, trader, waitUntil } from './support/cluster.js';
-import { NATS_SKIP_REASON, natsRelay, TEST_NATS_URL } from './support/nats.js';
-import { POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
+import {
+  clusterEnv,
+  clusterSkipReason,
+  eventually,
+  on,
+  startClusterProcess,
+  trader,
+  waitUntil,
+} from './support/cluster.js';
+import { natsRelay } from './support/nats.js';
 
-const skip =
-  TEST_NATS_URL === undefined
-    ? NATS_SKIP_REASON
-    : TEST_DATABASE_URL === undefined
-      ? POSTGRES_SKIP_REASON
-      : undefined;
-if (skip !== undefined) process.stdout.write(`# cluster end-to-end test skipped: ${skip}\n`);
+const skip = clusterSkipReason('cluster end-to-end test');
 
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
   test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {

@@ -55,6 +55,7 @@ import {
 import {
   type ClusterProcess,
   clusterEnv,
+  clusterSkipReason,
   engineAdmin,
   eventually,
   listeningUrl,
@@ -63,16 +64,8 @@ import {
   trader,
   waitUntil,
 } from './support/cluster.js';
-import { NATS_SKIP_REASON, TEST_NATS_URL } from './support/nats.js';
-import { POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './support/postgres.js';
 
-const skip =
-  TEST_NATS_URL === undefined
-    ? NATS_SKIP_REASON
-    : TEST_DATABASE_URL === undefined
-      ? POSTGRES_SKIP_REASON
-      : undefined;
-if (skip !== undefined) process.stdout.write(`# cluster failover test skipped: ${skip}\n`);
+const skip = clusterSkipReason('cluster failover test');
 
 const PAIR = 'BTC/EUR';
 /** BTC/EUR mid price in ticks (1 price decimal): 30,000.0 EUR. */

@@ -19,18 +19,19 @@ import { describe, test } from 'node:test';
 import { OpenSpotClient } from '../src/client/client.js';
 import { checkLedger, replayCheck } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
-import { clusterEnv, listeningUrl, on, startClusterProcess, trader, waitUntil } from './support/cluster.js';
+import {
+  clusterEnv,
+  clusterSkipReason,
+  listeningUrl,
+  on,
+  startClusterProcess,
+  trader,
+  waitUntil,
+} from './support/cluster.js';
 
-import { NATS_SKIP_REASON, TEST_NATS_URL } from './support/nats.js';
-import { POSTGRES_SKIP_REASON, queryDatabase, TEST_DATABASE_URL } from './support/postgres.js';
+import { queryDatabase } from './support/postgres.js';
 
-const skip =
-  TEST_NATS_URL === undefined
-    ? NATS_SKIP_REASON
-    : TEST_DATABASE_URL === undefined
-      ? POSTGRES_SKIP_REASON
-      : undefined;
-if (skip !== undefined) process.stdout.write(`# frozen-engine test skipped: ${skip}\n`);
+const skip = clusterSkipReason('frozen-engine test');
 
 /** Each order at a price of its own, so the book shows exactly which ones exist. */
 let nextPrice = 40_000;

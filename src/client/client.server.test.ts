@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { eventually } from '../../test/support/polling.js';
 import { startTestServer, type TestServer, type Trader } from '../../test/support/server-fixture.js';
 import { FrameLog, wsUrl } from '../../test/ws/helpers.js';
 import type { ExecutionMessage } from './channels.js';
@@ -28,20 +29,6 @@ async function apiError(promise: Promise<unknown>): Promise<OpenSpotApiError> {
     throw error;
   }
   assert.fail('expected an OpenSpotApiError');
-}
-
-/** Polls until `check` stops throwing (market data are published after the commit). */
-async function eventually(check: () => void | Promise<void>, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
 }
 
 describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {

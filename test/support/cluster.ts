@@ -20,9 +20,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenSpotClient } from '../../src/client/client.js';
-import { deleteStreamAfter, TEST_NATS_URL, uniqueName } from './nats.js';
-import { freshDatabase } from './postgres.js';
+import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './nats.js';
+import { eventually, waitUntil } from './polling.js';
+import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './postgres.js';
 import { unitCommand } from './systemd-unit.js';
+
+export { eventually, waitUntil };
+
+/**
+ * Why a multi-process cluster test cannot run here (it needs TEST_NATS_URL and TEST_DATABASE_URL),
+ * said on stdout so the skip is visible; undefined when it can.
+ */
+export function clusterSkipReason(what: string): string | undefined {
+  const reason =
+    TEST_NATS_URL === undefined
+      ? NATS_SKIP_REASON
+      : TEST_DATABASE_URL === undefined
+        ? POSTGRES_SKIP_REASON
+        : undefined;
+  if (reason !== undefined) process.stdout.write(`# ${what} skipped: ${reason}\n`);
+  return reason;
+}
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -46,28 +64,6 @@ const CLI = {
   source: ['--import', 'tsx', 'src/cli/main.ts'],
   built: [join(ROOT, 'dist', 'src', 'cli', 'main.js')],
 } as const;
-/** Resolves once `check` passes (throws no more), polling; rethrows its last failure after `timeoutMs`. */
-export async function eventually(check: () => void | Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-}
-
-/** Resolves once `check` holds, polling. */
-export async function waitUntil(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** The line a process logs once it listens: `{"url":"http://…", "msg":"OpenSpot … is listening…"}`. */
 const LISTENING = /"url":"(http:\/\/[^"]+)","msg":"OpenSpot (?:engine|gateway) is listening/;

@@ -11,43 +11,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import type { MarketId, OrderId, UserId } from '../src/domain/types.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { balance, batch, CATALOGUE, candle, EUR, order, trade } from '../src/store/sqlite/test-fixtures.js';
+import { batch, CATALOGUE } from '../src/store/sqlite/test-fixtures.js';
 import type { CommitBatch } from '../src/store/store.js';
+import { commitBatch, withBenchDatabase } from './store-support.js';
 
 const ORDERS = Number(process.argv[2] ?? 16);
 if (!Number.isSafeInteger(ORDERS) || ORDERS < 2 || ORDERS % 2 !== 0)
   throw new RangeError('K: an even number >= 2');
-function batchNumber(n: number, books: boolean): CommitBatch {
-  const firstOrder = 1 + n * ORDERS;
-  const orders = Array.from({ length: ORDERS }, (_, i) =>
-    order(firstOrder + i, { userId: (1 + ((firstOrder + i) % 500)) as UserId }),
-  );
-  const trades = Array.from({ length: ORDERS / 2 }, (_, i) =>
-    trade(1 + n * (ORDERS / 2) + i, {
-      takerOrderId: (firstOrder + i) as OrderId,
-      makerOrderId: (firstOrder + ORDERS / 2 + i) as OrderId,
-    }),
-  );
-  const balances = Array.from({ length: 2 * ORDERS }, (_, i) =>
-    balance((1 + i) as UserId, EUR, 1_000_000 + n),
-  );
-  return {
-    ...batch({ trades, orders, balances, candles: [candle(60 * (1 + Math.floor(n / 100)))] }),
-    changes: {
-      ...batch({ orders, balances }).changes,
-      sequences: {
-        nextOrderId: firstOrder + ORDERS,
-        nextTradeId: 1 + (n + 1) * (ORDERS / 2),
-        nextMarketId: 3,
-      },
-    },
-    ...(books ? { bookSequences: [{ marketId: 1 as MarketId, sequence: n + 1 }] } : {}),
-  };
-}
 const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
 
 /**
@@ -64,7 +36,7 @@ async function alternate(
   let n = 0;
   for (let round = 0; round < rounds; round++) {
     for (const mode of round % 2 === 0 ? (['without', 'with'] as const) : (['with', 'without'] as const)) {
-      const batches = Array.from({ length: size }, (_, i) => batchNumber(n + i, mode === 'with'));
+      const batches = Array.from({ length: size }, (_, i) => commitBatch(n + i, ORDERS, mode === 'with'));
       const stop = measure();
       for (const b of batches) await commit(b);
       per[mode].push(stop() / size);
@@ -107,22 +79,13 @@ try {
 // bench/store-commit.ts does it, in a database of its own dropped afterwards.
 const server = process.env.DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 if (server !== undefined) {
-  const name = `openspot_bench_book_seq_${process.pid}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  try {
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const store = await PostgresStore.open({ url: url.toString() });
+  await withBenchDatabase(server, 'openspot_bench_book_seq', async (url) => {
+    const store = await PostgresStore.open({ url });
     await store.commit(batch(CATALOGUE));
     const r = await alternate((b) => store.commit(b), 10, 200, wallMillis);
     process.stdout.write(
       `PostgreSQL, ${ORDERS} orders/batch: commit latency without ${r.without.toFixed(3)} ms, with one book-sequence row ${r.with.toFixed(3)} ms; median ratio ${r.ratio.toFixed(3)}\n`,
     );
     await store.close();
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
+  });
 }

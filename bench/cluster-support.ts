@@ -15,12 +15,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signRequest } from '../src/client/sign.js';
+import type { Trader } from '../test/support/cluster.js';
+import { LOCAL_VENUE_ENV } from '../test/support/local-venue-env.js';
 
 process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres';
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 process.env.TEST_NATS_URL ??= NATS_URL;
 // After the variables above: these modules read them when loaded.
-const { startClusterProcess } = await import('../test/support/cluster.js');
+const { startClusterProcess, trader } = await import('../test/support/cluster.js');
+
+export type { Trader } from '../test/support/cluster.js';
+/** A user with a read+trade key and a deposit per asset, made through the engine's admin API. */
+export { trader };
+
 const { freshDatabase } = await import('../test/support/postgres.js');
 const { deleteStreamAfter, uniqueName } = await import('../test/support/nats.js');
 export type ClusterProcess = Awaited<ReturnType<typeof startClusterProcess>>;
@@ -156,13 +163,7 @@ export async function startBenchCluster(
     ADMIN_TOKEN: adminToken,
     SECRETS_KEY: randomBytes(32).toString('base64'),
     WS_APP_SECRET: randomBytes(24).toString('hex'),
-    SIMULATOR: 'off',
-    DEMO: 'off',
-    RATE_LIMIT_IP_PER_SECOND: '0',
-    RATE_LIMIT_KEY_PER_SECOND: '0',
-    WS_MAX_FRAMES_PER_SECOND: '0',
-    WS_MAX_CONNECTIONS_PER_IP: '0',
-    WS_UPGRADES_PER_SECOND_PER_IP: '0',
+    ...LOCAL_VENUE_ENV,
     ...extraEnv,
   };
   const engine = await startClusterProcess(cleanup, ['engine'], { ...env, ENGINE_PORT: '0' }, { cli });
@@ -174,37 +175,6 @@ export async function startBenchCluster(
     startGateway: (extra = {}) =>
       startClusterProcess(cleanup, ['gateway'], { ...env, PORT: '0', ...extra }, { cli }),
   };
-}
-
-export interface Trader {
-  readonly apiKey: string;
-  readonly apiSecret: string;
-}
-
-/** A user with a read+trade key and `amount` of `asset`, made through the engine's admin API. */
-export async function trader(
-  engineUrl: string,
-  adminToken: string,
-  asset: string,
-  amount: string,
-): Promise<Trader> {
-  const admin = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
-    const response = await fetch(`${engineUrl}/admin/v1${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status !== 201) throw new Error(`${path}: ${response.status} ${text}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  };
-  const user = (await admin('/users', {})) as { id: number };
-  const key = (await admin(`/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
-    api_key: string;
-    api_secret: string;
-  };
-  await admin(`/users/${user.id}/deposits`, { asset, amount });
-  return { apiKey: key.api_key, apiSecret: key.api_secret };
 }
 
 export interface SignedOrder {

@@ -341,8 +341,8 @@ async function main(): Promise<void> {
 
   // The book: LEVELS asks above MID and LEVELS bids below it, a few volumes, one order a level;
   // TRADES trades at MID first, so tickers and recent trades are not empty.
-  const seller = await trader(engine.url, adminToken, 'BTC', '100000');
-  const buyer = await trader(engine.url, adminToken, 'EUR', '100000000000');
+  const seller = await trader(engine.url, adminToken, { BTC: '100000' });
+  const buyer = await trader(engine.url, adminToken, { EUR: '100000000000' });
   const volume = (i: number) => `0.${String(5_000 + ((i * 7919) % 500_000)).padStart(8, '0')}`;
   const trades = Array.from({ length: TRADES }, (_, i) => [
     signOrder(seller, { side: 'sell', pair: 'BTC/EUR', volume: volume(i), price: String(MID) }),

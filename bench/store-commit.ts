@@ -12,45 +12,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import type { OrderId, UserId } from '../src/domain/types.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { balance, batch, CATALOGUE, candle, EUR, order, trade } from '../src/store/sqlite/test-fixtures.js';
+import { batch, CATALOGUE } from '../src/store/sqlite/test-fixtures.js';
 import type { CommitBatch } from '../src/store/store.js';
+import { commitBatch, withBenchDatabase } from './store-support.js';
 
 const { values } = parseArgs({
   options: { batches: { type: 'string', default: '2000' }, orders: { type: 'string', default: '16' } },
 });
 const BATCHES = Number(values.batches);
 const ORDERS = Number(values.orders);
-
-function batchNumber(n: number): CommitBatch {
-  const firstOrder = 1 + n * ORDERS;
-  const orders = Array.from({ length: ORDERS }, (_, i) =>
-    order(firstOrder + i, { userId: (1 + ((firstOrder + i) % 500)) as UserId }),
-  );
-  const trades = Array.from({ length: ORDERS / 2 }, (_, i) =>
-    trade(1 + n * (ORDERS / 2) + i, {
-      takerOrderId: (firstOrder + i) as OrderId,
-      makerOrderId: (firstOrder + ORDERS / 2 + i) as OrderId,
-    }),
-  );
-  const balances = Array.from({ length: 2 * ORDERS }, (_, i) =>
-    balance((1 + i) as UserId, EUR, 1_000_000 + n),
-  );
-  return {
-    ...batch({ trades, orders, balances, candles: [candle(60 * (1 + Math.floor(n / 100)))] }),
-    changes: {
-      ...batch({ orders, balances }).changes,
-      sequences: {
-        nextOrderId: firstOrder + ORDERS,
-        nextTradeId: 1 + (n + 1) * (ORDERS / 2),
-        nextMarketId: 3,
-      },
-    },
-  };
-}
 
 interface Commits {
   commit(batch: CommitBatch): unknown;
@@ -62,7 +34,7 @@ async function run(name: string, store: Commits): Promise<void> {
   const started = performance.now();
   for (let n = 0; n < BATCHES; n++) {
     const t0 = performance.now();
-    await store.commit(batchNumber(n));
+    await store.commit(commitBatch(n, ORDERS));
     latencies.push(performance.now() - t0);
   }
   const seconds = (performance.now() - started) / 1000;
@@ -92,19 +64,10 @@ if (server === undefined) {
     'PostgreSQL: skipped (set TEST_DATABASE_URL or DATABASE_URL to a server to measure it)\n',
   );
 } else {
-  const name = `openspot_bench_${process.pid}`;
-  const admin = new pg.Client({ connectionString: server });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  try {
-    const url = new URL(server);
-    url.pathname = `/${name}`;
-    const store = await PostgresStore.open({ url: url.toString() });
+  await withBenchDatabase(server, 'openspot_bench', async (url, admin) => {
+    const store = await PostgresStore.open({ url });
     const setting = await admin.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
     await run(`PostgreSQL (synchronous_commit=${setting.rows[0]?.synchronous_commit})`, store);
     await store.close();
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  }
+  });
 }

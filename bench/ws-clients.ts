@@ -9,6 +9,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { WebSocket } from 'ws';
+import { connectAll, startsWith, watchEnd } from './ws-worker-support.js';
 
 export interface ClientsConfig {
   /** ws:// address including the app path. */
@@ -38,8 +39,6 @@ const absNow = (): number => performance.timeOrigin + performance.now();
 
 const UPDATE = Buffer.from('{"event":"update","channel":"');
 const TRADE = Buffer.from('{"event":"update","channel":"trade.');
-const startsWith = (data: Buffer, prefix: Buffer): boolean =>
-  data.length >= prefix.length && data.compare(prefix, 0, prefix.length, 0, prefix.length) === 0;
 // Inside the frame, the payload is JSON text in a JSON string: its quotes are escaped.
 // Global: one frame may carry several trades, each with its own tag.
 const QTY = /\\"qty\\":\\"(\d+)\.(\d+)\\"/g;
@@ -99,28 +98,11 @@ function connect(): Promise<WebSocket> {
         socket.send(JSON.stringify({ event: 'pusher:subscribe', data: { auth: '', channel } }));
       if (!config.awaitSubscriptions) done();
     });
-    socket.on('close', (code) => {
-      closed[code] = (closed[code] ?? 0) + 1;
-      if (!ready) reject(new Error(`closed with ${code} before being ready`));
-    });
-    socket.on('error', (error) => {
-      if (!ready) reject(error);
-    });
+    watchEnd(socket, closed, () => ready, reject);
   });
 }
 
-const sockets: WebSocket[] = [];
-let failed = 0;
-// In groups, so the server's accept queue is not flooded.
-for (let i = 0; i < config.count; i += 100) {
-  const group = await Promise.allSettled(
-    Array.from({ length: Math.min(100, config.count - i) }, () => connect()),
-  );
-  for (const result of group) {
-    if (result.status === 'fulfilled') sockets.push(result.value);
-    else failed += 1;
-  }
-}
+const { sockets, failed } = await connectAll(config.count, connect);
 port.postMessage({ type: 'ready', connected: sockets.length, failed });
 
 port.on('message', (message: { type: string }) => {

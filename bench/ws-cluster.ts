@@ -162,8 +162,8 @@ async function main(): Promise<void> {
   const { engine, adminToken, stream } = cluster;
   const gateways: ClusterProcess[] = [];
 
-  const maker = await trader(engine.url, adminToken, 'BTC', '1000');
-  const taker = await trader(engine.url, adminToken, 'EUR', '100000000');
+  const maker = await trader(engine.url, adminToken, { BTC: '1000' });
+  const taker = await trader(engine.url, adminToken, { EUR: '100000000' });
 
   const nc = await connect({ servers: NATS_URL, name: 'openspot-bench-ws' });
   cleanup.after(() => nc.close());

@@ -10,6 +10,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { WebSocket } from 'ws';
+import { connectAll, startsWith, watchEnd } from './ws-worker-support.js';
 
 export interface IdleClientsConfig {
   /** ws:// address including the app path. */
@@ -32,8 +33,6 @@ const PING = prefix('{"event":"pusher:ping"');
 const SUCCEEDED = prefix('{"event":"pusher_internal:subscription_succeeded"');
 const SUBSCRIPTION_ERROR = prefix('{"event":"pusher:subscription_error"');
 const PONG = '{"event":"pusher:pong","data":{}}';
-const startsWith = (data: Buffer, head: Buffer): boolean =>
-  data.length >= head.length && data.compare(head, 0, head.length, 0, head.length) === 0;
 
 let pings = 0;
 const closed: Record<string, number> = {};
@@ -62,28 +61,11 @@ function connect(): Promise<WebSocket> {
         resolve(socket);
       }
     });
-    socket.on('close', (code) => {
-      closed[code] = (closed[code] ?? 0) + 1;
-      if (!ready) reject(new Error(`closed with ${code} before being ready`));
-    });
-    socket.on('error', (error) => {
-      if (!ready) reject(error);
-    });
+    watchEnd(socket, closed, () => ready, reject);
   });
 }
 
-const sockets: WebSocket[] = [];
-let failed = 0;
-// In groups, so the server's accept queue is not flooded.
-for (let i = 0; i < config.count; i += 100) {
-  const group = await Promise.allSettled(
-    Array.from({ length: Math.min(100, config.count - i) }, () => connect()),
-  );
-  for (const result of group) {
-    if (result.status === 'fulfilled') sockets.push(result.value);
-    else failed += 1;
-  }
-}
+const { sockets, failed } = await connectAll(config.count, connect);
 const post = (message: IdleClientsMessage): void => port.postMessage(message);
 post({ type: 'connected', connected: sockets.length, failed });
 

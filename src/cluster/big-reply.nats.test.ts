@@ -11,42 +11,21 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import type { MarketId } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
-import type { OnceResult, PlaceOrder } from '../sequencer/ports.js';
-import { type LocalExchange, openExchange, type SubmitResult } from '../sequencer/sequencer.js';
-import { asyncStore } from '../store/async-store.js';
-import { SqliteStore } from '../store/sqlite/sqlite-store.js';
+import type { OnceResult } from '../sequencer/ports.js';
+import type { SubmitResult } from '../sequencer/sequencer.js';
 import { decodeCommandReply, encodeCommandReply } from './codec.js';
 import { CommandClient, type CommandSubmitter } from './command-client.js';
 import { CommandService } from './command-service.js';
+import { createEurMarkets, deposit, limit, memoryExchange, submitAll } from './test-support.js';
 
 const MiB = 1024 * 1024;
 /** Bytes of the reply per filled maker (a trade event and the maker's closed order), about. */
 const BYTES_PER_FILL = 600;
 const MAKER_USERS = 40;
-const TAKER = 1_000 as UserId;
+const TAKER = 1_000;
 const btc = 1 as MarketId;
-
-function limit(userId: UserId, side: 'buy' | 'sell', price: number, volume: number): PlaceOrder {
-  return {
-    kind: 'placeOrder',
-    userId,
-    marketId: btc,
-    side,
-    type: 'limit',
-    price: price as Price,
-    volume: volume as Volume,
-  };
-}
-
-async function submitAll(exchange: LocalExchange, commands: readonly Command[]): Promise<void> {
-  // A thousand at a time: they share group commits.
-  for (let i = 0; i < commands.length; i += 1_000) {
-    const results = await Promise.all(commands.slice(i, i + 1_000).map((c) => exchange.submit(c)));
-    for (const r of results) assert.ok(r.ok, JSON.stringify(r));
-  }
-}
 
 /** The volume of maker `i` (a few lots: each fill its own size). */
 const makerVolume = (i: number) => 1 + (i % 7);
@@ -54,7 +33,7 @@ const makerVolume = (i: number) => 1 + (i % 7);
 /** `makers` resting sell orders, at prices from `from` up, spread over MAKER_USERS users. */
 function makersAt(makers: number, from: number): Command[] {
   return Array.from({ length: makers }, (_, i) =>
-    limit(((i % MAKER_USERS) + 1) as UserId, 'sell', from + i, makerVolume(i)),
+    limit((i % MAKER_USERS) + 1, btc, 'sell', from + i, makerVolume(i)),
   );
 }
 
@@ -68,40 +47,14 @@ describe('a command reply larger than max_payload', natsSuite(), () => {
     let offered = 0;
     for (let i = 0; i < makers; i++) offered += makerVolume(i);
 
-    const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
-    const exchange = await openExchange({ store });
-    t.after(async () => {
-      await exchange.close();
-      await store.close();
-    });
-    for (const code of ['BTC', 'EUR'])
-      await exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
-    await exchange.submit({
-      kind: 'createMarket',
-      base: 'BTC' as AssetCode,
-      quote: 'EUR' as AssetCode,
-      pairDecimals: 2,
-      lotDecimals: 8,
-      ordermin: 1 as Volume,
-      makerFee: 16 as FeeRate,
-      takerFee: 26 as FeeRate,
-    });
+    const exchange = await memoryExchange(t);
+    await createEurMarkets(exchange, ['BTC'], { makerFee: 16, takerFee: 26 });
     const deposits: Command[] = [];
-    for (let u = 1; u <= MAKER_USERS; u++)
-      deposits.push({
-        kind: 'deposit',
-        userId: u as UserId,
-        asset: 'BTC' as AssetCode,
-        amount: (10 ** 9) as Amount,
-      });
-    deposits.push({
-      kind: 'deposit',
-      userId: TAKER,
-      asset: 'EUR' as AssetCode,
-      amount: (10 ** 15) as Amount,
-    });
-    await submitAll(exchange, deposits);
-    await submitAll(exchange, makersAt(makers, 3_000_000));
+    for (let u = 1; u <= MAKER_USERS; u++) deposits.push(deposit(u, 'BTC', 10 ** 9));
+    deposits.push(deposit(TAKER, 'EUR', 10 ** 15));
+    // A thousand at a time: they share group commits.
+    await submitAll(exchange, deposits, 1_000);
+    await submitAll(exchange, makersAt(makers, 3_000_000), 1_000);
 
     // The engine: the exchange behind CommandService, each result it returned kept for comparison.
     const returned: Array<SubmitResult | OnceResult> = [];
@@ -127,13 +80,13 @@ describe('a command reply larger than max_payload', natsSuite(), () => {
 
     // A small command first, for comparison (and to warm the path up).
     const smallStart = performance.now();
-    const small = await gateway.submit(limit(TAKER, 'buy', 1_000, 1));
+    const small = await gateway.submit(limit(TAKER, btc, 'buy', 1_000, 1));
     const smallMs = performance.now() - smallStart;
     assert.deepEqual(small, returned.at(-1));
 
     // One order sweeping every maker.
     const sweepStart = performance.now();
-    const sweep = await gateway.submit(limit(TAKER, 'buy', 4_000_000, offered));
+    const sweep = await gateway.submit(limit(TAKER, btc, 'buy', 4_000_000, offered));
     const sweepMs = performance.now() - sweepStart;
     const committed = returned.at(-1) as SubmitResult;
     const size = encodeCommandReply({ kind: 'result', result: committed }).length;
@@ -143,9 +96,9 @@ describe('a command reply larger than max_payload', natsSuite(), () => {
     assert.equal(service.heldReplies, 0, 'the engine let go of the reply once it was read');
 
     // The same under an Idempotency-Key (submitOnce), on a fresh set of makers.
-    await submitAll(exchange, makersAt(makers, 3_500_000));
+    await submitAll(exchange, makersAt(makers, 3_500_000), 1_000);
     const onceStart = performance.now();
-    const once = await gateway.submitOnce(limit(TAKER, 'buy', 4_000_000, offered), {
+    const once = await gateway.submitOnce(limit(TAKER, btc, 'buy', 4_000_000, offered), {
       key: 'sweep-2',
       fingerprint: 'f'.repeat(64),
     });
@@ -155,7 +108,7 @@ describe('a command reply larger than max_payload', natsSuite(), () => {
     assert.ok(encodeCommandReply({ kind: 'once', once: onceCommitted }).length > maxPayload);
     assert.deepEqual(once, onceCommitted);
     // Its retry through the key is answered `replayed` (a small reply), as in one process.
-    const replay = await gateway.submitOnce(limit(TAKER, 'buy', 4_000_000, offered), {
+    const replay = await gateway.submitOnce(limit(TAKER, btc, 'buy', 4_000_000, offered), {
       key: 'sweep-2',
       fingerprint: 'f'.repeat(64),
     });

@@ -14,18 +14,24 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import { natsConnection, natsSuite } from '../../test/support/nats.js';
+import { waitUntil } from '../../test/support/polling.js';
+import type { MarketId, UserId } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
-import type { MarketSnapshot } from '../sequencer/market-view.js';
-import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
-import { asyncStore } from '../store/async-store.js';
-import type { GatewayStore } from '../store/postgres/reader.js';
-import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { serveCluster, subjects } from './engine-node.js';
-import { RemoteExchange } from './remote-exchange.js';
+import type { LocalExchange } from '../sequencer/sequencer.js';
+import { serveCluster } from './engine-node.js';
 import { encodeSnapshot, fetchSnapshot, SnapshotChunks } from './snapshot.js';
+import {
+  createEurMarkets,
+  deposit,
+  limit,
+  memoryExchange,
+  openGateway,
+  silent,
+  submitAll,
+  testStream,
+  withoutSequence,
+} from './test-support.js';
 
 /** BIG_SNAPSHOT_USERS sets another number, to measure a larger venue (3 balances each). */
 const USERS = Number(process.env.BIG_SNAPSHOT_USERS ?? 12_000);
@@ -33,99 +39,35 @@ const USERS = Number(process.env.BIG_SNAPSHOT_USERS ?? 12_000);
 const DEPTH = 3_000;
 const MiB = 1024 * 1024;
 
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-const noStore = new Proxy({} as GatewayStore, {
-  get: (_target, property) => {
-    throw new Error(`unexpected store access: ${String(property)}`);
-  },
-});
-
 const btc = 1 as MarketId;
 const eth = 2 as MarketId;
-
-async function submitAll(exchange: LocalExchange, commands: readonly Command[]): Promise<void> {
-  // A few thousand at a time: they share group commits, as under load.
-  for (let i = 0; i < commands.length; i += 2_000) {
-    const results = await Promise.all(commands.slice(i, i + 2_000).map((c) => exchange.submit(c)));
-    for (const r of results) assert.ok(r.ok, JSON.stringify(r));
-  }
-}
 
 async function bigVenue(
   t: { after(fn: () => Promise<void> | void): void },
   users = USERS,
   depth = DEPTH,
 ): Promise<LocalExchange> {
-  const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
-  const exchange = await openExchange({ store });
-  t.after(async () => {
-    await exchange.close();
-    await store.close();
-  });
-  for (const code of ['BTC', 'ETH', 'EUR'])
-    await exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
-  for (const base of ['BTC', 'ETH'])
-    await exchange.submit({
-      kind: 'createMarket',
-      base: base as AssetCode,
-      quote: 'EUR' as AssetCode,
-      pairDecimals: 2,
-      lotDecimals: 8,
-      ordermin: 1 as Volume,
-      makerFee: 0 as FeeRate,
-      takerFee: 0 as FeeRate,
-    });
+  const exchange = await memoryExchange(t);
+  await createEurMarkets(exchange, ['BTC', 'ETH']);
   const deposits: Command[] = [];
   for (let u = 1; u <= users; u++)
-    for (const [asset, amount] of [
-      ['BTC', 1_000_000 + u],
-      ['ETH', 2_000_000 + u],
-      ['EUR', 50_000_000_000 + u],
-    ] as const)
-      deposits.push({
-        kind: 'deposit',
-        userId: u as UserId,
-        asset: asset as AssetCode,
-        amount: amount as Amount,
-      });
-  await submitAll(exchange, deposits);
+    deposits.push(
+      deposit(u, 'BTC', 1_000_000 + u),
+      deposit(u, 'ETH', 2_000_000 + u),
+      deposit(u, 'EUR', 50_000_000_000 + u),
+    );
+  // A few thousand at a time: they share group commits, as under load.
+  await submitAll(exchange, deposits, 2_000);
   const orders: Command[] = [];
   for (let i = 0; i < depth; i++) {
-    const userId = (i + 1) as UserId;
-    orders.push(limit(userId, btc, 'sell', 3_000_000 + i * 7, 100 + (i % 13)));
-    orders.push(limit(userId, eth, 'buy', 200_000 - i * 3, 500 + (i % 11)));
+    orders.push(limit(i + 1, btc, 'sell', 3_000_000 + i * 7, 100 + (i % 13)));
+    orders.push(limit(i + 1, eth, 'buy', 200_000 - i * 3, 500 + (i % 11)));
   }
-  await submitAll(exchange, orders);
+  await submitAll(exchange, orders, 2_000);
   return exchange;
 }
 
-function limit(
-  userId: UserId,
-  marketId: MarketId,
-  side: 'buy' | 'sell',
-  price: number,
-  volume: number,
-): Command {
-  return {
-    kind: 'placeOrder',
-    userId,
-    marketId,
-    side,
-    type: 'limit',
-    price: price as Price,
-    volume: volume as Volume,
-  };
-}
-
-const withoutSequence = (s: MarketSnapshot) => ({ ...s, sequence: 0 });
-
-async function until(check: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const until = (check: () => boolean, what: string, ms = 60_000) => waitUntil(check, what, ms);
 
 describe('a venue whose snapshot is larger than max_payload', natsSuite(), () => {
   test('a gateway starts from the chunked snapshot, and repairs a dropped batch and a dropped reset', async (t) => {
@@ -135,10 +77,7 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
     const maxPayload = nc.info?.max_payload ?? MiB;
-    const name = uniqueName('BIG_SNAPSHOT');
-    deleteStreamAfter(t, name);
-    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
-    const names = subjects(`test.${name}.engine`);
+    const { stream, names } = testStream(t, 'BIG_SNAPSHOT');
     const dropped: Array<{ sequence: number; reason: string }> = [];
     const logger = {
       info: () => undefined,
@@ -156,19 +95,9 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     const served = await serveCluster(exchange, nc, { stream, subjects: names, logger });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
-    const gateway = {
-      nc: gatewayNc,
-      store: noStore,
-      logger,
-      stream,
-      commandSubject: names.commands,
-      snapshotSubject: names.snapshot,
-      pingSubject: names.ping,
-    };
     const openStart = performance.now();
-    const remote = await RemoteExchange.open(gateway);
+    const remote = await openGateway(t, gatewayNc, { stream, names }, { logger });
     const openMs = performance.now() - openStart;
-    t.after(() => remote.close());
     // The first stream message (the reset with this snapshot) could not be published.
     await until(() => dropped.some((d) => d.reason === 'too_large'), 'the dropped reset');
     assert.deepEqual(dropped, [
@@ -195,12 +124,7 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     assert.equal(remote.book(btc, 0).asks.length, DEPTH, 'the gateway has not seen the sweep yet');
     // The next batch reveals the gap: the gateway re-snapshots, in chunks, to the engine's view.
     const repairStart = performance.now();
-    await remote.submit({
-      kind: 'deposit',
-      userId: 1 as UserId,
-      asset: 'EUR' as AssetCode,
-      amount: 5 as Amount,
-    });
+    await remote.submit(deposit(1, 'EUR', 5));
     await until(() => restored === 1, 'the re-snapshot after the dropped sweep');
     const repairMs = performance.now() - repairStart;
     assert.equal(remote.book(btc, 0).asks.length, 0);
@@ -215,23 +139,12 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     await until(() => dropped.length === 3, 'the dropped reset of the new start');
     assert.equal(dropped[2]?.reason, 'too_large');
     await until(() => remote.isWritable(), 'the gateway writable again', 10_000);
-    await remote.submit({
-      kind: 'deposit',
-      userId: 2 as UserId,
-      asset: 'EUR' as AssetCode,
-      amount: 7 as Amount,
-    });
+    await remote.submit(deposit(2, 'EUR', 7));
     await until(() => restored === 2, 'the reload after the dropped reset');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // A gateway starting now begins from the new engine's snapshot and follows its batches.
-    const second = await RemoteExchange.open(gateway);
-    t.after(() => second.close());
-    await remote.submit({
-      kind: 'deposit',
-      userId: 3 as UserId,
-      asset: 'EUR' as AssetCode,
-      amount: 9 as Amount,
-    });
+    const second = await openGateway(t, gatewayNc, { stream, names }, { logger });
+    await remote.submit(deposit(3, 'EUR', 9));
     const three = () => exchange.view.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available;
     await until(
       () => second.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available === three(),
@@ -260,10 +173,8 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
     const exchange = await bigVenue(t, 1_500, 300);
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
-    const name = uniqueName('SNAPSHOT_RETRY');
-    deleteStreamAfter(t, name);
-    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
-    const names = subjects(`test.${name}.engine`);
+    const cluster = testStream(t, 'SNAPSHOT_RETRY');
+    const { name, stream, names } = cluster;
     const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
@@ -301,26 +212,12 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
       chunks.clear();
     });
     await gatewayNc.flush();
-    const remote = await RemoteExchange.open({
-      nc: gatewayNc,
-      store: noStore,
-      logger: silent,
-      stream,
-      commandSubject: names.commands,
-      snapshotSubject: subject,
-      pingSubject: names.ping,
-    });
-    t.after(() => remote.close());
+    const remote = await openGateway(t, gatewayNc, cluster, { snapshotSubject: subject });
     assert.equal(heads, 3, 'a damaged transfer, one whose snapshot was gone, then a whole one');
     assert.ok(chunkReplies > 6, `${chunkReplies} chunk replies`);
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // It follows the engine from there.
-    await remote.submit({
-      kind: 'deposit',
-      userId: 4 as UserId,
-      asset: 'BTC' as AssetCode,
-      amount: 3 as Amount,
-    });
+    await remote.submit(deposit(4, 'BTC', 3));
     await until(
       () =>
         remote.balances(4 as UserId).find((b) => b.asset === 'BTC')?.available ===

@@ -10,102 +10,50 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import { natsConnection, natsSuite } from '../../test/support/nats.js';
+import { waitUntil } from '../../test/support/polling.js';
+import type { MarketId, UserId } from '../domain/types.js';
 import type { FeedEntry } from '../sequencer/committed-feed.js';
-import type { MarketSnapshot } from '../sequencer/market-view.js';
 import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
-import type { GatewayStore } from '../store/postgres/reader.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
-import { BatchPublisher, DEFAULT_BATCH_STREAM } from './batch-stream.js';
+import { BatchPublisher } from './batch-stream.js';
 import { EngineUnavailableError } from './command-client.js';
-import { serveCluster, subjects } from './engine-node.js';
+import { serveCluster } from './engine-node.js';
 import type { ExactValue } from './exact-json.js';
-import { RemoteExchange } from './remote-exchange.js';
 import { type EngineSnapshot, serveSnapshots } from './snapshot.js';
-
-const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-/** The gateway tests here never read history: a store that says so if they do. */
-const noStore = new Proxy({} as GatewayStore, {
-  get: (_target, property) => {
-    throw new Error(`unexpected store access: ${String(property)}`);
-  },
-});
+import {
+  asset,
+  createEurMarkets,
+  deposit,
+  eurMarket,
+  limit,
+  memoryExchange,
+  openGateway,
+  silent,
+  testStream,
+  withoutSequence,
+} from './test-support.js';
 
 async function engine(t: { after(fn: () => Promise<void> | void): void }): Promise<LocalExchange> {
-  const store = asyncStore(SqliteStore.open({ path: ':memory:' }));
-  const exchange = await openExchange({ store });
-  t.after(async () => {
-    await exchange.close();
-    await store.close();
-  });
-  for (const code of ['BTC', 'EUR'])
-    await exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: 'BTC' as AssetCode,
-    quote: 'EUR' as AssetCode,
-    pairDecimals: 2,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
+  const exchange = await memoryExchange(t);
+  await createEurMarkets(exchange, ['BTC']);
   return exchange;
 }
 
 const market = 1 as MarketId;
-const deposit = (userId: number, asset: string, amount: number) =>
-  ({
-    kind: 'deposit',
-    userId: userId as UserId,
-    asset: asset as AssetCode,
-    amount: amount as Amount,
-  }) as const;
-const sell = (userId: number, price: number, volume: number) =>
-  ({
-    kind: 'placeOrder',
-    userId: userId as UserId,
-    marketId: market,
-    side: 'sell',
-    type: 'limit',
-    price: price as Price,
-    volume: volume as Volume,
-  }) as const;
-
-const withoutSequence = (s: MarketSnapshot) => ({ ...s, sequence: 0 });
-
-async function until(check: () => boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const sell = (userId: number, price: number, volume: number) => limit(userId, market, 'sell', price, volume);
+const until = (check: () => boolean, what: string) => waitUntil(check, what, 5_000);
 
 describe('a gateway on a remote engine', natsSuite(), () => {
   test('commands go to the engine; the view follows its batches; an engine gone makes it unwritable', async (t) => {
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
-    const name = uniqueName('GW_BATCHES');
-    deleteStreamAfter(t, name);
-    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
-    const names = subjects(`test.${name}.engine`);
+    const cluster = testStream(t, 'GW_BATCHES');
+    const { stream, names } = cluster;
     const exchange = await engine(t);
     const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
-    const remote = await RemoteExchange.open({
-      nc: gatewayNc,
-      store: noStore,
-      logger: silent,
-      stream,
-      commandSubject: names.commands,
-      snapshotSubject: names.snapshot,
-      pingSubject: names.ping,
-      pingIntervalMs: 100,
-    });
-    t.after(() => remote.close());
+    const remote = await openGateway(t, gatewayNc, cluster, { pingIntervalMs: 100 });
     assert.equal(remote.catalogue.markets().length, 1);
     // What an adapter keeps at start (routes take the catalogue at registration).
     const kept = remote.catalogue;
@@ -141,17 +89,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     t.after(() => again.close());
     await until(() => remote.isWritable(), 'isWritable() true again');
     // A market created after the reload is seen through the catalogue kept from before it.
-    await remote.submit({ kind: 'createAsset', code: 'ETH', name: 'ETH', type: 'crypto', decimals: 8 });
-    await remote.submit({
-      kind: 'createMarket',
-      base: 'ETH' as AssetCode,
-      quote: 'EUR' as AssetCode,
-      pairDecimals: 2,
-      lotDecimals: 8,
-      ordermin: 1 as Volume,
-      makerFee: 0 as FeeRate,
-      takerFee: 0 as FeeRate,
-    });
+    await remote.submit(asset('ETH'));
+    await remote.submit(eurMarket('ETH'));
     await until(() => kept.marketByName('ETH/EUR') !== undefined, 'the new market in the kept catalogue');
     await remote.submit(deposit(8, 'EUR', 1_000));
     await until(() => remote.balances(8 as UserId).some((b) => b.available === 1_000), 'the new batch');
@@ -165,10 +104,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     const path = join(dir, 'openspot.db');
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
-    const name = uniqueName('GW_RESTART');
-    deleteStreamAfter(t, name);
-    const stream = { stream: name, subject: `test.${name}`, storage: 'memory' as const };
-    const names = subjects(`test.${name}.engine`);
+    const cluster = testStream(t, 'GW_RESTART');
+    const { stream, names } = cluster;
     /**
      * An engine process on the database file: its store, its exchange, its side of NATS; `stop`
      * ends it once (also when the test fails half-way: a publish queue left running would retry
@@ -192,29 +129,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     };
 
     const first = await start();
-    for (const code of ['BTC', 'EUR'])
-      await first.exchange.submit({ kind: 'createAsset', code, name: code, type: 'crypto', decimals: 8 });
-    await first.exchange.submit({
-      kind: 'createMarket',
-      base: 'BTC' as AssetCode,
-      quote: 'EUR' as AssetCode,
-      pairDecimals: 2,
-      lotDecimals: 8,
-      ordermin: 1 as Volume,
-      makerFee: 0 as FeeRate,
-      takerFee: 0 as FeeRate,
-    });
-    const remote = await RemoteExchange.open({
-      nc: gatewayNc,
-      store: noStore,
-      logger: silent,
-      stream,
-      commandSubject: names.commands,
-      snapshotSubject: names.snapshot,
-      pingSubject: names.ping,
-      pingIntervalMs: 100,
-    });
-    t.after(() => remote.close());
+    await createEurMarkets(first.exchange, ['BTC']);
+    const remote = await openGateway(t, gatewayNc, cluster, { pingIntervalMs: 100 });
     let restored = 0;
     remote.onRestored(() => restored++);
     /** The book sequences of the order-book updates the gateway passes on, in order. */
@@ -261,15 +177,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
   test('a batch missing from the stream: the gateway re-snapshots and tells its listeners, never skips it', async (t) => {
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
-    const name = uniqueName('GW_GAP');
-    deleteStreamAfter(t, name);
-    const stream = {
-      ...DEFAULT_BATCH_STREAM,
-      stream: name,
-      subject: `test.${name}`,
-      storage: 'memory' as const,
-    };
-    const snapshotSubject = `test.${name}.snapshot`;
+    const cluster = testStream(t, 'GW_GAP');
+    const { stream, names } = cluster;
     const exchange = await engine(t);
     // This test is the engine's publishing side, so that it can leave one batch out.
     const entries = new Map<number, FeedEntry>();
@@ -284,21 +193,18 @@ describe('a gateway on a remote engine', natsSuite(), () => {
         served += 1;
         return current;
       },
-      snapshotSubject,
+      names.snapshot,
     );
     t.after(() => answering.unsubscribe());
     const publisher = await BatchPublisher.open(nc, stream);
     const publish = (sequence: number) =>
       publisher.publish(sequence, entries.get(sequence) as unknown as ExactValue);
 
-    const remote = await RemoteExchange.open({
-      nc: gatewayNc,
-      store: noStore,
-      logger: silent,
-      stream,
-      snapshotSubject,
+    // No engine answers commands or pings here: the gateway only follows the stream and snapshots.
+    const remote = await openGateway(t, gatewayNc, cluster, {
+      commandSubject: undefined,
+      pingSubject: undefined,
     });
-    t.after(() => remote.close());
     let restored = 0;
     remote.onRestored(() => restored++);
     const batches: number[] = [];

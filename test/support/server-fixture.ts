@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logger.js';
 import { type RunningServer, startServer } from '../../src/server.js';
+import { LOCAL_VENUE_ENV } from './local-venue-env.js';
 import { databaseFor } from './postgres.js';
 
 export interface Trader {
@@ -36,14 +37,8 @@ export async function startTestServer(
     HOST: '127.0.0.1',
     DATA_DIR: dir,
     LOG_LEVEL: 'silent',
-    SIMULATOR: 'off',
-    DEMO: 'off',
     // Rate limits off unless a test sets them: suites send far more than any one client would.
-    RATE_LIMIT_IP_PER_SECOND: '0',
-    RATE_LIMIT_KEY_PER_SECOND: '0',
-    WS_MAX_FRAMES_PER_SECOND: '0',
-    WS_MAX_CONNECTIONS_PER_IP: '0',
-    WS_UPGRADES_PER_SECOND_PER_IP: '0',
+    ...LOCAL_VENUE_ENV,
     ...env,
   };
   // TEST_STORE=postgres: the same suites on PostgreSQL, one database per data directory (a

@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenSpotClient } from '../../src/client/client.js';
+import { LOCAL_VENUE_ENV } from './local-venue-env.js';
 import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './nats.js';
 import { eventually, waitUntil } from './polling.js';
 import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './postgres.js';
@@ -156,10 +157,7 @@ export async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
     // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
     SECRETS_KEY: randomBytes(32).toString('base64'),
     WS_APP_SECRET: randomBytes(24).toString('hex'),
-    SIMULATOR: 'off',
-    DEMO: 'off',
-    RATE_LIMIT_IP_PER_SECOND: '0',
-    RATE_LIMIT_KEY_PER_SECOND: '0',
+    ...LOCAL_VENUE_ENV,
   };
 }
 

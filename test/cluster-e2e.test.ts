@@ -52,7 +52,13 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       rt.executions(seller.userId, (m) => executions.push(m)),
     ];
     await Promise.all(subscriptions.map((s) => s.ready));
-    await eventually(() => assert.ok(books.length >= 1 && trades.length >= 1 && executions.length >= 1));
+    // Each channel's snapshot on subscribing; said in full (with B's log) should one not come.
+    await eventually(() =>
+      assert.ok(
+        books.length >= 1 && trades.length >= 1 && executions.length >= 1,
+        `snapshots received: book ${books.length}, trades ${trades.length}, executions ${executions.length}; gateway B logged:\n${gatewayB.output().slice(-4000)}`,
+      ),
+    );
 
     // The seller rests an order through B; the buyer takes it through A.
     const sell = await on(gatewayB, seller).createOrder({

@@ -43,7 +43,14 @@ import {
   StoreUnavailableError,
 } from '../store.js';
 import { commitStatement } from './commit-sql.js';
-import { databaseName, EXACT_TYPES, isUnavailable, parseDatabaseUrl, toStoreError } from './connection.js';
+import {
+  databaseName,
+  EXACT_TYPES,
+  isUnavailable,
+  openReadPool,
+  parseDatabaseUrl,
+  toStoreError,
+} from './connection.js';
 import {
   acquireWriterLock,
   engineApplicationName,
@@ -197,17 +204,12 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       await writer.end().catch(() => undefined);
       throw toStoreError(error);
     }
-    const pool = new pg.Pool({
-      connectionString: full.url,
-      application_name: readerApplicationName(),
-      max: full.poolSize,
-      connectionTimeoutMillis: full.connectTimeoutMs,
-      keepAlive: true,
-      types: EXACT_TYPES,
+    const pool = openReadPool({
+      url: full.url,
+      applicationName: readerApplicationName(),
+      size: full.poolSize,
+      connectTimeoutMs: full.connectTimeoutMs,
     });
-    // An idle pooled connection that dies is discarded by the pool; without a listener the
-    // 'error' event would end the process.
-    pool.on('error', () => undefined);
     return new PostgresStore(full, writer, pool, term, options.onSuperseded);
   }
 

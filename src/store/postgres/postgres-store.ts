@@ -15,7 +15,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { MarketId, Micros, OrderId, UserId } from '../../domain/types.js';
-import type { EngineSnapshot, Sequences } from '../../engine/types.js';
+import type { EngineSnapshot } from '../../engine/types.js';
 import type { AsyncStore } from '../ports.js';
 import {
   type AssetRow,
@@ -29,6 +29,7 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  sequencesFromMeta,
   type TotalsRow,
   totalsFromRow,
 } from '../sqlite/rows.js';
@@ -127,8 +128,6 @@ export const SUPERSEDED_REASON = 'another engine took over';
  */
 const WRITER_KEEPALIVES =
   'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 10000';
-
-const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
 
 export const CHECKPOINTS_UNSUPPORTED =
   'checkpoints are not supported on the PostgreSQL store yet: use pg_dump / point-in-time recovery (docs/operations.md), or run the test venue on SQLite';
@@ -298,18 +297,13 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
       );
       const meta = await c.query<{ key: string; value: number }>('SELECT key, value FROM meta');
-      const stored = new Map(meta.rows.map((r) => [r.key, r.value]));
       return {
         assets: assets.rows.map(assetFromRow),
         markets: markets.rows.map(marketFromRow),
         balances: balances.rows.map(balanceFromRow),
         totals: totals.rows.map(totalsFromRow),
         openOrders: open.rows.map(orderFromRow),
-        sequences: {
-          nextOrderId: stored.get('nextOrderId') ?? DEFAULT_SEQUENCES.nextOrderId,
-          nextTradeId: stored.get('nextTradeId') ?? DEFAULT_SEQUENCES.nextTradeId,
-          nextMarketId: stored.get('nextMarketId') ?? DEFAULT_SEQUENCES.nextMarketId,
-        },
+        sequences: sequencesFromMeta(meta.rows),
       };
     });
   }

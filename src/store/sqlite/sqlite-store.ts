@@ -20,7 +20,7 @@ import type {
   TradeId,
   UserId,
 } from '../../domain/types.js';
-import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/types.js';
+import type { EngineSnapshot, OrderState, Trade } from '../../engine/types.js';
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
 import { ApiKeyCache } from '../api-key-cache.js';
 import {
@@ -65,6 +65,8 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  SEQUENCE_KEYS,
+  sequencesFromMeta,
   type TotalsRow,
   TRADE_COLUMNS,
   type TradeRow,
@@ -95,9 +97,6 @@ const IN_LIST_SIZE = 500;
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 /** A read that must not be kept (inside a transaction, on a read-only store): frozen, not cached. */
 const UNCACHED = new ApiKeyCache(0);
-
-const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
-const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
 
 const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
 const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
@@ -893,16 +892,7 @@ function readSnapshot(r: ReadStatements): EngineSnapshot {
     balances: r.balances.all().map(balanceFromRow),
     totals: r.totals.all().map(totalsFromRow),
     openOrders: r.openOrders.all().map(orderFromRow),
-    sequences: readSequences(r),
-  };
-}
-
-function readSequences(r: ReadStatements): Sequences {
-  const stored = new Map(r.meta.all().map((row) => [row.key, row.value]));
-  return {
-    nextOrderId: stored.get('nextOrderId') ?? DEFAULT_SEQUENCES.nextOrderId,
-    nextTradeId: stored.get('nextTradeId') ?? DEFAULT_SEQUENCES.nextTradeId,
-    nextMarketId: stored.get('nextMarketId') ?? DEFAULT_SEQUENCES.nextMarketId,
+    sequences: sequencesFromMeta(r.meta.all()),
   };
 }
 

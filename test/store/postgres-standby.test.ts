@@ -13,7 +13,7 @@ import type { OrderId } from '../../src/domain/types.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { ALICE, balance, batch, CATALOGUE, EUR, order } from '../../src/store/sqlite/test-fixtures.js';
 import { StoreUnavailableError } from '../../src/store/store.js';
-import { freshDatabase, postgresSuite, queryDatabase } from '../support/postgres.js';
+import { freshDatabase, postgresSuite, queryDatabase, terminateSessions } from '../support/postgres.js';
 
 interface Cleanup {
   after(fn: () => unknown): void;
@@ -40,14 +40,6 @@ function openStandby(
     ...(signal === undefined ? {} : { signal }),
   });
   return { opened, waits };
-}
-
-/** Ends the server sessions of that application (its connection drops, and its lock with it). */
-async function terminate(url: string, applicationName: string): Promise<void> {
-  await queryDatabase(
-    url,
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '${applicationName}' AND datname = current_database()`,
-  );
 }
 
 /** Whether the promise is still pending after `ms`. */
@@ -106,10 +98,7 @@ describe('PostgreSQL store: a standby waits for the writer lock', postgresSuite(
     // The primary keeps committing while the standby waits.
     await primary.commit(batch({ orders: [order(2)], balances: [balance(ALICE, EUR, 9)] }));
     const ended = performance.now();
-    await queryDatabase(
-      url,
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'openspot test primary' AND datname = current_database()",
-    );
+    await terminateSessions(url, 'openspot test primary');
     const store = await standby.opened;
     const takeoverMs = performance.now() - ended;
     t.diagnostic(`takeover after pg_terminate_backend: ${takeoverMs.toFixed(0)} ms (poll ${POLL_MS} ms)`);
@@ -148,14 +137,14 @@ describe('PostgreSQL store: a standby waits for the writer lock', postgresSuite(
     await primary.commit(batch({ ...CATALOGUE, orders: [order(1)], balances: [balance(ALICE, EUR, 7)] }));
 
     // A connection that dropped and came back with nobody else in between: the same writer goes on.
-    await terminate(url, 'openspot test primary');
+    await terminateSessions(url, 'openspot test primary');
     await primary.commit(batch({ orders: [order(2)] }));
     assert.equal((await primary.getOrder(2 as OrderId))?.id, 2);
     assert.deepEqual(superseded, []);
 
     // The primary's connection drops; a standby takes over, writes, and stops (or dies).
     const standby = openStandby(url, 'openspot test standby');
-    await terminate(url, 'openspot test primary');
+    await terminateSessions(url, 'openspot test primary');
     const store = await standby.opened;
     assert.notEqual(store.writerTerm, primary.writerTerm);
     await store.commit(batch({ orders: [order(3)], balances: [balance(ALICE, EUR, 1)] }));

@@ -14,7 +14,13 @@ import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ALICE, balance, batch, CATALOGUE, EUR, order } from '../../src/store/sqlite/test-fixtures.js';
 import { CheckpointError, StoreUnavailableError } from '../../src/store/store.js';
-import { freshDatabase, postgresSuite, queryDatabase, TEST_DATABASE_URL } from '../support/postgres.js';
+import {
+  freshDatabase,
+  postgresSuite,
+  queryDatabase,
+  TEST_DATABASE_URL,
+  terminateSessions,
+} from '../support/postgres.js';
 
 interface Cleanup {
   after(fn: () => unknown): void;
@@ -28,13 +34,6 @@ async function openStore(t: Cleanup, url: string, applicationName?: string): Pro
   t.after(() => store.close());
   return store;
 }
-
-const terminate = (url: string, applicationName: string) =>
-  queryDatabase(
-    url,
-    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
-    [applicationName],
-  );
 
 describe('PostgreSQL store: one writer', postgresSuite(), () => {
   test('a second engine on the same database refuses to open, naming the holder, and writes nothing', async (t) => {
@@ -65,7 +64,7 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     const url = await freshDatabase(t);
     const store = await openStore(t, url, 'openspot test writer A');
     await store.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
-    await terminate(url, 'openspot test writer A');
+    await terminateSessions(url, 'openspot test writer A');
     // The lock went with the session: the next commit first takes it again on a new connection.
     let committed = false;
     for (let attempt = 0; attempt < 3 && !committed; attempt++) {
@@ -92,7 +91,7 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     const url = await freshDatabase(t);
     const a = await openStore(t, url, 'openspot test writer A');
     await a.commit(batch(CATALOGUE));
-    await terminate(url, 'openspot test writer A');
+    await terminateSessions(url, 'openspot test writer A');
     // B takes over while A is away.
     const b = await openStore(t, url, 'openspot test writer B');
     const failure = await a.commit(batch({ orders: [order(7)] })).then(

@@ -117,3 +117,15 @@ export async function databaseFor(dir: string): Promise<{ readonly url: string; 
   }
   return entry;
 }
+
+/**
+ * Ends the server sessions of `url`'s database whose application_name is `applicationName`: their
+ * connections drop (and a writer's advisory lock with them), as when the engine's host vanishes.
+ */
+export async function terminateSessions(url: string, applicationName: string): Promise<void> {
+  await queryDatabase(
+    url,
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()',
+    [applicationName],
+  );
+}

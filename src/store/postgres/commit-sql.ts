@@ -10,12 +10,11 @@
  * each other's writes: the pruning of expired idempotency records therefore leaves alone the keys
  * this batch (re)writes.
  */
+import { SEQUENCE_KEYS } from '../sqlite/rows.js';
 import type { CommitBatch } from '../store.js';
 
 /** Expired idempotency records deleted per commit at most (as in SQLite). */
 export const IDEMPOTENCY_PRUNE_LIMIT = 1000;
-
-const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
 
 /** `INSERT INTO table (cols) SELECT cols FROM unnest($a::t[], …)` with the parameters numbered from `first`. */
 function unnestInsert(

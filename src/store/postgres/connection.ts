@@ -25,6 +25,31 @@ export const EXACT_TYPES = {
   },
 } as unknown as pg.CustomTypesConfig;
 
+export interface ReadPoolSettings {
+  readonly url: string;
+  readonly applicationName: string;
+  readonly size: number;
+  readonly connectTimeoutMs: number;
+}
+
+/**
+ * The pool of reads and credential writes, as both the engine's store and a gateway's reader open
+ * it: exact types, TCP keep-alives, and an idle pooled connection that dies is discarded by the
+ * pool (without an 'error' listener that event would end the process).
+ */
+export function openReadPool(settings: ReadPoolSettings): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: settings.url,
+    application_name: settings.applicationName,
+    max: settings.size,
+    connectionTimeoutMillis: settings.connectTimeoutMs,
+    keepAlive: true,
+    types: EXACT_TYPES,
+  });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 function parseSafeInteger(text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value))

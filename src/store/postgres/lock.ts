@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { ClientBase } from 'pg';
 
 /** A signed 64-bit key derived from a name, as `pg_try_advisory_lock(bigint)` takes it (decimal text). */
@@ -61,17 +62,23 @@ export async function lockHolder(
   return `${name} (server process ${row.pid}${from}${since})`;
 }
 
+/** Takes the writer lock on `client` (undefined) or names who holds it, in one attempt. */
+async function tryWriterLock(client: Pick<ClientBase, 'query'>): Promise<string | undefined> {
+  const result = await client.query<{ locked: boolean }>(
+    'SELECT pg_try_advisory_lock($1::bigint) AS locked',
+    [WRITER_LOCK_KEY],
+  );
+  if (result.rows[0]?.locked === true) return undefined;
+  return (await lockHolder(client, WRITER_LOCK_KEY)) ?? 'another process (not visible to this role)';
+}
+
 /**
  * Takes the writer lock on `client` (kept for the session) or throws WriterLockHeldError naming
  * the holder. Never waits: a second writer must fail at once, not queue behind the first.
  */
 export async function acquireWriterLock(client: Pick<ClientBase, 'query'>, database: string): Promise<void> {
-  const result = await client.query<{ locked: boolean }>(
-    'SELECT pg_try_advisory_lock($1::bigint) AS locked',
-    [WRITER_LOCK_KEY],
-  );
-  if (result.rows[0]?.locked === true) return;
-  const holder = (await lockHolder(client, WRITER_LOCK_KEY)) ?? 'another process (not visible to this role)';
+  const holder = await tryWriterLock(client);
+  if (holder === undefined) return;
   throw new WriterLockHeldError(
     `PostgreSQL database ${database} already has a writer: ${holder}. ` +
       'Only one OpenSpot engine may write to a database; stop that one first.',
@@ -106,36 +113,16 @@ export async function waitForWriterLock(
   let told: string | undefined;
   for (;;) {
     signal?.throwIfAborted();
-    const result = await client.query<{ locked: boolean }>(
-      'SELECT pg_try_advisory_lock($1::bigint) AS locked',
-      [WRITER_LOCK_KEY],
-    );
-    if (result.rows[0]?.locked === true) return;
-    const holder =
-      (await lockHolder(client, WRITER_LOCK_KEY)) ?? 'another process (not visible to this role)';
+    const holder = await tryWriterLock(client);
+    if (holder === undefined) return;
     // Named by application name and server process: a reconnect of the same engine is a new holder.
     if (holder !== told) {
       told = holder;
       options.onWait?.(holder);
     }
-    await sleep(pollMs, signal);
+    // Node's abortable timer rejects with an AbortError; the promised rejection is the signal's reason.
+    await delay(pollMs, undefined, signal === undefined ? {} : { signal }).catch(() => {
+      throw signal?.reason;
+    });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted === true) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -15,7 +15,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import type { MarketId, Micros, OrderId, UserId } from '../../domain/types.js';
-import type { EngineSnapshot, Sequences } from '../../engine/types.js';
+import type { EngineSnapshot } from '../../engine/types.js';
 import type { AsyncStore } from '../ports.js';
 import {
   type AssetRow,
@@ -29,6 +29,7 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  sequencesFromMeta,
   type TotalsRow,
   totalsFromRow,
 } from '../sqlite/rows.js';
@@ -43,7 +44,14 @@ import {
   StoreUnavailableError,
 } from '../store.js';
 import { commitStatement } from './commit-sql.js';
-import { databaseName, EXACT_TYPES, isUnavailable, parseDatabaseUrl, toStoreError } from './connection.js';
+import {
+  databaseName,
+  EXACT_TYPES,
+  isUnavailable,
+  openReadPool,
+  parseDatabaseUrl,
+  toStoreError,
+} from './connection.js';
 import {
   acquireWriterLock,
   engineApplicationName,
@@ -121,8 +129,6 @@ export const SUPERSEDED_REASON = 'another engine took over';
 const WRITER_KEEPALIVES =
   'SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3; SET tcp_user_timeout = 10000';
 
-const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
-
 export const CHECKPOINTS_UNSUPPORTED =
   'checkpoints are not supported on the PostgreSQL store yet: use pg_dump / point-in-time recovery (docs/operations.md), or run the test venue on SQLite';
 
@@ -197,17 +203,12 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       await writer.end().catch(() => undefined);
       throw toStoreError(error);
     }
-    const pool = new pg.Pool({
-      connectionString: full.url,
-      application_name: readerApplicationName(),
-      max: full.poolSize,
-      connectionTimeoutMillis: full.connectTimeoutMs,
-      keepAlive: true,
-      types: EXACT_TYPES,
+    const pool = openReadPool({
+      url: full.url,
+      applicationName: readerApplicationName(),
+      size: full.poolSize,
+      connectTimeoutMs: full.connectTimeoutMs,
     });
-    // An idle pooled connection that dies is discarded by the pool; without a listener the
-    // 'error' event would end the process.
-    pool.on('error', () => undefined);
     return new PostgresStore(full, writer, pool, term, options.onSuperseded);
   }
 
@@ -296,18 +297,13 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
       );
       const meta = await c.query<{ key: string; value: number }>('SELECT key, value FROM meta');
-      const stored = new Map(meta.rows.map((r) => [r.key, r.value]));
       return {
         assets: assets.rows.map(assetFromRow),
         markets: markets.rows.map(marketFromRow),
         balances: balances.rows.map(balanceFromRow),
         totals: totals.rows.map(totalsFromRow),
         openOrders: open.rows.map(orderFromRow),
-        sequences: {
-          nextOrderId: stored.get('nextOrderId') ?? DEFAULT_SEQUENCES.nextOrderId,
-          nextTradeId: stored.get('nextTradeId') ?? DEFAULT_SEQUENCES.nextTradeId,
-          nextMarketId: stored.get('nextMarketId') ?? DEFAULT_SEQUENCES.nextMarketId,
-        },
+        sequences: sequencesFromMeta(meta.rows),
       };
     });
   }

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import type { MarketId, Micros, OrderId, OrderStatus, TradeId, UserId } from '../../domain/types.js';
 import type { BalanceState, OrderState, Trade } from '../../engine/types.js';
 import type { Candle, Interval } from '../../market-data/candle.js';
+import { ApiKeyCache } from '../api-key-cache.js';
 import type { BalanceQueries, CredentialStore, HistoryQueries } from '../ports.js';
 import {
   type ApiKeyRow,
@@ -52,8 +53,6 @@ import { guarded } from './connection.js';
 
 const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
 const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
-/** API key records kept in memory (see getApiKey). */
-const MAX_CACHED_API_KEYS = 10_000;
 
 const API_KEY_SELECT =
   'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required::int AS nonce_required';
@@ -69,14 +68,11 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
    * keeps them until a write through it (revocations go through it), a gateway's reader for a
    * short time (a key revoked through another process must stop working within a second).
    */
-  readonly #apiKeys = new Map<string, { readonly record: ApiKeyRecord; readonly until: number }>();
-  readonly #apiKeyCacheMs: number;
-  readonly #now: () => number;
+  readonly #apiKeys: ApiKeyCache;
 
   protected constructor(pool: pg.Pool, apiKeyCacheMs: number, now: () => number = () => performance.now()) {
     this.pool = pool;
-    this.#apiKeyCacheMs = apiKeyCacheMs;
-    this.#now = now;
+    this.#apiKeys = new ApiKeyCache(apiKeyCacheMs, now);
   }
 
   async balancesOf(userId: UserId): Promise<BalanceState[]> {
@@ -224,7 +220,7 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
   }
 
   async createApiKey(record: NewApiKeyRecord): Promise<void> {
-    this.#apiKeys.delete(record.key);
+    this.#apiKeys.forget(record.key);
     const scopes = encodeScopes(record.scopes);
     const ipAllowlist = encodeIpAllowlist(record.ipAllowlist);
     await this.rows(
@@ -244,28 +240,15 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
   }
 
   cachedApiKey(key: string): ApiKeyRecord | undefined {
-    const cached = this.#apiKeys.get(key);
-    return cached !== undefined && this.#now() < cached.until ? cached.record : undefined;
+    return this.#apiKeys.get(key);
   }
 
   async getApiKey(key: string): Promise<ApiKeyRecord | undefined> {
     if (hasNul(key)) return undefined;
     const cached = this.#apiKeys.get(key);
-    if (cached !== undefined && this.#now() < cached.until) return cached.record;
+    if (cached !== undefined) return cached;
     const [row] = await this.rows<ApiKeyRow>(`SELECT ${API_KEY_SELECT} FROM api_keys WHERE key = $1`, [key]);
-    if (row === undefined) return undefined; // unknown keys are not remembered
-    const record = apiKeyFromRow(row);
-    Object.freeze(record.scopes);
-    if (record.ipAllowlist !== null) Object.freeze(record.ipAllowlist);
-    if (this.#apiKeys.size >= MAX_CACHED_API_KEYS) {
-      // The first entry is the oldest: a Map iterates in insertion order.
-      const oldest = this.#apiKeys.keys().next();
-      if (oldest.done !== true) this.#apiKeys.delete(oldest.value);
-    }
-    // Never cached (Infinity: until written through this object; 0: not at all; n: n ms).
-    if (this.#apiKeyCacheMs > 0)
-      this.#apiKeys.set(key, { record: Object.freeze(record), until: this.#now() + this.#apiKeyCacheMs });
-    return record;
+    return row && this.#apiKeys.remember(apiKeyFromRow(row));
   }
 
   async listApiKeys(userId: UserId): Promise<ApiKeyRecord[]> {
@@ -278,7 +261,7 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
 
   async revokeApiKey(key: string, time: Micros): Promise<boolean> {
     if (hasNul(key)) return false;
-    this.#apiKeys.delete(key);
+    this.#apiKeys.forget(key);
     const result = await guarded(() =>
       this.pool.query('UPDATE api_keys SET revoked_at = $1 WHERE key = $2 AND revoked_at IS NULL', [
         time,
@@ -286,7 +269,7 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
       ]),
     );
     // Dropped again: a read racing the update may have cached the record as it was before.
-    this.#apiKeys.delete(key);
+    this.#apiKeys.forget(key);
     return (result.rowCount ?? 0) > 0;
   }
 

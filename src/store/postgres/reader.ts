@@ -15,10 +15,10 @@
  * returned, and a commit is visible to every new statement once it returned (READ COMMITTED), so
  * a read on any reader after the acknowledgment finds it. A streaming replica would lose that.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { BalanceQueries, CredentialStore, HistoryQueries } from '../ports.js';
 
-import { databaseName, EXACT_TYPES, parseDatabaseUrl, toStoreError } from './connection.js';
+import { databaseName, openReadPool, parseDatabaseUrl, toStoreError } from './connection.js';
 import { readerApplicationName } from './lock.js';
 import { PG_SCHEMA_VERSION, pgSchemaVersion } from './migrations.js';
 import { PostgresQueries } from './queries.js';
@@ -73,17 +73,12 @@ export class PostgresReader extends PostgresQueries implements GatewayStore {
     const url = parseDatabaseUrl(options.url);
     const apiKeyCacheMs = options.apiKeyCacheMs ?? DEFAULT_API_KEY_CACHE_MS;
     if (!(apiKeyCacheMs >= 0)) throw new RangeError(`invalid apiKeyCacheMs: ${apiKeyCacheMs}`);
-    const pool = new pg.Pool({
-      connectionString: url,
-      application_name: options.applicationName ?? readerApplicationName(),
-      max: options.poolSize ?? 8,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      keepAlive: true,
-      types: EXACT_TYPES,
+    const pool = openReadPool({
+      url,
+      applicationName: options.applicationName ?? readerApplicationName(),
+      size: options.poolSize ?? 8,
+      connectTimeoutMs: options.connectTimeoutMs ?? 5000,
     });
-    // An idle pooled connection that dies is discarded by the pool; without a listener the
-    // 'error' event would end the process.
-    pool.on('error', () => undefined);
     const database = databaseName(url);
     try {
       checkSchemaVersion(database, await pgSchemaVersion(pool));

@@ -20,7 +20,7 @@ import type {
   UserId,
   Volume,
 } from '../../domain/types.js';
-import type { AssetTotals, BalanceState, OrderState, Trade } from '../../engine/types.js';
+import type { AssetTotals, BalanceState, OrderState, Sequences, Trade } from '../../engine/types.js';
 import type { Candle, Interval } from '../../market-data/candle.js';
 import type { ApiKeyRecord, ApiKeyScope, LedgerEntry, LedgerKind, UserRecord, UserTrade } from '../store.js';
 
@@ -291,3 +291,19 @@ export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
   ipAllowlist: decodeIpAllowlist(r.ip_allowlist),
   nonceRequired: r.nonce_required === 1,
 });
+
+/** The id counters the meta table keeps (both dialects), each written with every batch. */
+export const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
+
+/**
+ * The id counters from the meta table's rows: 1 for a counter never written (a fresh database).
+ * Other keys (PostgreSQL's writer term) are not counters and are ignored.
+ */
+export function sequencesFromMeta(rows: readonly { key: string; value: number }[]): Sequences {
+  const stored = new Map(rows.map((r) => [r.key, r.value]));
+  return {
+    nextOrderId: stored.get('nextOrderId') ?? 1,
+    nextTradeId: stored.get('nextTradeId') ?? 1,
+    nextMarketId: stored.get('nextMarketId') ?? 1,
+  };
+}

@@ -20,8 +20,9 @@ import type {
   TradeId,
   UserId,
 } from '../../domain/types.js';
-import type { EngineSnapshot, OrderState, Sequences, Trade } from '../../engine/types.js';
+import type { EngineSnapshot, OrderState, Trade } from '../../engine/types.js';
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
+import { ApiKeyCache } from '../api-key-cache.js';
 import {
   type ApiKeyRecord,
   type BookSequence,
@@ -64,6 +65,8 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  SEQUENCE_KEYS,
+  sequencesFromMeta,
   type TotalsRow,
   TRADE_COLUMNS,
   type TradeRow,
@@ -92,11 +95,8 @@ const CHUNK_ROWS = 256;
 /** Order ids bound per `tradesOfOrders` query, well under SQLite's bound-parameter limit. */
 const IN_LIST_SIZE = 500;
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-/** API key records kept in memory (see SqliteStore.getApiKey). */
-const MAX_CACHED_API_KEYS = 10_000;
-
-const SEQUENCE_KEYS = ['nextOrderId', 'nextTradeId', 'nextMarketId'] as const;
-const DEFAULT_SEQUENCES: Sequences = { nextOrderId: 1, nextTradeId: 1, nextMarketId: 1 };
+/** A read that must not be kept (inside a transaction, on a read-only store): frozen, not cached. */
+const UNCACHED = new ApiKeyCache(0);
 
 const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
 const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
@@ -115,7 +115,7 @@ export class SqliteStore implements Store {
    * stale one; the last accepted nonce, the one column that changes per request, is never part of
    * a record: acceptNonce compares it inside SQLite, so the cache cannot serve a stale nonce.
    */
-  readonly #apiKeys = new Map<string, ApiKeyRecord>();
+  readonly #apiKeys = new ApiKeyCache(Number.POSITIVE_INFINITY);
   readonly #checkpoints: SqliteCheckpoints;
 
   private constructor(db: Database.Database, checkpointDir: string | undefined) {
@@ -201,7 +201,7 @@ export class SqliteStore implements Store {
   }
 
   createApiKey(record: NewApiKeyRecord): void {
-    this.#apiKeys.delete(record.key);
+    this.#apiKeys.forget(record.key);
     const scopes = encodeScopes(record.scopes);
     const ipAllowlist = encodeIpAllowlist(record.ipAllowlist);
     const nonceRequired = record.nonceRequired === true ? 1 : 0;
@@ -228,18 +228,9 @@ export class SqliteStore implements Store {
     if (cached !== undefined) return cached;
     const row = guarded(() => this.#read.apiKey.get(key));
     if (row === undefined) return undefined; // unknown keys are not remembered: nothing to fill memory with
-    const record = apiKeyFromRow(row);
-    Object.freeze(record.scopes);
-    if (record.ipAllowlist !== null) Object.freeze(record.ipAllowlist);
     // Only what is committed: a read inside a transaction could see writes that get rolled back.
-    if (!this.#db.readonly && !this.#db.inTransaction) {
-      if (this.#apiKeys.size >= MAX_CACHED_API_KEYS) {
-        const oldest = this.#apiKeys.keys().next();
-        if (oldest.done !== true) this.#apiKeys.delete(oldest.value);
-      }
-      this.#apiKeys.set(key, Object.freeze(record));
-    }
-    return record;
+    const cache = !this.#db.readonly && !this.#db.inTransaction ? this.#apiKeys : UNCACHED;
+    return cache.remember(apiKeyFromRow(row));
   }
 
   listApiKeys(userId: UserId): ApiKeyRecord[] {
@@ -248,7 +239,7 @@ export class SqliteStore implements Store {
 
   /** True when the key existed and was active; revoking twice keeps the first revocation time. */
   revokeApiKey(key: string, time: Micros): boolean {
-    this.#apiKeys.delete(key);
+    this.#apiKeys.forget(key);
     return guarded(() => this.#write.revokeApiKey.run(time, key)).changes > 0;
   }
 
@@ -901,16 +892,7 @@ function readSnapshot(r: ReadStatements): EngineSnapshot {
     balances: r.balances.all().map(balanceFromRow),
     totals: r.totals.all().map(totalsFromRow),
     openOrders: r.openOrders.all().map(orderFromRow),
-    sequences: readSequences(r),
-  };
-}
-
-function readSequences(r: ReadStatements): Sequences {
-  const stored = new Map(r.meta.all().map((row) => [row.key, row.value]));
-  return {
-    nextOrderId: stored.get('nextOrderId') ?? DEFAULT_SEQUENCES.nextOrderId,
-    nextTradeId: stored.get('nextTradeId') ?? DEFAULT_SEQUENCES.nextTradeId,
-    nextMarketId: stored.get('nextMarketId') ?? DEFAULT_SEQUENCES.nextMarketId,
+    sequences: sequencesFromMeta(r.meta.all()),
   };
 }
 

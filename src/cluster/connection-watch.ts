@@ -1,6 +1,7 @@
 /**
  * Whether a NATS connection is up, as its status events say, shared by everything on that
- * connection (the command client, the readiness ping, the snapshot fetch, a chunked reply).
+ * connection (the command client, the batch publisher, the readiness ping, the snapshot fetch, a
+ * chunked reply).
  *
  * The NATS client neither answers nor fails a request made while it is disconnected (it buffers
  * the message for the reconnect), nor one waiting for its answer when the connection drops: each

@@ -417,3 +417,41 @@ test('encoding refuses what is not plain data instead of sending something else'
   );
   assert.throws(() => encodeBatch({ sequence: 0, payload: null }), /batch sequence number/);
 });
+
+test('a bad field deep in a reply is named by its whole path (every reader of the shape tables)', () => {
+  const order = fc.sample(orderArb, { numRuns: 1, seed: 7 })[0]!;
+  const trade = fc.sample(tradeArb, { numRuns: 1, seed: 7 })[0]!;
+  const reply: CommandReply = {
+    kind: 'result',
+    result: {
+      ok: true,
+      events: [
+        { type: 'orderAccepted', order },
+        { type: 'trade', trade },
+      ],
+    },
+  };
+  const good = parse(encodeCommandReply(reply)) as { b: { result: { events: Record<string, unknown>[] } } };
+  const tamper = (at: number, key: 'order' | 'trade', change: Record<string, unknown>, drop?: string) => {
+    const copy = structuredClone(good);
+    const event = copy.b.result.events[at]!;
+    const inner = { ...(event[key] as Record<string, unknown>), ...change };
+    if (drop !== undefined) delete inner[drop];
+    event[key] = inner;
+    return jsonBytes(copy);
+  };
+  const cases: Array<[Uint8Array, string, RegExp]> = [
+    [tamper(0, 'order', { closeTime: "'x" }), '$.b.result.events[0].order.closeTime', /safe range/],
+    [tamper(0, 'order', { side: "'up" }), '$.b.result.events[0].order.side', /one of buy, sell/],
+    [tamper(0, 'order', {}, 'reserved'), '$.b.result.events[0].order.reserved', /missing/],
+    [tamper(1, 'trade', { extra: null }), '$.b.result.events[1].trade.extra', /unknown field/],
+    [tamper(1, 'trade', { takerType: null }), '$.b.result.events[1].trade.takerType', /one of limit, market/],
+  ];
+  for (const [bytes, path, message] of cases) {
+    assert.throws(
+      () => decodeCommandReply(bytes),
+      (e: unknown) => e instanceof WireFormatError && e.path === path && message.test(e.message),
+      `${path} → ${message}`,
+    );
+  }
+});

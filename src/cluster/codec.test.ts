@@ -48,6 +48,26 @@ const side = fc.constantFrom('buy' as const, 'sell' as const);
 const orderType = fc.constantFrom('limit' as const, 'market' as const);
 const assetType = fc.constantFrom('crypto' as const, 'fiat' as const);
 
+const assetCode = text.map((s) => s as AssetCode);
+const marketParameters = {
+  base: assetCode,
+  quote: assetCode,
+  pairDecimals: safe,
+  lotDecimals: safe,
+  ordermin: q<Volume>(),
+  makerFee: q<FeeRate>(),
+  takerFee: q<FeeRate>(),
+};
+const placeOrderArb: fc.Arbitrary<PlaceOrder> = fc.record({
+  kind: fc.constant('placeOrder' as const),
+  userId: q<UserId>(),
+  marketId: q<MarketId>(),
+  side,
+  type: orderType,
+  price: q<Price>(),
+  volume: q<Volume>(),
+});
+
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
   fc.record({
     kind: fc.constant('createAsset' as const),
@@ -56,31 +76,14 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
     type: assetType,
     decimals: safe,
   }),
-  fc.record({
-    kind: fc.constant('createMarket' as const),
-    base: text.map((s) => s as AssetCode),
-    quote: text.map((s) => s as AssetCode),
-    pairDecimals: safe,
-    lotDecimals: safe,
-    ordermin: q<Volume>(),
-    makerFee: q<FeeRate>(),
-    takerFee: q<FeeRate>(),
-  }),
+  fc.record({ kind: fc.constant('createMarket' as const), ...marketParameters }),
   fc.record({
     kind: fc.constantFrom('deposit' as const, 'withdraw' as const),
     userId: q<UserId>(),
-    asset: text.map((s) => s as AssetCode),
+    asset: assetCode,
     amount: q<Amount>(),
   }),
-  fc.record({
-    kind: fc.constant('placeOrder' as const),
-    userId: q<UserId>(),
-    marketId: q<MarketId>(),
-    side,
-    type: orderType,
-    price: q<Price>(),
-    volume: q<Volume>(),
-  }),
+  placeOrderArb,
   fc.record({ kind: fc.constant('cancelOrder' as const), userId: q<UserId>(), orderId: q<OrderId>() }),
 );
 
@@ -123,25 +126,16 @@ const tradeArb: fc.Arbitrary<Trade> = fc.record({
 const eventArb: fc.Arbitrary<EngineEvent> = fc.oneof(
   fc.record({
     type: fc.constant('assetCreated' as const),
-    asset: fc.record({ code: text.map((s) => s as AssetCode), name: text, type: assetType, decimals: safe }),
+    asset: fc.record({ code: assetCode, name: text, type: assetType, decimals: safe }),
   }),
   fc.record({
     type: fc.constant('marketCreated' as const),
-    market: fc.record({
-      id: q<MarketId>(),
-      base: text.map((s) => s as AssetCode),
-      quote: text.map((s) => s as AssetCode),
-      pairDecimals: safe,
-      lotDecimals: safe,
-      ordermin: q<Volume>(),
-      makerFee: q<FeeRate>(),
-      takerFee: q<FeeRate>(),
-    }),
+    market: fc.record({ id: q<MarketId>(), ...marketParameters }),
   }),
   fc.record({
     type: fc.constantFrom('deposited' as const, 'withdrawn' as const),
     userId: q<UserId>(),
-    asset: text.map((s) => s as AssetCode),
+    asset: assetCode,
     amount: q<Amount>(),
     time: q<Micros>(),
   }),
@@ -156,7 +150,7 @@ const rejectionArb: fc.Arbitrary<Rejection> = fc.record(
 
 const ledgerEntryArb: fc.Arbitrary<LedgerEntry> = fc.record({
   userId: q<UserId>(),
-  asset: text.map((s) => s as AssetCode),
+  asset: assetCode,
   kind: fc.constantFrom('deposit' as const, 'withdrawal' as const),
   amount: q<Amount>(),
   reference: fc.option(text, { nil: null }),
@@ -192,17 +186,7 @@ const requestArb: fc.Arbitrary<CommandRequest> = fc.oneof(
   ),
   fc.record({
     op: fc.constant('submitOnce' as const),
-    command: fc
-      .record({
-        kind: fc.constant('placeOrder' as const),
-        userId: q<UserId>(),
-        marketId: q<MarketId>(),
-        side,
-        type: orderType,
-        price: q<Price>(),
-        volume: q<Volume>(),
-      })
-      .map((c): PlaceOrder => c),
+    command: placeOrderArb,
     idempotency: idempotencyArb,
   }),
 );

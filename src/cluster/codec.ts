@@ -52,21 +52,36 @@ export const WIRE_VERSION = 2;
 
 export type FrameType = 'command' | 'reply' | 'batch';
 
-function frame(type: FrameType, body: unknown): Uint8Array {
+/** A frame's bytes: `{"v":WIRE_VERSION,"t":type,"b":body}`, the body in exact JSON (also chunked.ts's frames). */
+export function frame(type: string, body: unknown): Uint8Array {
   return jsonBytes({ v: WIRE_VERSION, t: type, b: toExactJson(body) });
 }
 
-function unframe(bytes: Uint8Array, type: FrameType): ExactValue {
+/**
+ * A frame of this version and one of `types`, with nothing beside v, t and b (WireFormatError
+ * otherwise): its type and its body, exact JSON read back. Every frame of the cluster is read here.
+ */
+export function unframe<T extends string>(
+  bytes: Uint8Array,
+  types: readonly T[],
+): { readonly type: T; readonly body: ExactValue } {
   const json = parseJsonBytes(bytes);
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new WireFormatError('$', 'not a message object');
   const { v, t, b } = json as { v?: unknown; t?: unknown; b?: unknown };
   if (v !== WIRE_VERSION)
     throw new WireFormatError('$.v', `version ${JSON.stringify(v)}, this side speaks ${WIRE_VERSION}`);
-  if (t !== type)
-    throw new WireFormatError('$.t', `a ${JSON.stringify(t)} message where a ${type} was expected`);
+  if (typeof t !== 'string' || !(types as readonly string[]).includes(t))
+    throw new WireFormatError(
+      '$.t',
+      `a ${JSON.stringify(t)} message where a ${types.join(' or a ')} was expected`,
+    );
   if (Object.keys(json).length !== 3) throw new WireFormatError('$', 'unexpected fields beside v, t and b');
-  return fromExactJson(b, '$.b');
+  return { type: t as T, body: fromExactJson(b, '$.b') };
+}
+
+function frameBody(bytes: Uint8Array, type: FrameType): ExactValue {
+  return unframe(bytes, [type]).body;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,7 +89,8 @@ function unframe(bytes: Uint8Array, type: FrameType): ExactValue {
 
 type Fields = { readonly [key: string]: ExactValue };
 
-function record(
+/** An object with every one of `keys`, and of `optional` any, nothing else (also chunked.ts's frame bodies). */
+export function record(
   value: ExactValue,
   path: string,
   keys: readonly string[],
@@ -399,7 +415,7 @@ export function encodeCommandRequest(request: CommandRequest): Uint8Array {
 }
 
 export function decodeCommandRequest(bytes: Uint8Array): CommandRequest {
-  const body = unframe(bytes, 'command');
+  const body = frameBody(bytes, 'command');
   const head = record(body, '$.b', ['op', 'command'], ['ledger', 'idempotency']);
   const op = oneOf(head.op!, '$.b.op', ['submit', 'submitOnce'] as const);
   if (op === 'submit') {
@@ -452,7 +468,7 @@ function readOnce(value: ExactValue, path: string): OnceResult {
 }
 
 export function decodeCommandReply(bytes: Uint8Array): CommandReply {
-  const body = unframe(bytes, 'reply');
+  const body = frameBody(bytes, 'reply');
   const head = record(body, '$.b', ['kind'], ['result', 'once', 'code', 'message']);
   const kind = oneOf(head.kind!, '$.b.kind', ['result', 'once', 'error'] as const);
   switch (kind) {
@@ -508,7 +524,7 @@ export function decodeBatch<P>(
   bytes: Uint8Array,
   readPayload?: (value: ExactValue, path: string) => P,
 ): BatchEnvelope<P | ExactValue> {
-  const body = unframe(bytes, 'batch');
+  const body = frameBody(bytes, 'batch');
   const f = record(body, '$.b', ['sequence', 'payload']);
   const sequence = batchSequence(f.sequence, '$.b.sequence');
   const payload = readPayload === undefined ? f.payload! : readPayload(f.payload!, '$.b.payload');

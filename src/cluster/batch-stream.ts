@@ -551,7 +551,7 @@ export class BatchSubscription {
   ) {
     this.messages = first;
     this.expected = from;
-    void this.watchReconnects();
+    this.watchReconnects();
     this.done = this.run();
     // `done` is for whoever wants it; an unobserved failure must not crash the process.
     this.done.catch(() => undefined);
@@ -574,14 +574,10 @@ export class BatchSubscription {
    * for the client to notice a lost pull request by missed heartbeats (seconds; it sometimes
    * stalled for the whole pull expiry). A batch seen twice meanwhile is left out by its sequence.
    */
-  private async watchReconnects(): Promise<void> {
-    const statuses = this.nc.status()[Symbol.asyncIterator]();
-    this.stopWatching = () => void statuses.return?.();
-    for (;;) {
-      const next = await statuses.next();
-      if (next.done === true || this.stopping) return;
-      if (next.value.type === 'reconnect') void this.messages.close();
-    }
+  private watchReconnects(): void {
+    this.stopWatching = ConnectionWatch.of(this.nc).onReconnect(() => {
+      if (!this.stopping) void this.messages.close();
+    });
   }
 
   private async run(): Promise<void> {

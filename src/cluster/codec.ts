@@ -166,11 +166,21 @@ const nullOr =
     v === null ? null : read(v, p);
 const assetCode: Reader<AssetCode> = (v, p) => str(v, p) as AssetCode;
 
-const SIDES: readonly Side[] = ['buy', 'sell'];
-const ORDER_TYPES: readonly OrderType[] = ['limit', 'market'];
-const ORDER_STATUSES: readonly OrderStatus[] = ['open', 'closed', 'canceled'];
-const ASSET_TYPES: readonly AssetType[] = ['crypto', 'fiat'];
-export const REJECT_CODES = [
+/**
+ * Every value of the union T, in a list: a value added to T (in the engine or the domain types)
+ * and not to the list fails to compile here, where the codec would otherwise refuse it.
+ */
+const every =
+  <T extends string>() =>
+  <const L extends readonly T[]>(list: L & ([Exclude<T, L[number]>] extends [never] ? unknown : never)): L =>
+    list;
+
+const SIDES = every<Side>()(['buy', 'sell']);
+const ORDER_TYPES = every<OrderType>()(['limit', 'market']);
+const ORDER_STATUSES = every<OrderStatus>()(['open', 'closed', 'canceled']);
+const ASSET_TYPES = every<AssetType>()(['crypto', 'fiat']);
+const LEDGER_KINDS = every<LedgerKind>()(['deposit', 'withdrawal']);
+export const REJECT_CODES = every<RejectCode>()([
   'asset_exists',
   'unknown_asset',
   'market_exists',
@@ -184,11 +194,7 @@ export const REJECT_CODES = [
   'insufficient_funds',
   'order_not_found',
   'order_not_open',
-] as const satisfies readonly RejectCode[];
-// A RejectCode added to the engine and not here fails to compile: the codec would refuse it.
-const everyRejectCode: [Exclude<RejectCode, (typeof REJECT_CODES)[number]>] extends [never] ? true : false =
-  true;
-void everyRejectCode;
+]);
 
 const ASSET = {
   code: assetCode,
@@ -352,7 +358,7 @@ function readRejection(value: ExactValue, path: string): Rejection {
 const LEDGER_ENTRY = {
   userId: int<UserId>,
   asset: assetCode,
-  kind: enumOf<LedgerKind>(['deposit', 'withdrawal']),
+  kind: enumOf(LEDGER_KINDS),
   amount: int<Amount>,
   reference: nullOr(str),
   time: int<Micros>,

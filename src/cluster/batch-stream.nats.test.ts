@@ -7,7 +7,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
-import { deleteStreamAfter, natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
+import { natsConnection, natsSuite } from '../../test/support/nats.js';
 import {
   BATCH_SEQUENCE_HEADER,
   type BatchGap,
@@ -15,30 +15,20 @@ import {
   BatchPublishQueue,
   type BatchStreamConfig,
   consumeBatches,
-  DEFAULT_BATCH_STREAM,
   locateBatch,
   StreamForkError,
 } from './batch-stream.js';
 import { type BatchEnvelope, WireFormatError } from './codec.js';
 import type { ExactValue } from './exact-json.js';
+import { batchStream } from './test-support.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
 }
 
 /** A stream and subject of this test's own, deleted when it ends. */
-function testStream(t: Cleanup, extra: Partial<BatchStreamConfig> = {}): BatchStreamConfig {
-  const name = uniqueName('TEST_BATCHES');
-  const config = {
-    ...DEFAULT_BATCH_STREAM,
-    stream: name,
-    subject: `test.${name}`,
-    storage: 'memory' as const,
-    ...extra,
-  };
-  deleteStreamAfter(t, name);
-  return config;
-}
+const testStream = (t: Cleanup, extra: Partial<BatchStreamConfig> = {}) =>
+  batchStream(t, 'TEST_BATCHES', extra);
 
 /** Collects what a consumer reports, in order, and lets a test wait for a count of batches. */
 function recorder() {

@@ -38,6 +38,7 @@ import {
 } from '@nats-io/jetstream';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import { type BatchEnvelope, batchSequence, decodeBatch, encodeBatch, WireFormatError } from './codec.js';
+import { ConnectionWatch, type RequestFailures } from './connection-watch.js';
 import type { ExactValue } from './exact-json.js';
 
 export const BATCH_SEQUENCE_HEADER = 'OpenSpot-Batch-Sequence';
@@ -95,6 +96,11 @@ export class BatchTooLargeError extends Error {
 export class PublishInterruptedError extends Error {
   override readonly name = 'PublishInterruptedError';
 }
+
+const PUBLISH_INTERRUPTED: RequestFailures = {
+  notSent: () => new PublishInterruptedError('no connection to NATS: not sent'),
+  lost: () => new PublishInterruptedError('the connection to NATS was lost before the stream acknowledged'),
+};
 
 /**
  * Creates the stream when it is missing; an existing stream keeps the limits an operator gave it,
@@ -246,10 +252,15 @@ export class BatchPublisher {
   private lastBatch: number | undefined;
   private lastStreamSequence: number;
   private readonly js: JetStreamClient;
-  /** False from a disconnect until the reconnect. */
-  private connected = true;
-  /** Publishes waiting for their ack: failed at once when the connection drops. */
-  private readonly waiting = new Set<(error: Error) => void>();
+  /**
+   * The client neither fails a request in flight when its connection drops nor gets an answer to
+   * one made while disconnected: each waits for its whole timeout. After a NATS restart the
+   * engine's publish queue sat behind such publishes for 3 s (5 s from the stop) while commands
+   * were taken again within 0.3 s, so gateways served a frozen book. As the CommandClient does,
+   * a publish goes through the connection's watch: refused while disconnected and failed at the
+   * disconnect; the queue retries it once the connection is back.
+   */
+  private readonly watch: ConnectionWatch;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -261,44 +272,7 @@ export class BatchPublisher {
     this.lastBatch = end.last?.batch;
     this.lastStreamSequence = end.lastStreamSequence;
     this.js = jetstream(nc);
-    void this.watchConnection();
-  }
-
-  /**
-   * The client neither fails a request in flight when its connection drops nor gets an answer to
-   * one made while disconnected: each waits for its whole timeout. After a NATS restart the
-   * engine's publish queue sat behind such publishes for 3 s (5 s from the stop) while commands
-   * were taken again within 0.3 s, so gateways served a frozen book. As the CommandClient does,
-   * a publish is refused while disconnected and failed at the disconnect; the queue retries it
-   * once the connection is back.
-   */
-  private async watchConnection(): Promise<void> {
-    for await (const status of this.nc.status()) {
-      if (status.type === 'reconnect') this.connected = true;
-      if (status.type !== 'disconnect') continue;
-      this.connected = false;
-      const waiting = [...this.waiting];
-      this.waiting.clear();
-      for (const fail of waiting)
-        fail(new PublishInterruptedError('the connection to NATS was lost before the stream acknowledged'));
-    }
-  }
-
-  /** `send()`'s answer, or PublishInterruptedError at once when disconnected or as soon as the connection drops. */
-  private async whileConnected<T>(send: () => Promise<T>): Promise<T> {
-    if (!this.connected) throw new PublishInterruptedError('no connection to NATS: not sent');
-    let fail: (error: Error) => void = () => undefined;
-    const lost = new Promise<never>((_resolve, reject) => {
-      fail = reject;
-    });
-    const pending = send();
-    pending.catch(() => undefined); // settled later (its timeout) when the connection was lost first
-    this.waiting.add(fail);
-    try {
-      return await Promise.race([pending, lost]);
-    } finally {
-      this.waiting.delete(fail);
-    }
+    this.watch = ConnectionWatch.of(nc);
   }
 
   /** Ensures the stream and reads where it ends. */
@@ -364,13 +338,15 @@ export class BatchPublisher {
       const h = headers();
       h.set(BATCH_SEQUENCE_HEADER, String(sequence));
       try {
-        const ack = await this.whileConnected(() =>
-          this.js.publish(this.config.subject, bytes, {
-            msgID: String(sequence),
-            expect: { lastSequence: this.lastStreamSequence },
-            headers: h,
-            timeout: this.timeoutMs,
-          }),
+        const ack = await this.watch.request(
+          () =>
+            this.js.publish(this.config.subject, bytes, {
+              msgID: String(sequence),
+              expect: { lastSequence: this.lastStreamSequence },
+              headers: h,
+              timeout: this.timeoutMs,
+            }),
+          PUBLISH_INTERRUPTED,
         );
         if (ack.duplicate) {
           // The server remembers this sequence: our own earlier publish whose ack was lost, or another's.
@@ -575,7 +551,7 @@ export class BatchSubscription {
   ) {
     this.messages = first;
     this.expected = from;
-    void this.watchReconnects();
+    this.watchReconnects();
     this.done = this.run();
     // `done` is for whoever wants it; an unobserved failure must not crash the process.
     this.done.catch(() => undefined);
@@ -598,14 +574,10 @@ export class BatchSubscription {
    * for the client to notice a lost pull request by missed heartbeats (seconds; it sometimes
    * stalled for the whole pull expiry). A batch seen twice meanwhile is left out by its sequence.
    */
-  private async watchReconnects(): Promise<void> {
-    const statuses = this.nc.status()[Symbol.asyncIterator]();
-    this.stopWatching = () => void statuses.return?.();
-    for (;;) {
-      const next = await statuses.next();
-      if (next.done === true || this.stopping) return;
-      if (next.value.type === 'reconnect') void this.messages.close();
-    }
+  private watchReconnects(): void {
+    this.stopWatching = ConnectionWatch.of(this.nc).onReconnect(() => {
+      if (!this.stopping) void this.messages.close();
+    });
   }
 
   private async run(): Promise<void> {

@@ -21,8 +21,8 @@
  * CHUNK_HEADROOM. A frame followed by bytes is the only one with a newline in it (`isChunkedFrame`).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { WIRE_VERSION } from './codec.js';
-import { fromExactJson, jsonBytes, parseJsonBytes, toExactJson, WireFormatError } from './exact-json.js';
+import { frame, record, unframe } from './codec.js';
+import { WireFormatError } from './exact-json.js';
 
 /** Bytes of each reply left for the chunk frame's JSON line (about 200 bytes) and the protocol's framing. */
 export const CHUNK_HEADROOM = 4096;
@@ -50,7 +50,7 @@ const SHA256_TEXT = /^[0-9a-f]{64}$/;
 
 /** A frame's bytes: its JSON line, and when `data` is given a newline and those raw bytes. */
 export function frameBytes(type: string, body: object, data?: Uint8Array): Uint8Array {
-  const line = jsonBytes({ v: WIRE_VERSION, t: type, b: toExactJson(body) });
+  const line = frame(type, body);
   if (data === undefined) return line;
   const out = new Uint8Array(line.length + 1 + data.length);
   out.set(line, 0);
@@ -77,29 +77,8 @@ export function readFrame<T extends string>(
   accepted: Readonly<Record<T, readonly string[]>>,
 ): ReadFrame<T> {
   const end = bytes.indexOf(NEWLINE);
-  const json = parseJsonBytes(end === -1 ? bytes : bytes.subarray(0, end));
-  if (json === null || typeof json !== 'object' || Array.isArray(json))
-    throw new WireFormatError('$', 'expected a frame object');
-  const { v, t, b } = json as Record<string, unknown>;
-  if (v !== WIRE_VERSION)
-    throw new WireFormatError('$.v', `version ${String(v)}, this side speaks ${WIRE_VERSION}`);
-  const types = Object.keys(accepted) as T[];
-  if (typeof t !== 'string' || !Object.hasOwn(accepted, t))
-    throw new WireFormatError(
-      '$.t',
-      `a ${JSON.stringify(t)} message where ${types.join(' or ')} was expected`,
-    );
-  if (Object.keys(json).length !== 3) throw new WireFormatError('$', 'unexpected fields beside v, t and b');
-  const type = t as T;
-  const body = fromExactJson(b, '$.b');
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || body instanceof Map)
-    throw new WireFormatError('$.b', 'expected an object');
-  const fields = body as Record<string, unknown>;
-  const wanted = accepted[type];
-  for (const key of Object.keys(fields))
-    if (!wanted.includes(key)) throw new WireFormatError(`$.b.${key}`, 'unknown field');
-  for (const key of wanted)
-    if (!Object.hasOwn(fields, key)) throw new WireFormatError(`$.b.${key}`, 'missing');
+  const { type, body } = unframe(end === -1 ? bytes : bytes.subarray(0, end), Object.keys(accepted) as T[]);
+  const fields = record(body, '$.b', accepted[type]);
   return { type, fields, data: end === -1 ? new Uint8Array(0) : bytes.subarray(end + 1) };
 }
 

@@ -48,6 +48,26 @@ const side = fc.constantFrom('buy' as const, 'sell' as const);
 const orderType = fc.constantFrom('limit' as const, 'market' as const);
 const assetType = fc.constantFrom('crypto' as const, 'fiat' as const);
 
+const assetCode = text.map((s) => s as AssetCode);
+const marketParameters = {
+  base: assetCode,
+  quote: assetCode,
+  pairDecimals: safe,
+  lotDecimals: safe,
+  ordermin: q<Volume>(),
+  makerFee: q<FeeRate>(),
+  takerFee: q<FeeRate>(),
+};
+const placeOrderArb: fc.Arbitrary<PlaceOrder> = fc.record({
+  kind: fc.constant('placeOrder' as const),
+  userId: q<UserId>(),
+  marketId: q<MarketId>(),
+  side,
+  type: orderType,
+  price: q<Price>(),
+  volume: q<Volume>(),
+});
+
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
   fc.record({
     kind: fc.constant('createAsset' as const),
@@ -56,31 +76,14 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
     type: assetType,
     decimals: safe,
   }),
-  fc.record({
-    kind: fc.constant('createMarket' as const),
-    base: text.map((s) => s as AssetCode),
-    quote: text.map((s) => s as AssetCode),
-    pairDecimals: safe,
-    lotDecimals: safe,
-    ordermin: q<Volume>(),
-    makerFee: q<FeeRate>(),
-    takerFee: q<FeeRate>(),
-  }),
+  fc.record({ kind: fc.constant('createMarket' as const), ...marketParameters }),
   fc.record({
     kind: fc.constantFrom('deposit' as const, 'withdraw' as const),
     userId: q<UserId>(),
-    asset: text.map((s) => s as AssetCode),
+    asset: assetCode,
     amount: q<Amount>(),
   }),
-  fc.record({
-    kind: fc.constant('placeOrder' as const),
-    userId: q<UserId>(),
-    marketId: q<MarketId>(),
-    side,
-    type: orderType,
-    price: q<Price>(),
-    volume: q<Volume>(),
-  }),
+  placeOrderArb,
   fc.record({ kind: fc.constant('cancelOrder' as const), userId: q<UserId>(), orderId: q<OrderId>() }),
 );
 
@@ -123,25 +126,16 @@ const tradeArb: fc.Arbitrary<Trade> = fc.record({
 const eventArb: fc.Arbitrary<EngineEvent> = fc.oneof(
   fc.record({
     type: fc.constant('assetCreated' as const),
-    asset: fc.record({ code: text.map((s) => s as AssetCode), name: text, type: assetType, decimals: safe }),
+    asset: fc.record({ code: assetCode, name: text, type: assetType, decimals: safe }),
   }),
   fc.record({
     type: fc.constant('marketCreated' as const),
-    market: fc.record({
-      id: q<MarketId>(),
-      base: text.map((s) => s as AssetCode),
-      quote: text.map((s) => s as AssetCode),
-      pairDecimals: safe,
-      lotDecimals: safe,
-      ordermin: q<Volume>(),
-      makerFee: q<FeeRate>(),
-      takerFee: q<FeeRate>(),
-    }),
+    market: fc.record({ id: q<MarketId>(), ...marketParameters }),
   }),
   fc.record({
     type: fc.constantFrom('deposited' as const, 'withdrawn' as const),
     userId: q<UserId>(),
-    asset: text.map((s) => s as AssetCode),
+    asset: assetCode,
     amount: q<Amount>(),
     time: q<Micros>(),
   }),
@@ -156,7 +150,7 @@ const rejectionArb: fc.Arbitrary<Rejection> = fc.record(
 
 const ledgerEntryArb: fc.Arbitrary<LedgerEntry> = fc.record({
   userId: q<UserId>(),
-  asset: text.map((s) => s as AssetCode),
+  asset: assetCode,
   kind: fc.constantFrom('deposit' as const, 'withdrawal' as const),
   amount: q<Amount>(),
   reference: fc.option(text, { nil: null }),
@@ -192,17 +186,7 @@ const requestArb: fc.Arbitrary<CommandRequest> = fc.oneof(
   ),
   fc.record({
     op: fc.constant('submitOnce' as const),
-    command: fc
-      .record({
-        kind: fc.constant('placeOrder' as const),
-        userId: q<UserId>(),
-        marketId: q<MarketId>(),
-        side,
-        type: orderType,
-        price: q<Price>(),
-        volume: q<Volume>(),
-      })
-      .map((c): PlaceOrder => c),
+    command: placeOrderArb,
     idempotency: idempotencyArb,
   }),
 );
@@ -416,4 +400,42 @@ test('encoding refuses what is not plain data instead of sending something else'
     /\$\.payload\.f: a function/,
   );
   assert.throws(() => encodeBatch({ sequence: 0, payload: null }), /batch sequence number/);
+});
+
+test('a bad field deep in a reply is named by its whole path (every reader of the shape tables)', () => {
+  const order = fc.sample(orderArb, { numRuns: 1, seed: 7 })[0]!;
+  const trade = fc.sample(tradeArb, { numRuns: 1, seed: 7 })[0]!;
+  const reply: CommandReply = {
+    kind: 'result',
+    result: {
+      ok: true,
+      events: [
+        { type: 'orderAccepted', order },
+        { type: 'trade', trade },
+      ],
+    },
+  };
+  const good = parse(encodeCommandReply(reply)) as { b: { result: { events: Record<string, unknown>[] } } };
+  const tamper = (at: number, key: 'order' | 'trade', change: Record<string, unknown>, drop?: string) => {
+    const copy = structuredClone(good);
+    const event = copy.b.result.events[at]!;
+    const inner = { ...(event[key] as Record<string, unknown>), ...change };
+    if (drop !== undefined) delete inner[drop];
+    event[key] = inner;
+    return jsonBytes(copy);
+  };
+  const cases: Array<[Uint8Array, string, RegExp]> = [
+    [tamper(0, 'order', { closeTime: "'x" }), '$.b.result.events[0].order.closeTime', /safe range/],
+    [tamper(0, 'order', { side: "'up" }), '$.b.result.events[0].order.side', /one of buy, sell/],
+    [tamper(0, 'order', {}, 'reserved'), '$.b.result.events[0].order.reserved', /missing/],
+    [tamper(1, 'trade', { extra: null }), '$.b.result.events[1].trade.extra', /unknown field/],
+    [tamper(1, 'trade', { takerType: null }), '$.b.result.events[1].trade.takerType', /one of limit, market/],
+  ];
+  for (const [bytes, path, message] of cases) {
+    assert.throws(
+      () => decodeCommandReply(bytes),
+      (e: unknown) => e instanceof WireFormatError && e.path === path && message.test(e.message),
+      `${path} → ${message}`,
+    );
+  }
 });

@@ -52,21 +52,36 @@ export const WIRE_VERSION = 2;
 
 export type FrameType = 'command' | 'reply' | 'batch';
 
-function frame(type: FrameType, body: unknown): Uint8Array {
+/** A frame's bytes: `{"v":WIRE_VERSION,"t":type,"b":body}`, the body in exact JSON (also chunked.ts's frames). */
+export function frame(type: string, body: unknown): Uint8Array {
   return jsonBytes({ v: WIRE_VERSION, t: type, b: toExactJson(body) });
 }
 
-function unframe(bytes: Uint8Array, type: FrameType): ExactValue {
+/**
+ * A frame of this version and one of `types`, with nothing beside v, t and b (WireFormatError
+ * otherwise): its type and its body, exact JSON read back. Every frame of the cluster is read here.
+ */
+export function unframe<T extends string>(
+  bytes: Uint8Array,
+  types: readonly T[],
+): { readonly type: T; readonly body: ExactValue } {
   const json = parseJsonBytes(bytes);
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new WireFormatError('$', 'not a message object');
   const { v, t, b } = json as { v?: unknown; t?: unknown; b?: unknown };
   if (v !== WIRE_VERSION)
     throw new WireFormatError('$.v', `version ${JSON.stringify(v)}, this side speaks ${WIRE_VERSION}`);
-  if (t !== type)
-    throw new WireFormatError('$.t', `a ${JSON.stringify(t)} message where a ${type} was expected`);
+  if (typeof t !== 'string' || !(types as readonly string[]).includes(t))
+    throw new WireFormatError(
+      '$.t',
+      `a ${JSON.stringify(t)} message where a ${types.join(' or a ')} was expected`,
+    );
   if (Object.keys(json).length !== 3) throw new WireFormatError('$', 'unexpected fields beside v, t and b');
-  return fromExactJson(b, '$.b');
+  return { type: t as T, body: fromExactJson(b, '$.b') };
+}
+
+function frameBody(bytes: Uint8Array, type: FrameType): ExactValue {
+  return unframe(bytes, [type]).body;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -74,7 +89,8 @@ function unframe(bytes: Uint8Array, type: FrameType): ExactValue {
 
 type Fields = { readonly [key: string]: ExactValue };
 
-function record(
+/** An object with every one of `keys`, and of `optional` any, nothing else (also chunked.ts's frame bodies). */
+export function record(
   value: ExactValue,
   path: string,
   keys: readonly string[],
@@ -111,20 +127,60 @@ function oneOf<T extends string>(value: ExactValue, path: string, allowed: reado
   return value as T;
 }
 
-function nullable<T>(value: ExactValue, path: string, read: (v: ExactValue, p: string) => T): T | null {
-  return value === null ? null : read(value, path);
-}
-
 function list<T>(value: ExactValue, path: string, read: (v: ExactValue, p: string) => T): T[] {
   if (!Array.isArray(value)) throw new WireFormatError(path, 'expected an array');
   return (value as readonly ExactValue[]).map((v, i) => read(v, `${path}[${i}]`));
 }
 
-const SIDES: readonly Side[] = ['buy', 'sell'];
-const ORDER_TYPES: readonly OrderType[] = ['limit', 'market'];
-const ORDER_STATUSES: readonly OrderStatus[] = ['open', 'closed', 'canceled'];
-const ASSET_TYPES: readonly AssetType[] = ['crypto', 'fiat'];
-export const REJECT_CODES = [
+// ---------------------------------------------------------------------------------------------
+// Shapes: an object's fields, each with its reader, stated once. `shaped` checks the field set
+// (record: unknown, then missing) and reads each field in the shape's order at `path.field`, so
+// the first bad field is named as a hand-written reader would name it.
+
+type Reader<T> = (value: ExactValue, path: string) => T;
+/** Every field of T with the reader that yields it (a field left out fails to compile). */
+type Shape<T> = { readonly [K in keyof T]-?: Reader<T[K]> };
+type Read<S> = { [K in keyof S]: S[K] extends Reader<infer T> ? T : never };
+
+/** An object holding exactly the fields of `shape` (and the already-read `head` keys, not returned). */
+function shaped<S extends { readonly [key: string]: Reader<unknown> }>(
+  value: ExactValue,
+  path: string,
+  shape: S,
+  head: readonly string[] = [],
+): Read<S> {
+  const keys = Object.keys(shape);
+  const f = record(value, path, head.length === 0 ? keys : [...head, ...keys]);
+  const out: { [key: string]: unknown } = {};
+  for (const key of keys) out[key] = shape[key]!(f[key]!, `${path}.${key}`);
+  return out as Read<S>;
+}
+
+const enumOf =
+  <T extends string>(allowed: readonly T[]): Reader<T> =>
+  (v, p) =>
+    oneOf(v, p, allowed);
+const nullOr =
+  <T>(read: Reader<T>): Reader<T | null> =>
+  (v, p) =>
+    v === null ? null : read(v, p);
+const assetCode: Reader<AssetCode> = (v, p) => str(v, p) as AssetCode;
+
+/**
+ * Every value of the union T, in a list: a value added to T (in the engine or the domain types)
+ * and not to the list fails to compile here, where the codec would otherwise refuse it.
+ */
+const every =
+  <T extends string>() =>
+  <const L extends readonly T[]>(list: L & ([Exclude<T, L[number]>] extends [never] ? unknown : never)): L =>
+    list;
+
+const SIDES = every<Side>()(['buy', 'sell']);
+const ORDER_TYPES = every<OrderType>()(['limit', 'market']);
+const ORDER_STATUSES = every<OrderStatus>()(['open', 'closed', 'canceled']);
+const ASSET_TYPES = every<AssetType>()(['crypto', 'fiat']);
+const LEDGER_KINDS = every<LedgerKind>()(['deposit', 'withdrawal']);
+export const REJECT_CODES = every<RejectCode>()([
   'asset_exists',
   'unknown_asset',
   'market_exists',
@@ -138,233 +194,152 @@ export const REJECT_CODES = [
   'insufficient_funds',
   'order_not_found',
   'order_not_open',
-] as const satisfies readonly RejectCode[];
-// A RejectCode added to the engine and not here fails to compile: the codec would refuse it.
-const everyRejectCode: [Exclude<RejectCode, (typeof REJECT_CODES)[number]>] extends [never] ? true : false =
-  true;
-void everyRejectCode;
+]);
+
+const ASSET = {
+  code: assetCode,
+  name: str,
+  type: enumOf(ASSET_TYPES),
+  decimals: int<number>,
+} satisfies Shape<AssetSpec>;
+
+/** A market's parameters: a createMarket command's fields, and a MarketSpec's beside its id. */
+const MARKET_PARAMETERS = {
+  base: assetCode,
+  quote: assetCode,
+  pairDecimals: int<number>,
+  lotDecimals: int<number>,
+  ordermin: int<Volume>,
+  makerFee: int<FeeRate>,
+  takerFee: int<FeeRate>,
+} satisfies Shape<Omit<MarketSpec, 'id'>>;
+
+const MARKET = { id: int<MarketId>, ...MARKET_PARAMETERS } satisfies Shape<MarketSpec>;
+
+/** A deposit's or withdrawal's fields (the command's; the event adds its time). */
+const LEDGER_MOVE = { userId: int<UserId>, asset: assetCode, amount: int<Amount> };
 
 // ---------------------------------------------------------------------------------------------
 // Commands
 
-const COMMAND_FIELDS: { readonly [K in Command['kind']]: readonly string[] } = {
-  createAsset: ['kind', 'code', 'name', 'type', 'decimals'],
-  createMarket: ['kind', 'base', 'quote', 'pairDecimals', 'lotDecimals', 'ordermin', 'makerFee', 'takerFee'],
-  deposit: ['kind', 'userId', 'asset', 'amount'],
-  withdraw: ['kind', 'userId', 'asset', 'amount'],
-  placeOrder: ['kind', 'userId', 'marketId', 'side', 'type', 'price', 'volume'],
-  cancelOrder: ['kind', 'userId', 'orderId'],
-};
-const COMMAND_KINDS = Object.keys(COMMAND_FIELDS) as Command['kind'][];
+type CommandOf<K extends Command['kind']> = Omit<Extract<Command, { kind: K }>, 'kind'>;
+
+const COMMAND_SHAPES = {
+  createAsset: { ...ASSET, code: str },
+  createMarket: MARKET_PARAMETERS,
+  deposit: LEDGER_MOVE,
+  withdraw: LEDGER_MOVE,
+  placeOrder: {
+    userId: int<UserId>,
+    marketId: int<MarketId>,
+    side: enumOf(SIDES),
+    type: enumOf(ORDER_TYPES),
+    price: int<Price>,
+    volume: int<Volume>,
+  },
+  cancelOrder: { userId: int<UserId>, orderId: int<OrderId> },
+} satisfies { readonly [K in Command['kind']]: Shape<CommandOf<K>> };
+const COMMAND_KINDS = Object.keys(COMMAND_SHAPES) as Command['kind'][];
+const COMMAND_FIELDS = COMMAND_KINDS.flatMap((k) => Object.keys(COMMAND_SHAPES[k]));
 
 export function readCommand(value: ExactValue, path = '$.command'): Command {
   const kind = oneOf(
-    record(
-      value,
-      path,
-      ['kind'],
-      COMMAND_KINDS.flatMap((k) => COMMAND_FIELDS[k]),
-    ).kind ?? null,
+    record(value, path, ['kind'], COMMAND_FIELDS).kind ?? null,
     `${path}.kind`,
     COMMAND_KINDS,
   );
-  const f = record(value, path, COMMAND_FIELDS[kind]);
-  const at = (key: string) => `${path}.${key}`;
+  const head = ['kind'];
   switch (kind) {
     case 'createAsset':
-      return {
-        kind,
-        code: str(f.code!, at('code')),
-        name: str(f.name!, at('name')),
-        type: oneOf(f.type!, at('type'), ASSET_TYPES),
-        decimals: int(f.decimals!, at('decimals')),
-      };
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.createAsset, head) };
     case 'createMarket':
-      return {
-        kind,
-        base: str(f.base!, at('base')) as AssetCode,
-        quote: str(f.quote!, at('quote')) as AssetCode,
-        pairDecimals: int(f.pairDecimals!, at('pairDecimals')),
-        lotDecimals: int(f.lotDecimals!, at('lotDecimals')),
-        ordermin: int<Volume>(f.ordermin!, at('ordermin')),
-        makerFee: int<FeeRate>(f.makerFee!, at('makerFee')),
-        takerFee: int<FeeRate>(f.takerFee!, at('takerFee')),
-      };
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.createMarket, head) };
     case 'deposit':
     case 'withdraw':
-      return {
-        kind,
-        userId: int<UserId>(f.userId!, at('userId')),
-        asset: str(f.asset!, at('asset')) as AssetCode,
-        amount: int<Amount>(f.amount!, at('amount')),
-      };
+      return { kind, ...shaped(value, path, LEDGER_MOVE, head) };
     case 'placeOrder':
-      return {
-        kind,
-        userId: int<UserId>(f.userId!, at('userId')),
-        marketId: int<MarketId>(f.marketId!, at('marketId')),
-        side: oneOf(f.side!, at('side'), SIDES),
-        type: oneOf(f.type!, at('type'), ORDER_TYPES),
-        price: int<Price>(f.price!, at('price')),
-        volume: int<Volume>(f.volume!, at('volume')),
-      };
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.placeOrder, head) };
     case 'cancelOrder':
-      return {
-        kind,
-        userId: int<UserId>(f.userId!, at('userId')),
-        orderId: int<OrderId>(f.orderId!, at('orderId')),
-      };
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.cancelOrder, head) };
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Results and events
 
-function readAsset(value: ExactValue, path: string): AssetSpec {
-  const f = record(value, path, ['code', 'name', 'type', 'decimals']);
-  return {
-    code: str(f.code!, `${path}.code`) as AssetCode,
-    name: str(f.name!, `${path}.name`),
-    type: oneOf(f.type!, `${path}.type`, ASSET_TYPES),
-    decimals: int(f.decimals!, `${path}.decimals`),
-  };
-}
+const ORDER = {
+  id: int<OrderId>,
+  userId: int<UserId>,
+  marketId: int<MarketId>,
+  side: enumOf(SIDES),
+  type: enumOf(ORDER_TYPES),
+  price: int<Price>,
+  volume: int<Volume>,
+  executed: int<Volume>,
+  status: enumOf(ORDER_STATUSES),
+  reason: nullOr(str),
+  openTime: int<Micros>,
+  closeTime: nullOr(int<Micros>),
+  cost: int<Amount>,
+  fee: int<Amount>,
+  feeExcess: int<number>,
+  reserved: int<Amount>,
+} satisfies Shape<OrderState>;
 
-function readMarket(value: ExactValue, path: string): MarketSpec {
-  const f = record(value, path, COMMAND_FIELDS.createMarket.filter((k) => k !== 'kind').concat('id'));
-  const at = (key: string) => `${path}.${key}`;
-  return {
-    id: int<MarketId>(f.id!, at('id')),
-    base: str(f.base!, at('base')) as AssetCode,
-    quote: str(f.quote!, at('quote')) as AssetCode,
-    pairDecimals: int(f.pairDecimals!, at('pairDecimals')),
-    lotDecimals: int(f.lotDecimals!, at('lotDecimals')),
-    ordermin: int<Volume>(f.ordermin!, at('ordermin')),
-    makerFee: int<FeeRate>(f.makerFee!, at('makerFee')),
-    takerFee: int<FeeRate>(f.takerFee!, at('takerFee')),
-  };
-}
+const TRADE = {
+  id: int<TradeId>,
+  marketId: int<MarketId>,
+  price: int<Price>,
+  volume: int<Volume>,
+  cost: int<Amount>,
+  takerOrderId: int<OrderId>,
+  makerOrderId: int<OrderId>,
+  takerUserId: int<UserId>,
+  makerUserId: int<UserId>,
+  takerSide: enumOf(SIDES),
+  takerType: enumOf(ORDER_TYPES),
+  takerFee: int<Amount>,
+  makerFee: int<Amount>,
+  time: int<Micros>,
+} satisfies Shape<Trade>;
 
-const ORDER_FIELDS = [
-  'id',
-  'userId',
-  'marketId',
-  'side',
-  'type',
-  'price',
-  'volume',
-  'executed',
-  'status',
-  'reason',
-  'openTime',
-  'closeTime',
-  'cost',
-  'fee',
-  'feeExcess',
-  'reserved',
-] as const satisfies readonly (keyof OrderState)[];
+const read =
+  <S extends { readonly [key: string]: Reader<unknown> }>(shape: S): Reader<Read<S>> =>
+  (v, p) =>
+    shaped(v, p, shape);
 
-function readOrder(value: ExactValue, path: string): OrderState {
-  const f = record(value, path, ORDER_FIELDS);
-  const at = (key: string) => `${path}.${key}`;
-  return {
-    id: int<OrderId>(f.id!, at('id')),
-    userId: int<UserId>(f.userId!, at('userId')),
-    marketId: int<MarketId>(f.marketId!, at('marketId')),
-    side: oneOf(f.side!, at('side'), SIDES),
-    type: oneOf(f.type!, at('type'), ORDER_TYPES),
-    price: int<Price>(f.price!, at('price')),
-    volume: int<Volume>(f.volume!, at('volume')),
-    executed: int<Volume>(f.executed!, at('executed')),
-    status: oneOf(f.status!, at('status'), ORDER_STATUSES),
-    reason: nullable(f.reason!, at('reason'), str),
-    openTime: int<Micros>(f.openTime!, at('openTime')),
-    closeTime: nullable(f.closeTime!, at('closeTime'), int<Micros>),
-    cost: int<Amount>(f.cost!, at('cost')),
-    fee: int<Amount>(f.fee!, at('fee')),
-    feeExcess: int(f.feeExcess!, at('feeExcess')),
-    reserved: int<Amount>(f.reserved!, at('reserved')),
-  };
-}
+type EventOf<T extends EngineEvent['type']> = Omit<Extract<EngineEvent, { type: T }>, 'type'>;
 
-const TRADE_FIELDS = [
-  'id',
-  'marketId',
-  'price',
-  'volume',
-  'cost',
-  'takerOrderId',
-  'makerOrderId',
-  'takerUserId',
-  'makerUserId',
-  'takerSide',
-  'takerType',
-  'takerFee',
-  'makerFee',
-  'time',
-] as const satisfies readonly (keyof Trade)[];
-
-function readTrade(value: ExactValue, path: string): Trade {
-  const f = record(value, path, TRADE_FIELDS);
-  const at = (key: string) => `${path}.${key}`;
-  return {
-    id: int<TradeId>(f.id!, at('id')),
-    marketId: int<MarketId>(f.marketId!, at('marketId')),
-    price: int<Price>(f.price!, at('price')),
-    volume: int<Volume>(f.volume!, at('volume')),
-    cost: int<Amount>(f.cost!, at('cost')),
-    takerOrderId: int<OrderId>(f.takerOrderId!, at('takerOrderId')),
-    makerOrderId: int<OrderId>(f.makerOrderId!, at('makerOrderId')),
-    takerUserId: int<UserId>(f.takerUserId!, at('takerUserId')),
-    makerUserId: int<UserId>(f.makerUserId!, at('makerUserId')),
-    takerSide: oneOf(f.takerSide!, at('takerSide'), SIDES),
-    takerType: oneOf(f.takerType!, at('takerType'), ORDER_TYPES),
-    takerFee: int<Amount>(f.takerFee!, at('takerFee')),
-    makerFee: int<Amount>(f.makerFee!, at('makerFee')),
-    time: int<Micros>(f.time!, at('time')),
-  };
-}
-
-const EVENT_TYPES: readonly EngineEvent['type'][] = [
-  'assetCreated',
-  'marketCreated',
-  'deposited',
-  'withdrawn',
-  'orderAccepted',
-  'trade',
-  'orderDone',
-];
+const LEDGER_EVENT = { ...LEDGER_MOVE, time: int<Micros> };
+const ORDER_EVENT = { order: read(ORDER) };
+const EVENT_SHAPES = {
+  assetCreated: { asset: read(ASSET) },
+  marketCreated: { market: read(MARKET) },
+  deposited: LEDGER_EVENT,
+  withdrawn: LEDGER_EVENT,
+  orderAccepted: ORDER_EVENT,
+  trade: { trade: read(TRADE) },
+  orderDone: ORDER_EVENT,
+} satisfies { readonly [T in EngineEvent['type']]: Shape<EventOf<T>> };
+const EVENT_TYPES = Object.keys(EVENT_SHAPES) as EngineEvent['type'][];
+const EVENT_FIELDS = [...new Set(EVENT_TYPES.flatMap((t) => Object.keys(EVENT_SHAPES[t])))];
 
 export function readEvent(value: ExactValue, path: string): EngineEvent {
-  const head = record(
-    value,
-    path,
-    ['type'],
-    ['asset', 'market', 'userId', 'amount', 'time', 'order', 'trade'],
-  );
-  const type = oneOf(head.type!, `${path}.type`, EVENT_TYPES);
-  const at = (key: string) => `${path}.${key}`;
+  const type = oneOf(record(value, path, ['type'], EVENT_FIELDS).type!, `${path}.type`, EVENT_TYPES);
+  const head = ['type'];
   switch (type) {
     case 'assetCreated':
-      return { type, asset: readAsset(record(value, path, ['type', 'asset']).asset!, at('asset')) };
+      return { type, ...shaped(value, path, EVENT_SHAPES.assetCreated, head) };
     case 'marketCreated':
-      return { type, market: readMarket(record(value, path, ['type', 'market']).market!, at('market')) };
+      return { type, ...shaped(value, path, EVENT_SHAPES.marketCreated, head) };
     case 'deposited':
-    case 'withdrawn': {
-      const f = record(value, path, ['type', 'userId', 'asset', 'amount', 'time']);
-      return {
-        type,
-        userId: int<UserId>(f.userId!, at('userId')),
-        asset: str(f.asset!, at('asset')) as AssetCode,
-        amount: int<Amount>(f.amount!, at('amount')),
-        time: int<Micros>(f.time!, at('time')),
-      };
-    }
+    case 'withdrawn':
+      return { type, ...shaped(value, path, LEDGER_EVENT, head) };
     case 'orderAccepted':
     case 'orderDone':
-      return { type, order: readOrder(record(value, path, ['type', 'order']).order!, at('order')) };
+      return { type, ...shaped(value, path, ORDER_EVENT, head) };
     case 'trade':
-      return { type, trade: readTrade(record(value, path, ['type', 'trade']).trade!, at('trade')) };
+      return { type, ...shaped(value, path, EVENT_SHAPES.trade, head) };
   }
 }
 
@@ -380,20 +355,14 @@ function readRejection(value: ExactValue, path: string): Rejection {
   return { ...rejection, field };
 }
 
-const LEDGER_KINDS: readonly LedgerKind[] = ['deposit', 'withdrawal'];
-
-function readLedgerEntry(value: ExactValue, path: string): LedgerEntry {
-  const f = record(value, path, ['userId', 'asset', 'kind', 'amount', 'reference', 'time']);
-  const at = (key: string) => `${path}.${key}`;
-  return {
-    userId: int<UserId>(f.userId!, at('userId')),
-    asset: str(f.asset!, at('asset')) as AssetCode,
-    kind: oneOf(f.kind!, at('kind'), LEDGER_KINDS),
-    amount: int<Amount>(f.amount!, at('amount')),
-    reference: nullable(f.reference!, at('reference'), str),
-    time: int<Micros>(f.time!, at('time')),
-  };
-}
+const LEDGER_ENTRY = {
+  userId: int<UserId>,
+  asset: assetCode,
+  kind: enumOf(LEDGER_KINDS),
+  amount: int<Amount>,
+  reference: nullOr(str),
+  time: int<Micros>,
+} satisfies Shape<LedgerEntry>;
 
 /**
  * A command's result as Exchange.submit gives it: the engine's CommandResult, and for a deposit
@@ -412,7 +381,8 @@ export function readCommandResult(value: ExactValue, path = '$.result'): SubmitR
       result = { ...result, duplicate };
     }
     if (Object.hasOwn(f, 'recorded')) {
-      const recorded = f.recorded === undefined ? undefined : readLedgerEntry(f.recorded, `${path}.recorded`);
+      const recorded =
+        f.recorded === undefined ? undefined : shaped(f.recorded, `${path}.recorded`, LEDGER_ENTRY);
       result = { ...result, recorded };
     }
     return result;
@@ -451,7 +421,7 @@ export function encodeCommandRequest(request: CommandRequest): Uint8Array {
 }
 
 export function decodeCommandRequest(bytes: Uint8Array): CommandRequest {
-  const body = unframe(bytes, 'command');
+  const body = frameBody(bytes, 'command');
   const head = record(body, '$.b', ['op', 'command'], ['ledger', 'idempotency']);
   const op = oneOf(head.op!, '$.b.op', ['submit', 'submitOnce'] as const);
   if (op === 'submit') {
@@ -504,7 +474,7 @@ function readOnce(value: ExactValue, path: string): OnceResult {
 }
 
 export function decodeCommandReply(bytes: Uint8Array): CommandReply {
-  const body = unframe(bytes, 'reply');
+  const body = frameBody(bytes, 'reply');
   const head = record(body, '$.b', ['kind'], ['result', 'once', 'code', 'message']);
   const kind = oneOf(head.kind!, '$.b.kind', ['result', 'once', 'error'] as const);
   switch (kind) {
@@ -560,7 +530,7 @@ export function decodeBatch<P>(
   bytes: Uint8Array,
   readPayload?: (value: ExactValue, path: string) => P,
 ): BatchEnvelope<P | ExactValue> {
-  const body = unframe(bytes, 'batch');
+  const body = frameBody(bytes, 'batch');
   const f = record(body, '$.b', ['sequence', 'payload']);
   const sequence = batchSequence(f.sequence, '$.b.sequence');
   const payload = readPayload === undefined ? f.payload! : readPayload(f.payload!, '$.b.payload');

@@ -5,7 +5,7 @@
  * command is never sent twice by the transport.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { headers } from '@nats-io/transport-node';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
@@ -19,11 +19,12 @@ import { StoreUnavailableError } from '../store/store.js';
 import { decodeCommandReply, encodeCommandRequest, WireFormatError } from './codec.js';
 import {
   CommandClient,
+  type CommandClientOptions,
   type CommandSubmitter,
   EngineUnavailableError,
   RemoteCommandError,
 } from './command-client.js';
-import { CommandService, type DroppedReason } from './command-service.js';
+import { CommandService, type CommandServiceOptions, type DroppedReason } from './command-service.js';
 
 const deposit = (amount: number): Command => ({
   kind: 'deposit',
@@ -83,14 +84,23 @@ const settled = async (promise: Promise<unknown>, ms: number) =>
     sleep(ms).then(() => false),
   ]);
 
+/** A command service on its own subject, serving `engine` (stopped after the test), and a client of it. */
+async function served(
+  t: TestContext,
+  serviceOptions: Omit<CommandServiceOptions, 'subject'> = {},
+  clientOptions: Omit<CommandClientOptions, 'subject'> = {},
+) {
+  const nc = await natsConnection(t);
+  const subject = uniqueName('cmd');
+  const engine = heldSubmitter();
+  const service = await CommandService.start(nc, engine, { subject, ...serviceOptions });
+  t.after(() => service.stop());
+  return { nc, subject, engine, service, client: new CommandClient(nc, { subject, ...clientOptions }) };
+}
+
 describe('commands over NATS request/reply', natsSuite(), () => {
   test('a submit is answered with the engine’s result only after the submitter resolves, exactly', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    t.after(() => service.stop());
-    const client = new CommandClient(nc, { subject });
+    const { engine, client } = await served(t);
 
     const answer = client.submit(deposit(2 ** 53 - 1), { reference: 'wire-42' });
     const call = await engine.called();
@@ -114,12 +124,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('requests reach the submitter in order without waiting for each other (group commit stays possible)', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    t.after(() => service.stop());
-    const client = new CommandClient(nc, { subject });
+    const { engine, client } = await served(t);
     const answers = [1, 2, 3].map((n) => client.submit(deposit(n)));
     while (engine.calls.length < 3) await engine.called();
     assert.deepEqual(
@@ -135,12 +140,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('submitOnce carries the Idempotency-Key and every kind of answer', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    t.after(() => service.stop());
-    const client = new CommandClient(nc, { subject });
+    const { engine, client } = await served(t);
     const key: IdempotencyRequest = { key: 'k-1', fingerprint: 'a'.repeat(64) };
     const answers: OnceResult[] = [
       {
@@ -161,13 +161,8 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('engine-side failures arrive typed: a store outage is a StoreUnavailableError (503), a fault a RemoteCommandError (500) without its details', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
     const failures: unknown[] = [];
-    const service = await CommandService.start(nc, engine, { subject, onFailed: (e) => failures.push(e) });
-    t.after(() => service.stop());
-    const client = new CommandClient(nc, { subject });
+    const { engine, client } = await served(t, { onFailed: (e) => failures.push(e) });
 
     const outage = client.submit(deposit(1));
     (await engine.called()).settle(new StoreUnavailableError('The store could not commit; retry later.'));
@@ -213,11 +208,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('no answer in time: EngineUnavailableError (outcome unknown), and the command is not sent again', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    const client = new CommandClient(nc, { subject, timeoutMs: 200 });
+    const { engine, service, client } = await served(t, {}, { timeoutMs: 200 });
     await assert.rejects(client.submit(deposit(5)), (e: unknown) => {
       assert.ok(e instanceof EngineUnavailableError);
       assert.equal(e.outcome, 'unknown');
@@ -230,16 +221,11 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('a request reaching the engine after its deadline is dropped unapplied; one without a reply subject too', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
     const dropped: DroppedReason[] = [];
-    const service = await CommandService.start(nc, engine, {
-      subject,
+    const { nc, subject, engine } = await served(t, {
       lateToleranceMs: 1_000,
       onDropped: (reason) => dropped.push(reason),
     });
-    t.after(() => service.stop());
     // A gateway whose clock says the request expired long ago (as a request delivered late would be).
     const late = new CommandClient(nc, { subject, timeoutMs: 200, now: () => Date.now() - 60_000 });
     await assert.rejects(late.submit(deposit(1)), EngineUnavailableError);
@@ -251,11 +237,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('garbage on the command subject is answered bad_request and the engine keeps serving', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    t.after(() => service.stop());
+    const { nc, subject, engine, client } = await served(t);
     for (const junk of [
       '',
       '{"v":1,"t":"command","b":{"op":"\'submit","command":{"kind":"\'deposit"}}}',
@@ -265,7 +247,6 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       assert.equal(reply.kind, 'error');
       assert.equal(reply.kind === 'error' && reply.code, 'bad_request');
     }
-    const client = new CommandClient(nc, { subject });
     const answer = client.submit(deposit(3));
     (await engine.called()).settle({ ok: true, events: [] });
     assert.deepEqual(await answer, { ok: true, events: [] });
@@ -300,11 +281,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
   });
 
   test('stop() lets the requests already taken finish and be answered', async (t) => {
-    const nc = await natsConnection(t);
-    const subject = uniqueName('cmd');
-    const engine = heldSubmitter();
-    const service = await CommandService.start(nc, engine, { subject });
-    const client = new CommandClient(nc, { subject, timeoutMs: 500 });
+    const { engine, service, client } = await served(t, {}, { timeoutMs: 500 });
     const answer = client.submit(deposit(1));
     const call = await engine.called();
     const stopped = service.stop();

@@ -1,6 +1,7 @@
 /**
  * Whether a NATS connection is up, as its status events say, shared by everything on that
- * connection (the command client, the readiness ping, the snapshot fetch, a chunked reply).
+ * connection (the command client, the batch publisher and subscriptions, the readiness ping, the
+ * snapshot fetch, a chunked reply).
  *
  * The NATS client neither answers nor fails a request made while it is disconnected (it buffers
  * the message for the reconnect), nor one waiting for its answer when the connection drops: each
@@ -36,6 +37,8 @@ export class ConnectionWatch {
   private up = true;
   /** Requests waiting for an answer: failed at once when the connection drops. */
   private readonly waiting = new Set<() => void>();
+  /** Told of each reconnect (a batch subscription reopens its consumer). */
+  private readonly reconnected = new Set<() => void>();
 
   private constructor(private readonly nc: NatsConnection) {
     void this.watch();
@@ -76,6 +79,12 @@ export class ConnectionWatch {
     }
   }
 
+  /** Calls `listener` at each reconnect, until the function returned is called. */
+  onReconnect(listener: () => void): () => void {
+    this.reconnected.add(listener);
+    return () => void this.reconnected.delete(listener);
+  }
+
   private async watch(): Promise<void> {
     for await (const status of this.nc.status()) {
       if (status.type === 'disconnect') {
@@ -84,7 +93,10 @@ export class ConnectionWatch {
         const waiting = [...this.waiting];
         this.waiting.clear();
         for (const fail of waiting) fail();
-      } else if (status.type === 'reconnect') this.up = true;
+      } else if (status.type === 'reconnect') {
+        this.up = true;
+        for (const listener of [...this.reconnected]) listener();
+      }
     }
   }
 }

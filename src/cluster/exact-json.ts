@@ -128,22 +128,27 @@ function encodeValue(value: unknown, depth: number): unknown {
         throw new At(`not plain data (${(value as object).constructor?.name ?? 'object'})`, 'encode');
       const out: Record<string, unknown> = {};
       for (const k of Object.keys(value)) {
-        const encoded = within(`.${k}`, () => encodeValue((value as Record<string, unknown>)[k], depth + 1));
-        // A key named __proto__ must stay an ordinary key, not set the prototype.
-        if (k === '__proto__')
-          Object.defineProperty(out, k, {
-            value: encoded,
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        else out[k] = encoded;
+        setOwn(
+          out,
+          k,
+          within(`.${k}`, () => encodeValue((value as Record<string, unknown>)[k], depth + 1)),
+        );
       }
       return out;
     }
     default:
       throw new At(`a ${typeof value} is not plain data`, 'encode');
   }
+}
+
+/**
+ * `out[key] = value`, except that a key named __proto__ (an own key of plain data; JSON.parse makes
+ * one) stays an ordinary key instead of setting the prototype.
+ */
+function setOwn<V>(out: Record<string, V>, key: string, value: V): void {
+  if (key === '__proto__')
+    Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
 }
 
 /** Reads what toExactJson wrote (already parsed from JSON text); throws WireFormatError. */
@@ -206,16 +211,11 @@ function decodeValue(json: unknown, depth: number): ExactValue {
     const source = json as Record<string, unknown>;
     const out: Record<string, ExactValue> = {};
     for (const k of Object.keys(source)) {
-      const decoded = within(`.${k}`, () => decodeValue(source[k], depth + 1));
-      // A key named __proto__ (JSON.parse makes it an own key) must stay one, not set the prototype.
-      if (k === '__proto__')
-        Object.defineProperty(out, k, {
-          value: decoded,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
-      else out[k] = decoded;
+      setOwn(
+        out,
+        k,
+        within(`.${k}`, () => decodeValue(source[k], depth + 1)),
+      );
     }
     return out;
   }

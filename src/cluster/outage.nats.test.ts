@@ -8,13 +8,7 @@ import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  deleteStreamAfter,
-  natsConnection,
-  natsRelay,
-  natsSuite,
-  uniqueName,
-} from '../../test/support/nats.js';
+import { natsConnection, natsRelay, natsSuite, uniqueName } from '../../test/support/nats.js';
 import type { Amount, AssetCode, UserId } from '../domain/types.js';
 import type { MarketSnapshot } from '../sequencer/market-view.js';
 import {
@@ -23,12 +17,12 @@ import {
   BatchPublishQueue,
   type BatchStreamConfig,
   consumeBatches,
-  DEFAULT_BATCH_STREAM,
   PublishInterruptedError,
 } from './batch-stream.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import { CommandService } from './command-service.js';
 import { fetchSnapshot, pingEngine, servePing, serveSnapshots } from './snapshot.js';
+import { batchStream } from './test-support.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -41,11 +35,7 @@ function nextStatus(nc: NatsConnection, type: 'disconnect' | 'reconnect'): Promi
   })();
 }
 
-function testStream(t: Cleanup): BatchStreamConfig {
-  const name = uniqueName('TEST_OUTAGE');
-  deleteStreamAfter(t, name);
-  return { ...DEFAULT_BATCH_STREAM, stream: name, subject: `test.${name}`, storage: 'memory' };
-}
+const testStream = (t: Cleanup): BatchStreamConfig => batchStream(t, 'TEST_OUTAGE');
 
 async function until(check: () => boolean, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;

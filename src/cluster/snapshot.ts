@@ -46,9 +46,9 @@ import {
   readHead,
   refused,
 } from './chunked.js';
-import { batchSequence, WIRE_VERSION } from './codec.js';
+import { batchSequence } from './codec.js';
 import { ConnectionWatch } from './connection-watch.js';
-import { fromExactJson, jsonBytes, parseJsonBytes, toExactJson, WireFormatError } from './exact-json.js';
+import { WireFormatError } from './exact-json.js';
 
 export { CHUNK_HEADROOM } from './chunked.js';
 
@@ -67,21 +67,12 @@ export interface EngineSnapshot {
 }
 
 export function encodeSnapshot(value: EngineSnapshot): Uint8Array {
-  return jsonBytes({ v: WIRE_VERSION, t: 'snapshot', b: toExactJson(value) });
+  return frameBytes('snapshot', value);
 }
 
+/** The snapshot's frame, read as every frame of the chunk protocol is (version, type, exactly its fields). */
 export function decodeSnapshot(bytes: Uint8Array): EngineSnapshot {
-  const frame = parseJsonBytes(bytes);
-  if (frame === null || typeof frame !== 'object' || Array.isArray(frame))
-    throw new WireFormatError('$', 'expected a frame object');
-  const { v, t, b } = frame as Record<string, unknown>;
-  if (v !== WIRE_VERSION)
-    throw new WireFormatError('$.v', `version ${String(v)}, this side speaks ${WIRE_VERSION}`);
-  if (t !== 'snapshot') throw new WireFormatError('$.t', `expected a snapshot frame, got ${String(t)}`);
-  const body = fromExactJson(b, '$.b');
-  if (body === null || typeof body !== 'object' || Array.isArray(body) || body instanceof Map)
-    throw new WireFormatError('$.b', 'expected an object');
-  const { sequence, snapshot } = body as Record<string, unknown>;
+  const { sequence, snapshot } = readFrame(bytes, { snapshot: ['sequence', 'snapshot'] }).fields;
   // 0 is a valid answer here (an engine that has published nothing yet).
   if (sequence !== 0) batchSequence(sequence, '$.b.sequence');
   if (snapshot === null || typeof snapshot !== 'object' || !Array.isArray((snapshot as MarketSnapshot).books))

@@ -14,6 +14,7 @@ import { type LocalExchange, openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
+import { type BatchStreamConfig, DEFAULT_BATCH_STREAM } from './batch-stream.js';
 import { subjects } from './engine-node.js';
 import { RemoteExchange, type RemoteExchangeOptions } from './remote-exchange.js';
 
@@ -116,15 +117,21 @@ export async function submitAll(
 /** A snapshot compared without its sequence (a gateway's and the engine's count differently). */
 export const withoutSequence = (s: MarketSnapshot) => ({ ...s, sequence: 0 });
 
-/** A batch stream (in memory, deleted when the test ends) and engine subjects no other test uses. */
-export function testStream(t: Cleanup, prefix: string) {
+/** A batch stream and subject no other test uses (in memory unless `extra` says otherwise), deleted when the test ends. */
+export function batchStream(
+  t: Cleanup,
+  prefix: string,
+  extra: Partial<BatchStreamConfig> = {},
+): BatchStreamConfig {
   const name = uniqueName(prefix);
   deleteStreamAfter(t, name);
-  return {
-    name,
-    stream: { stream: name, subject: `test.${name}`, storage: 'memory' as const },
-    names: subjects(`test.${name}.engine`),
-  };
+  return { ...DEFAULT_BATCH_STREAM, stream: name, subject: `test.${name}`, storage: 'memory', ...extra };
+}
+
+/** A batch stream (batchStream) and engine subjects no other test uses. */
+export function testStream(t: Cleanup, prefix: string) {
+  const stream = batchStream(t, prefix);
+  return { name: stream.stream, stream, names: subjects(`test.${stream.stream}.engine`) };
 }
 
 /**

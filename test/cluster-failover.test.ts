@@ -46,7 +46,7 @@ import {
 import {
   type Answer,
   fromUnits,
-  type MarketInfo,
+  marketInfos,
   request,
   seededRandom,
   signed,
@@ -129,18 +129,7 @@ describe(
 
       const listed = await engineAdmin(primary.url, token, 'GET', '/markets');
       assert.equal(listed.status, 200, listed.text);
-      const markets: MarketInfo[] = (
-        listed.body as {
-          data: { id: number; base: string; quote: string; pair_decimals: number; lot_decimals: number }[];
-        }
-      ).data.map((m) => ({
-        id: m.id,
-        base: m.base,
-        quote: m.quote,
-        pair: `${m.base}/${m.quote}`,
-        pairDecimals: m.pair_decimals,
-        lotDecimals: m.lot_decimals,
-      }));
+      const markets = marketInfos(listed.body);
       const market = markets.find((m) => m.pair === PAIR)!;
       const traders: Trader[] = [];
       for (let i = 0; i < TRADERS; i++) traders.push(await trader(primary.url, token, FUNDS));

@@ -35,6 +35,7 @@ import {
   type ClusterProcess,
   clusterEnv,
   clusterSkipReason,
+  engineAdmin,
   eventually,
   startClusterProcess,
   type Trader,
@@ -55,19 +56,11 @@ const LOT_DECIMALS = 8;
 
 /** A deposit through the engine's admin API: committed by the engine, with or without NATS. */
 async function deposit(engineUrl: string, adminToken: string, to: Trader, amount: string): Promise<void> {
-  const response = await fetch(`${engineUrl}/admin/v1/users/${to.userId}/deposits`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ asset: 'EUR', amount }),
+  const answer = await engineAdmin(engineUrl, adminToken, 'POST', `/users/${to.userId}/deposits`, {
+    asset: 'EUR',
+    amount,
   });
-  assert.equal(response.status, 201, await response.text());
-}
-
-/** A funded trader: BTC and EUR, both through the engine's admin API. */
-async function fundedTrader(engineUrl: string, adminToken: string): Promise<Trader> {
-  const made = await trader(engineUrl, adminToken, { BTC: '100' });
-  await deposit(engineUrl, adminToken, made, '10000000');
-  return made;
+  assert.equal(answer.status, 201, answer.text);
 }
 
 /** One order sent once: its own volume (so a stored order names its attempt) and Idempotency-Key. */
@@ -159,7 +152,9 @@ describe('the NATS server restarted under load', skip === undefined ? {} : { ski
     const logs = () =>
       processes.map((p, i) => `--- ${i === 0 ? 'engine' : `gateway ${i}`}\n${p.output()}`).join('\n');
 
-    const traders = await Promise.all([0, 1, 2, 3].map(() => fundedTrader(engine.url, env.ADMIN_TOKEN!)));
+    const traders = await Promise.all(
+      [0, 1, 2, 3].map(() => trader(engine.url, env.ADMIN_TOKEN!, { BTC: '100', EUR: '10000000' })),
+    );
     const watchers = gateways.map((g) => watchBook(t, g));
     await Promise.all(watchers.map((w) => w.rt.connected(10_000)));
     await Promise.all(watchers.map((w) => w.ready));

@@ -8,12 +8,12 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import {
   clusterEnv,
   clusterSkipReason,
   eventually,
   on,
+  realtimeOf,
   startClusterProcess,
   trader,
   waitUntil,
@@ -35,13 +35,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     const buyer = await trader(engine.url, env.ADMIN_TOKEN!, { EUR: '100000' });
 
     // A pusher-js client on B, as the seller: the book, the trades and its own executions.
-    const rt = connectRealtime({
-      wsHost: '127.0.0.1',
-      wsPort: Number(new URL(gatewayB.url).port),
-      appKey: 'openspot-key',
-      client: on(gatewayB, seller),
-    });
-    t.after(() => rt.disconnect());
+    const rt = realtimeOf(t, gatewayB, on(gatewayB, seller));
     await rt.connected(10_000);
     const books: BookMessage[] = [];
     const trades: TradeMessage[] = [];
@@ -169,12 +163,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     }
 
     // A WebSocket client of the gateway: its book must continue or be re-snapshotted, never be wrong.
-    const rt = connectRealtime({
-      wsHost: '127.0.0.1',
-      wsPort: Number(new URL(gateway.url).port),
-      appKey: 'openspot-key',
-    });
-    t.after(() => rt.disconnect());
+    const rt = realtimeOf(t, gateway);
     await rt.connected(10_000);
     const books: BookMessage[] = [];
     await rt.book('BTC/EUR', (m) => books.push(m)).ready;
@@ -273,12 +262,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     ]);
     const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const watch = (gateway: { url: string }) => {
-      const rt = connectRealtime({
-        wsHost: '127.0.0.1',
-        wsPort: Number(new URL(gateway.url).port),
-        appKey: 'openspot-key',
-      });
-      t.after(() => rt.disconnect());
+      const rt = realtimeOf(t, gateway);
       const states: string[] = [];
       rt.pusher.connection.bind('state_change', ({ current }: { current: string }) => states.push(current));
       const books: BookMessage[] = [];

@@ -30,7 +30,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BookLevelText, BookMessage } from '../src/client/channels.js';
 import { bookChecksum } from '../src/client/checksum.js';
 import { type BookApplyResult, LocalBook } from '../src/client/local-book.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import { bookHash, describeDifference } from './crash/book-hash.js';
 import { checkLedger, committedBooks, replayCheck } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
@@ -59,6 +58,7 @@ import {
   engineAdmin,
   eventually,
   listeningUrl,
+  realtimeOf,
   startClusterProcess,
   type Trader,
   trader,
@@ -136,12 +136,7 @@ describe(
 
       // A pusher-js client of each gateway's order book, every message checked as it arrives.
       const watch = async (gateway: ClusterProcess) => {
-        const rt = connectRealtime({
-          wsHost: '127.0.0.1',
-          wsPort: Number(new URL(gateway.url).port),
-          appKey: 'openspot-key',
-        });
-        t.after(() => rt.disconnect());
+        const rt = realtimeOf(t, gateway);
         const seen: Seen[] = [];
         const book = new LocalBook();
         rt.pusher.connection.bind('error', (error: { data?: { code?: number } }) =>

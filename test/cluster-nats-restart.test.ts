@@ -25,7 +25,6 @@ import type { BookMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { OpenSpotApiError } from '../src/client/errors.js';
 import { LocalBook } from '../src/client/local-book.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import { BATCH_SEQUENCE_HEADER } from '../src/cluster/batch-stream.js';
 import { describeDifference, type MarketBook } from './crash/book-hash.js';
 import { checkLedger, committedBooks } from './crash/committed-state.js';
@@ -37,6 +36,7 @@ import {
   clusterSkipReason,
   engineAdmin,
   eventually,
+  realtimeOf,
   startClusterProcess,
   type Trader,
   trader,
@@ -97,12 +97,7 @@ async function servedBook(gateway: ClusterProcess): Promise<MarketBook> {
 
 /** A WebSocket client of one gateway: every book message, applied to a LocalBook as it comes. */
 function watchBook(t: { after(fn: () => void): void }, gateway: ClusterProcess) {
-  const rt = connectRealtime({
-    wsHost: '127.0.0.1',
-    wsPort: Number(new URL(gateway.url).port),
-    appKey: 'openspot-key',
-  });
-  t.after(() => rt.disconnect());
+  const rt = realtimeOf(t, gateway);
   const book = new LocalBook();
   const messages: BookMessage[] = [];
   const problems: string[] = [];

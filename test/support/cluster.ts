@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenSpotClient } from '../../src/client/client.js';
+import { type ChannelAuthorizer, connectRealtime, type Realtime } from '../../src/client/realtime.js';
 import { LOCAL_VENUE_ENV } from './local-venue-env.js';
 import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './nats.js';
 import { eventually, waitUntil } from './polling.js';
@@ -218,3 +219,18 @@ export const on = (gateway: { url: string }, who: Trader) =>
     timeoutMs: 10_000,
     orderRetries: 0,
   });
+
+/**
+ * A pusher-js client (src/client connectRealtime) of one gateway, disconnected when the test ends;
+ * `client` signs its private channels.
+ */
+export function realtimeOf(t: Cleanup, gateway: { url: string }, client?: ChannelAuthorizer): Realtime {
+  const rt = connectRealtime({
+    wsHost: '127.0.0.1',
+    wsPort: Number(new URL(gateway.url).port),
+    appKey: 'openspot-key',
+    ...(client === undefined ? {} : { client }),
+  });
+  t.after(() => rt.disconnect());
+  return rt;
+}

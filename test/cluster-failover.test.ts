@@ -59,7 +59,9 @@ import {
   eventually,
   listeningUrl,
   realtimeOf,
-  startClusterProcess,
+  startEngine,
+  startGateway,
+  startStandby,
   type Trader,
   trader,
   waitUntil,
@@ -115,16 +117,11 @@ describe(
       t.diagnostic(`seed ${SEED} (FAILOVER_SEED=${SEED} repeats the choices)`);
       const env = await clusterEnv(t);
       const token = env.ADMIN_TOKEN!;
-      const primary = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
+      const primary = await startEngine(t, env);
       const [standby, gatewayA, gatewayB] = await Promise.all([
-        startClusterProcess(
-          t,
-          ['engine', '--standby'],
-          { ...env, ENGINE_PORT: '0' },
-          { ready: /standby: waiting for the writer lock/ },
-        ),
-        startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-        startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+        startStandby(t, env),
+        startGateway(t, env),
+        startGateway(t, env),
       ]);
 
       const listed = await engineAdmin(primary.url, token, 'GET', '/markets');

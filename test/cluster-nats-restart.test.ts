@@ -37,7 +37,8 @@ import {
   engineAdmin,
   eventually,
   realtimeOf,
-  startClusterProcess,
+  startEngine,
+  startGateway,
   type Trader,
   trader,
   waitUntil,
@@ -137,11 +138,8 @@ describe('the NATS server restarted under load', skip === undefined ? {} : { ski
     const env: Record<string, string> = { ...(await clusterEnv(t)), NATS_URL: nats.url };
     const databaseUrl = env.DATABASE_URL!;
     const stream = env.OPENSPOT_STREAM!;
-    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const gateways = await Promise.all([
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-    ]);
+    const engine = await startEngine(t, env);
+    const gateways = await Promise.all([startGateway(t, env), startGateway(t, env)]);
     const processes = [engine, ...gateways];
     const pids = processes.map((p) => p.child.pid);
     const logs = () =>

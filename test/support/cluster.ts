@@ -138,6 +138,23 @@ export async function startClusterProcess(
   }
 }
 
+/** `openspot engine` on a free port; `extra` overrides variables of `env` (e.g. a relay's NATS_URL). */
+export const startEngine = (t: Cleanup, env: Record<string, string>, extra: Record<string, string> = {}) =>
+  startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0', ...extra });
+
+/** `openspot engine --standby`, counted as started once it logs that it waits for the writer lock. */
+export const startStandby = (t: Cleanup, env: Record<string, string>) =>
+  startClusterProcess(
+    t,
+    ['engine', '--standby'],
+    { ...env, ENGINE_PORT: '0' },
+    { ready: /standby: waiting for the writer lock/ },
+  );
+
+/** `openspot gateway` on a free port; `extra` overrides variables of `env`. */
+export const startGateway = (t: Cleanup, env: Record<string, string>, extra: Record<string, string> = {}) =>
+  startClusterProcess(t, ['gateway'], { ...env, PORT: '0', ...extra });
+
 /** The environment every process of one cluster shares: its database, its stream and subjects, its secrets. */
 export async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
   if (TEST_NATS_URL === undefined) throw new Error('TEST_NATS_URL is not set');

@@ -25,6 +25,7 @@ import { LOCAL_VENUE_ENV } from './local-venue-env.js';
 import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './nats.js';
 import { eventually, waitUntil } from './polling.js';
 import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './postgres.js';
+import type { Cleanup } from './service-suite.js';
 import { unitCommand } from './systemd-unit.js';
 
 export { eventually, waitUntil };
@@ -42,10 +43,6 @@ export function clusterSkipReason(what: string): string | undefined {
         : undefined;
   if (reason !== undefined) process.stdout.write(`# ${what} skipped: ${reason}\n`);
   return reason;
-}
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
 }
 
 export interface ClusterProcess {

@@ -4,17 +4,8 @@
  * (bench/ws-clients.ts), each counting the data frames it receives in 100 ms buckets.
  */
 import { Worker } from 'node:worker_threads';
+import { absNow, withTimeout } from './measure.js';
 import type { ClientsConfig, ClientsReport } from './ws-clients.js';
-
-export const absNow = (): number => performance.timeOrigin + performance.now();
-
-export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Node 20 does not apply the main thread's module hooks (tsx) to a worker's entry module, even

@@ -33,18 +33,10 @@ import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { WebSocket } from 'ws';
 import { signRequest } from '../src/client/sign.js';
-import { absNow, ClientPool, deliveredPerSecond, withTimeout } from './ws-client-pool.js';
+import { absNow, argument, numberArgument, percentile, sleep, withTimeout } from './measure.js';
+import { ClientPool, deliveredPerSecond } from './ws-client-pool.js';
 import type { ClientsReport } from './ws-clients.js';
 
-const argument = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const numberArgument = (name: string, fallback: number): number => {
-  const value = Number(argument(name) ?? fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-};
 const SECONDS = numberArgument('seconds', 20);
 const CLIENTS = Math.round(numberArgument('clients', 1000));
 const RATE = numberArgument('rate', 20);
@@ -70,8 +62,6 @@ const poolOptions = (urls: string[], awaitSubscriptions: boolean) => ({
   seconds: SECONDS,
   tagBase: TAG_BASE,
 });
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------------------------------------
 // Child processes.
@@ -271,11 +261,6 @@ const cpuMsSince = (before: NodeJS.CpuUsage): number => {
   return (used.user + used.system) / 1000;
 };
 const percent = (cpuMs: number): string => `${((cpuMs / (SECONDS * 1000)) * 100).toFixed(0)} %`;
-
-const percentile = (sorted: Float64Array, p: number): number =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 async function main(): Promise<void> {
   const benchStart = absNow();

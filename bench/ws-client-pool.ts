@@ -8,13 +8,33 @@ import { absNow, withTimeout } from './measure.js';
 import type { ClientsConfig, ClientsReport } from './ws-clients.js';
 
 /**
- * Node 20 does not apply the main thread's module hooks (tsx) to a worker's entry module, even
- * with `--import tsx` in its execArgv: the worker registers tsx itself, then imports the TS file.
+ * A worker thread running the TypeScript module `file` (next to this one). Node 20 does not apply
+ * the main thread's module hooks (tsx) to a worker's entry module, even with `--import tsx` in its
+ * execArgv: the worker registers tsx itself, then imports the TS file.
  */
-const WORKER_BOOTSTRAP = `import('tsx/esm/api').then(({ register }) => {
+export function startTsWorker(file: string, workerData: unknown): Worker {
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => {
   register();
-  return import(${JSON.stringify(new URL('./ws-clients.ts', import.meta.url).href)});
+  return import(${JSON.stringify(new URL(file, import.meta.url).href)});
 });`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/** Asks each worker to close its clients and waits for it to exit (terminated after 5 s). */
+export async function closeWorkers(workers: readonly Worker[]): Promise<void> {
+  await Promise.all(
+    workers.map(async (worker) => {
+      worker.postMessage({ type: 'close' });
+      const timer = setTimeout(() => void worker.terminate(), 5_000);
+      await new Promise((resolve) => worker.once('exit', resolve));
+      clearTimeout(timer);
+    }),
+  );
+}
+
+/** Worker `w`'s share of `total` clients spread over `workers` workers. */
+export const shareOf = (total: number, workers: number, w: number): number =>
+  Math.floor(total / workers) + (w < total % workers ? 1 : 0);
 
 export interface ClientPoolOptions {
   /** Worker w connects its clients to `urls[w % urls.length]`. */
@@ -46,7 +66,7 @@ export class ClientPool {
     for (let w = 0; w < workerCount; w++) {
       const config: ClientsConfig = {
         url: options.urls[w % options.urls.length]!,
-        count: Math.floor(clients / workerCount) + (w < clients % workerCount ? 1 : 0),
+        count: shareOf(clients, workerCount, w),
         channels: options.channels,
         awaitSubscriptions: options.awaitSubscriptions,
         epoch,
@@ -54,7 +74,7 @@ export class ClientPool {
         buckets: Math.ceil((options.setupTimeoutMs / 1000 + options.seconds + 60) * 10),
         tagBase: options.tagBase,
       };
-      const worker = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: config });
+      const worker = startTsWorker('./ws-clients.ts', config);
       workers.push(worker);
       ready.push(
         new Promise((resolve, reject) => {
@@ -92,15 +112,8 @@ export class ClientPool {
     );
   }
 
-  async close(): Promise<void> {
-    await Promise.all(
-      this.workers.map(async (worker) => {
-        worker.postMessage({ type: 'close' });
-        const timer = setTimeout(() => void worker.terminate(), 5_000);
-        await new Promise((resolve) => worker.once('exit', resolve));
-        clearTimeout(timer);
-      }),
-    );
+  close(): Promise<void> {
+    return closeWorkers(this.workers);
   }
 }
 

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { signRequest } from '../src/client/sign.js';
 import type { Trader } from '../test/support/cluster.js';
 import { LOCAL_VENUE_ENV } from '../test/support/local-venue-env.js';
+import { absNow } from './measure.js';
 
 process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/postgres';
 export const NATS_URL = process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -32,23 +33,8 @@ const { freshDatabase } = await import('../test/support/postgres.js');
 const { deleteStreamAfter, uniqueName } = await import('../test/support/nats.js');
 export type ClusterProcess = Awaited<ReturnType<typeof startClusterProcess>>;
 
-export const argument = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-export const numberArgument = (name: string, fallback: number): number => {
-  const value = Number(argument(name) ?? fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-};
+export { absNow, argument, numberArgument, percentile, sleep } from './measure.js';
 
-export const absNow = (): number => performance.timeOrigin + performance.now();
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-export const percentile = (sorted: Float64Array, p: number): number =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 export const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);

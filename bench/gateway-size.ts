@@ -41,7 +41,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { cpus, loadavg } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { WebSocket } from 'ws';
 import {
   argument,
@@ -60,6 +60,7 @@ import {
   startBenchCluster,
   trader,
 } from './cluster-support.js';
+import { closeWorkers, shareOf, startTsWorker } from './ws-client-pool.js';
 import type { IdleClientsConfig, IdleClientsMessage } from './ws-idle-clients.js';
 
 const LEVELS = Math.round(numberArgument('levels', 500));
@@ -222,11 +223,6 @@ async function memory(gateway: ClusterProcess, adminToken: string): Promise<Memo
   };
 }
 
-const WORKER_BOOTSTRAP = `import('tsx/esm/api').then(({ register }) => {
-  register();
-  return import(${JSON.stringify(new URL('./ws-idle-clients.ts', import.meta.url).href)});
-});`;
-
 /** `count` more idle clients in worker threads; resolves once every one is connected (or failed). */
 async function openClients(wsUrl: string, count: number) {
   const workers: Worker[] = [];
@@ -241,9 +237,9 @@ async function openClients(wsUrl: string, count: number) {
   for (let w = 0; w < WORKERS; w++) {
     const config: IdleClientsConfig = {
       url: wsUrl,
-      count: Math.floor(count / WORKERS) + (w < count % WORKERS ? 1 : 0),
+      count: shareOf(count, WORKERS, w),
     };
-    const worker = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: config });
+    const worker = startTsWorker('./ws-idle-clients.ts', config);
     inbox.push([]);
     worker.on('message', (message: IdleClientsMessage) => {
       const waiter = waiters[w];
@@ -279,16 +275,7 @@ async function openClients(wsUrl: string, count: number) {
           for (const [code, n] of Object.entries(m.closed)) closed[code] = (closed[code] ?? 0) + n;
       return { pings: sum(answers, (m) => (m.type === 'stats' ? m.pings : 0)), closed };
     },
-    async close() {
-      for (const worker of workers) worker.postMessage({ type: 'close' });
-      await Promise.all(
-        workers.map(async (worker) => {
-          const timer = setTimeout(() => void worker.terminate(), 5_000);
-          await once(worker, 'exit');
-          clearTimeout(timer);
-        }),
-      );
-    },
+    close: () => closeWorkers(workers),
   };
 }
 type Clients = Awaited<ReturnType<typeof openClients>>;

@@ -9,6 +9,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { WebSocket } from 'ws';
+import { absNow } from './measure.js';
 import { connectAll, startsWith, watchEnd } from './ws-worker-support.js';
 
 export interface ClientsConfig {
@@ -35,7 +36,6 @@ export interface ClientsReport {
 
 const config = workerData as ClientsConfig;
 const port = parentPort!;
-const absNow = (): number => performance.timeOrigin + performance.now();
 
 const UPDATE = Buffer.from('{"event":"update","channel":"');
 const TRADE = Buffer.from('{"event":"update","channel":"trade.');

@@ -20,7 +20,6 @@
  *
  * Environment: TEST_DATABASE_URL and NATS_URL (bench/cluster-support.ts).
  */
-import { Worker } from 'node:worker_threads';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import {
@@ -42,7 +41,7 @@ import {
   type Trader,
   trader,
 } from './cluster-support.js';
-import type { ClientsConfig, ClientsReport } from './ws-clients.js';
+import { ClientPool, deliveredPerSecond } from './ws-client-pool.js';
 
 const GATEWAYS = Math.round(numberArgument('gateways', 2));
 const SECONDS = numberArgument('seconds', 20);
@@ -64,77 +63,6 @@ const signOrder = (who: Trader, side: 'buy' | 'sell', lots: number): SignedOrder
   signLimitOrder(who, { side, pair: 'BTC/EUR', volume: `0.${String(lots).padStart(8, '0')}`, price: PRICE });
 const post = (url: string, order: SignedOrder, latencies: number[]): Promise<number> =>
   postOrder(url, order, latencies);
-
-// ---------------------------------------------------------------------------------------------
-// Client workers (bench/ws-clients.ts), as in bench/ws.ts.
-
-const WORKER_BOOTSTRAP = `import('tsx/esm/api').then(({ register }) => {
-  register();
-  return import(${JSON.stringify(new URL('./ws-clients.ts', import.meta.url).href)});
-});`;
-
-async function startClients(wsUrls: string[], tagBase: number) {
-  const epoch = absNow();
-  const workers: Worker[] = [];
-  const ready: Promise<{ connected: number; failed: number }>[] = [];
-  for (let w = 0; w < WORKERS; w++) {
-    const config: ClientsConfig = {
-      url: wsUrls[w % wsUrls.length]!,
-      count: Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0),
-      channels: [CHANNEL],
-      awaitSubscriptions: true,
-      epoch,
-      buckets: Math.ceil((SETUP_TIMEOUT_MS / 1000 + SECONDS + 60) * 10),
-      tagBase,
-    };
-    const worker = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: config });
-    workers.push(worker);
-    ready.push(
-      new Promise((resolve, reject) => {
-        worker.once('error', reject);
-        worker.once('message', resolve);
-      }),
-    );
-  }
-  const counts = await Promise.all(ready);
-  return {
-    epoch,
-    connected: counts.reduce((sum, c) => sum + c.connected, 0),
-    failed: counts.reduce((sum, c) => sum + c.failed, 0),
-    report: () =>
-      Promise.all(
-        workers.map(
-          (worker) =>
-            new Promise<ClientsReport>((resolve) => {
-              const onMessage = (message: { type: string; report: ClientsReport }) => {
-                if (message.type !== 'report') return;
-                worker.off('message', onMessage);
-                resolve(message.report);
-              };
-              worker.on('message', onMessage);
-              worker.postMessage({ type: 'report' });
-            }),
-        ),
-      ),
-    close: () =>
-      Promise.all(
-        workers.map(async (worker) => {
-          worker.postMessage({ type: 'close' });
-          const timer = setTimeout(() => void worker.terminate(), 5_000);
-          await new Promise((resolve) => worker.once('exit', resolve));
-          clearTimeout(timer);
-        }),
-      ),
-  };
-}
-
-function deliveredPerSecond(reports: ClientsReport[], epoch: number, start: number, end: number): number {
-  const first = Math.ceil((start - epoch) / 100);
-  const last = Math.floor((end - epoch) / 100);
-  let total = 0;
-  for (const report of reports) for (let b = first; b < last; b++) total += report.buckets[b] ?? 0;
-  return total / ((last - first) / 10);
-}
 
 interface PhaseResult {
   gateways: number;
@@ -187,7 +115,16 @@ async function main(): Promise<void> {
         const lots = TAG_BASE + firstTag + i;
         return [signOrder(maker, 'sell', lots), signOrder(taker, 'buy', lots)] as const;
       });
-      const clients = await startClients(wsUrls, TAG_BASE + firstTag);
+      const clients = await ClientPool.start({
+        urls: wsUrls,
+        clients: CLIENTS,
+        workers: WORKERS,
+        channels: [CHANNEL],
+        awaitSubscriptions: true,
+        setupTimeoutMs: SETUP_TIMEOUT_MS,
+        seconds: SECONDS,
+        tagBase: TAG_BASE + firstTag,
+      });
       try {
         if (clients.connected !== CLIENTS)
           process.stdout.write(`warning: ${clients.connected} of ${CLIENTS} clients subscribed\n`);

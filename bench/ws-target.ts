@@ -22,13 +22,13 @@ import { WebSocketServer } from 'ws';
 import { OpenSpotClient } from '../src/client/client.js';
 import { loadConfig } from '../src/config/config.js';
 import { startTestServer } from '../test/support/server-fixture.js';
+import { absNow } from './measure.js';
 
 const mode = process.argv[2];
 const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 };
 /** Absolute time in ms with sub-ms resolution, comparable across processes and threads. */
-const absNow = (): number => performance.timeOrigin + performance.now();
 
 let shutdown: () => Promise<void> = async () => {};
 let broadcast: (groups: string[][], rate: number, seconds: number) => void = () => {};

@@ -31,20 +31,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { Worker } from 'node:worker_threads';
 import { WebSocket } from 'ws';
 import { signRequest } from '../src/client/sign.js';
-import type { ClientsConfig, ClientsReport } from './ws-clients.js';
+import { absNow, argument, numberArgument, percentile, sleep, withTimeout } from './measure.js';
+import { ClientPool, deliveredPerSecond } from './ws-client-pool.js';
+import type { ClientsReport } from './ws-clients.js';
 
-const argument = (name: string): string | undefined => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const numberArgument = (name: string, fallback: number): number => {
-  const value = Number(argument(name) ?? fallback);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-};
 const SECONDS = numberArgument('seconds', 20);
 const CLIENTS = Math.round(numberArgument('clients', 1000));
 const RATE = numberArgument('rate', 20);
@@ -60,16 +52,16 @@ const PRICE = '30000';
 const SETUP_TIMEOUT_MS = 120_000;
 const DRAIN_MS = 2_000;
 
-const absNow = (): number => performance.timeOrigin + performance.now();
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const poolOptions = (urls: string[], awaitSubscriptions: boolean) => ({
+  urls,
+  clients: CLIENTS,
+  workers: WORKERS,
+  channels: CHANNELS,
+  awaitSubscriptions,
+  setupTimeoutMs: SETUP_TIMEOUT_MS,
+  seconds: SECONDS,
+  tagBase: TAG_BASE,
+});
 
 // ---------------------------------------------------------------------------------------------
 // Child processes.
@@ -159,101 +151,6 @@ class Target {
     clearTimeout(timer);
     this.lines.close();
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Client workers.
-
-/**
- * Node 20 does not apply the main thread's module hooks (tsx) to a worker's entry module, even
- * with `--import tsx` in its execArgv: the worker registers tsx itself, then imports the TS file.
- */
-const WORKER_BOOTSTRAP = `import('tsx/esm/api').then(({ register }) => {
-  register();
-  return import(${JSON.stringify(new URL('./ws-clients.ts', import.meta.url).href)});
-});`;
-
-class ClientPool {
-  private constructor(
-    private readonly workers: Worker[],
-    readonly connected: number,
-    readonly failed: number,
-    readonly epoch: number,
-  ) {}
-
-  static async start(wsUrl: string, awaitSubscriptions: boolean): Promise<ClientPool> {
-    const epoch = absNow();
-    const workers: Worker[] = [];
-    const ready: Promise<{ connected: number; failed: number }>[] = [];
-    for (let w = 0; w < WORKERS; w++) {
-      const count = Math.floor(CLIENTS / WORKERS) + (w < CLIENTS % WORKERS ? 1 : 0);
-      const config: ClientsConfig = {
-        url: wsUrl,
-        count,
-        channels: CHANNELS,
-        awaitSubscriptions,
-        epoch,
-        // The setup, the phase and the drain, in 100 ms buckets.
-        buckets: Math.ceil((SETUP_TIMEOUT_MS / 1000 + SECONDS + 60) * 10),
-        tagBase: TAG_BASE,
-      };
-      const worker = new Worker(WORKER_BOOTSTRAP, { eval: true, workerData: config });
-      workers.push(worker);
-      ready.push(
-        new Promise((resolve, reject) => {
-          worker.once('error', reject);
-          worker.once('message', (message: { type: string; connected: number; failed: number }) =>
-            resolve(message),
-          );
-        }),
-      );
-    }
-    const counts = await withTimeout(Promise.all(ready), SETUP_TIMEOUT_MS, 'clients connecting');
-    const connected = counts.reduce((sum, c) => sum + c.connected, 0);
-    const failed = counts.reduce((sum, c) => sum + c.failed, 0);
-    return new ClientPool(workers, connected, failed, epoch);
-  }
-
-  async report(): Promise<ClientsReport[]> {
-    return withTimeout(
-      Promise.all(
-        this.workers.map(
-          (worker) =>
-            new Promise<ClientsReport>((resolve) => {
-              const onMessage = (message: { type: string; report: ClientsReport }) => {
-                if (message.type !== 'report') return;
-                worker.off('message', onMessage);
-                resolve(message.report);
-              };
-              worker.on('message', onMessage);
-              worker.postMessage({ type: 'report' });
-            }),
-        ),
-      ),
-      30_000,
-      'client reports',
-    );
-  }
-
-  async close(): Promise<void> {
-    await Promise.all(
-      this.workers.map(async (worker) => {
-        worker.postMessage({ type: 'close' });
-        const timer = setTimeout(() => void worker.terminate(), 5_000);
-        await new Promise((resolve) => worker.once('exit', resolve));
-        clearTimeout(timer);
-      }),
-    );
-  }
-}
-
-/** Data frames delivered per second, over whole 100 ms buckets inside [start, end]. */
-function deliveredPerSecond(reports: ClientsReport[], epoch: number, start: number, end: number): number {
-  const first = Math.ceil((start - epoch) / 100);
-  const last = Math.floor((end - epoch) / 100);
-  let total = 0;
-  for (const report of reports) for (let b = first; b < last; b++) total += report.buckets[b] ?? 0;
-  return total / ((last - first) / 10);
 }
 
 const mergeCloses = (reports: ClientsReport[]): string => {
@@ -365,11 +262,6 @@ const cpuMsSince = (before: NodeJS.CpuUsage): number => {
 };
 const percent = (cpuMs: number): string => `${((cpuMs / (SECONDS * 1000)) * 100).toFixed(0)} %`;
 
-const percentile = (sorted: Float64Array, p: number): number =>
-  sorted.length === 0
-    ? Number.NaN
-    : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 async function main(): Promise<void> {
   const benchStart = absNow();
   process.stdout.write(
@@ -394,7 +286,9 @@ async function main(): Promise<void> {
     let baselineCloses: string;
     let baselineClientsCpu: number;
     try {
-      const pool = await ClientPool.start(wsAddress(baselineInfo.url as string, 'bench'), false);
+      const pool = await ClientPool.start(
+        poolOptions([wsAddress(baselineInfo.url as string, 'bench')], false),
+      );
       try {
         process.stdout.write(`(a) baseline: ${pool.connected} clients connected (${pool.failed} failed)\n`);
         const cpuBefore = await baseline.cpuMs();
@@ -426,7 +320,7 @@ async function main(): Promise<void> {
     }
 
     // (b) The real server.
-    const pool = await ClientPool.start(serverWs, true);
+    const pool = await ClientPool.start(poolOptions([serverWs], true));
     let serverRate: number;
     let serverCpu: number;
     let delays: Float64Array;

@@ -8,13 +8,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import {
   clusterEnv,
   clusterSkipReason,
   eventually,
   on,
-  startClusterProcess,
+  realtimeOf,
+  startEngine,
+  startGateway,
+  startStandby,
   trader,
   waitUntil,
 } from './support/cluster.js';
@@ -25,23 +27,14 @@ const skip = clusterSkipReason('cluster end-to-end test');
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
   test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
     const env = await clusterEnv(t);
-    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const [gatewayA, gatewayB] = await Promise.all([
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-    ]);
+    const engine = await startEngine(t, env);
+    const [gatewayA, gatewayB] = await Promise.all([startGateway(t, env), startGateway(t, env)]);
 
     const seller = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '2' });
     const buyer = await trader(engine.url, env.ADMIN_TOKEN!, { EUR: '100000' });
 
     // A pusher-js client on B, as the seller: the book, the trades and its own executions.
-    const rt = connectRealtime({
-      wsHost: '127.0.0.1',
-      wsPort: Number(new URL(gatewayB.url).port),
-      appKey: 'openspot-key',
-      client: on(gatewayB, seller),
-    });
-    t.after(() => rt.disconnect());
+    const rt = realtimeOf(t, gatewayB, on(gatewayB, seller));
     await rt.connected(10_000);
     const books: BookMessage[] = [];
     const trades: TradeMessage[] = [];
@@ -143,16 +136,9 @@ describe('one engine and two gateways, as separate processes', skip === undefine
   });
   test('failover: the primary engine is SIGKILLed, the standby takes the lock and the gateway accepts commands again', async (t) => {
     const env = await clusterEnv(t);
-    const primary = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const standby = await startClusterProcess(
-      t,
-      ['engine', '--standby'],
-      { ...env, ENGINE_PORT: '0' },
-      {
-        ready: /standby: waiting for the writer lock/,
-      },
-    );
-    const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
+    const primary = await startEngine(t, env);
+    const standby = await startStandby(t, env);
+    const gateway = await startGateway(t, env);
     const maker = await trader(primary.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const client = on(gateway, maker);
     // Acknowledged orders before the kill: every one must be there after the takeover.
@@ -169,12 +155,7 @@ describe('one engine and two gateways, as separate processes', skip === undefine
     }
 
     // A WebSocket client of the gateway: its book must continue or be re-snapshotted, never be wrong.
-    const rt = connectRealtime({
-      wsHost: '127.0.0.1',
-      wsPort: Number(new URL(gateway.url).port),
-      appKey: 'openspot-key',
-    });
-    t.after(() => rt.disconnect());
+    const rt = realtimeOf(t, gateway);
     await rt.connected(10_000);
     const books: BookMessage[] = [];
     await rt.book('BTC/EUR', (m) => books.push(m)).ready;
@@ -266,19 +247,11 @@ describe('one engine and two gateways, as separate processes', skip === undefine
   });
   test('gateway loss: killing one gateway drops only its own connections; its clients resume on the other from a snapshot', async (t) => {
     const env = await clusterEnv(t);
-    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const [gatewayA, gatewayB] = await Promise.all([
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-    ]);
+    const engine = await startEngine(t, env);
+    const [gatewayA, gatewayB] = await Promise.all([startGateway(t, env), startGateway(t, env)]);
     const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '5' });
     const watch = (gateway: { url: string }) => {
-      const rt = connectRealtime({
-        wsHost: '127.0.0.1',
-        wsPort: Number(new URL(gateway.url).port),
-        appKey: 'openspot-key',
-      });
-      t.after(() => rt.disconnect());
+      const rt = realtimeOf(t, gateway);
       const states: string[] = [];
       rt.pusher.connection.bind('state_change', ({ current }: { current: string }) => states.push(current));
       const books: BookMessage[] = [];
@@ -326,12 +299,8 @@ describe('one engine and two gateways, as separate processes', skip === undefine
   test('NATS taken away under load (a relay cut, the shared server is not restarted): nothing acknowledged is lost, every process recovers', async (t) => {
     const env = await clusterEnv(t);
     const relay = await natsRelay(t);
-    const engine = await startClusterProcess(t, ['engine'], {
-      ...env,
-      NATS_URL: relay.url,
-      ENGINE_PORT: '0',
-    });
-    const gateway = await startClusterProcess(t, ['gateway'], { ...env, NATS_URL: relay.url, PORT: '0' });
+    const engine = await startEngine(t, env, { NATS_URL: relay.url });
+    const gateway = await startGateway(t, env, { NATS_URL: relay.url });
     const maker = await trader(engine.url, env.ADMIN_TOKEN!, { BTC: '100' });
     const client = on(gateway, maker);
     const acknowledged = new Map<string, number>();

@@ -30,7 +30,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { BookLevelText, BookMessage } from '../src/client/channels.js';
 import { bookChecksum } from '../src/client/checksum.js';
 import { type BookApplyResult, LocalBook } from '../src/client/local-book.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import { bookHash, describeDifference } from './crash/book-hash.js';
 import { checkLedger, committedBooks, replayCheck } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
@@ -46,7 +45,7 @@ import {
 import {
   type Answer,
   fromUnits,
-  type MarketInfo,
+  marketInfos,
   request,
   seededRandom,
   signed,
@@ -59,7 +58,10 @@ import {
   engineAdmin,
   eventually,
   listeningUrl,
-  startClusterProcess,
+  realtimeOf,
+  startEngine,
+  startGateway,
+  startStandby,
   type Trader,
   trader,
   waitUntil,
@@ -115,44 +117,23 @@ describe(
       t.diagnostic(`seed ${SEED} (FAILOVER_SEED=${SEED} repeats the choices)`);
       const env = await clusterEnv(t);
       const token = env.ADMIN_TOKEN!;
-      const primary = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
+      const primary = await startEngine(t, env);
       const [standby, gatewayA, gatewayB] = await Promise.all([
-        startClusterProcess(
-          t,
-          ['engine', '--standby'],
-          { ...env, ENGINE_PORT: '0' },
-          { ready: /standby: waiting for the writer lock/ },
-        ),
-        startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-        startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
+        startStandby(t, env),
+        startGateway(t, env),
+        startGateway(t, env),
       ]);
 
       const listed = await engineAdmin(primary.url, token, 'GET', '/markets');
       assert.equal(listed.status, 200, listed.text);
-      const markets: MarketInfo[] = (
-        listed.body as {
-          data: { id: number; base: string; quote: string; pair_decimals: number; lot_decimals: number }[];
-        }
-      ).data.map((m) => ({
-        id: m.id,
-        base: m.base,
-        quote: m.quote,
-        pair: `${m.base}/${m.quote}`,
-        pairDecimals: m.pair_decimals,
-        lotDecimals: m.lot_decimals,
-      }));
+      const markets = marketInfos(listed.body);
       const market = markets.find((m) => m.pair === PAIR)!;
       const traders: Trader[] = [];
       for (let i = 0; i < TRADERS; i++) traders.push(await trader(primary.url, token, FUNDS));
 
       // A pusher-js client of each gateway's order book, every message checked as it arrives.
       const watch = async (gateway: ClusterProcess) => {
-        const rt = connectRealtime({
-          wsHost: '127.0.0.1',
-          wsPort: Number(new URL(gateway.url).port),
-          appKey: 'openspot-key',
-        });
-        t.after(() => rt.disconnect());
+        const rt = realtimeOf(t, gateway);
         const seen: Seen[] = [];
         const book = new LocalBook();
         rt.pusher.connection.bind('error', (error: { data?: { code?: number } }) =>

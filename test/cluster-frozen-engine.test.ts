@@ -24,7 +24,9 @@ import {
   clusterSkipReason,
   listeningUrl,
   on,
-  startClusterProcess,
+  startEngine,
+  startGateway,
+  startStandby,
   trader,
   waitUntil,
 } from './support/cluster.js';
@@ -41,14 +43,9 @@ const sell = () =>
 describe('a primary engine that freezes (machine gone)', skip === undefined ? {} : { skip }, () => {
   test('the standby answers every command; the frozen engine, woken up, never writes and exits', async (t) => {
     const env = await clusterEnv(t);
-    const primary = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const standby = await startClusterProcess(
-      t,
-      ['engine', '--standby'],
-      { ...env, ENGINE_PORT: '0' },
-      { ready: /standby: waiting for the writer lock/ },
-    );
-    const gateway = await startClusterProcess(t, ['gateway'], { ...env, PORT: '0' });
+    const primary = await startEngine(t, env);
+    const standby = await startStandby(t, env);
+    const gateway = await startGateway(t, env);
     const maker = await trader(primary.url, env.ADMIN_TOKEN!, { BTC: '10' });
     const client = on(gateway, maker);
     const acknowledged: number[] = [];

@@ -25,7 +25,6 @@ import type { BookMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import { OpenSpotApiError } from '../src/client/errors.js';
 import { LocalBook } from '../src/client/local-book.js';
-import { connectRealtime } from '../src/client/realtime.js';
 import { BATCH_SEQUENCE_HEADER } from '../src/cluster/batch-stream.js';
 import { describeDifference, type MarketBook } from './crash/book-hash.js';
 import { checkLedger, committedBooks } from './crash/committed-state.js';
@@ -35,8 +34,11 @@ import {
   type ClusterProcess,
   clusterEnv,
   clusterSkipReason,
+  engineAdmin,
   eventually,
-  startClusterProcess,
+  realtimeOf,
+  startEngine,
+  startGateway,
   type Trader,
   trader,
   waitUntil,
@@ -55,19 +57,11 @@ const LOT_DECIMALS = 8;
 
 /** A deposit through the engine's admin API: committed by the engine, with or without NATS. */
 async function deposit(engineUrl: string, adminToken: string, to: Trader, amount: string): Promise<void> {
-  const response = await fetch(`${engineUrl}/admin/v1/users/${to.userId}/deposits`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ asset: 'EUR', amount }),
+  const answer = await engineAdmin(engineUrl, adminToken, 'POST', `/users/${to.userId}/deposits`, {
+    asset: 'EUR',
+    amount,
   });
-  assert.equal(response.status, 201, await response.text());
-}
-
-/** A funded trader: BTC and EUR, both through the engine's admin API. */
-async function fundedTrader(engineUrl: string, adminToken: string): Promise<Trader> {
-  const made = await trader(engineUrl, adminToken, { BTC: '100' });
-  await deposit(engineUrl, adminToken, made, '10000000');
-  return made;
+  assert.equal(answer.status, 201, answer.text);
 }
 
 /** One order sent once: its own volume (so a stored order names its attempt) and Idempotency-Key. */
@@ -104,12 +98,7 @@ async function servedBook(gateway: ClusterProcess): Promise<MarketBook> {
 
 /** A WebSocket client of one gateway: every book message, applied to a LocalBook as it comes. */
 function watchBook(t: { after(fn: () => void): void }, gateway: ClusterProcess) {
-  const rt = connectRealtime({
-    wsHost: '127.0.0.1',
-    wsPort: Number(new URL(gateway.url).port),
-    appKey: 'openspot-key',
-  });
-  t.after(() => rt.disconnect());
+  const rt = realtimeOf(t, gateway);
   const book = new LocalBook();
   const messages: BookMessage[] = [];
   const problems: string[] = [];
@@ -149,17 +138,16 @@ describe('the NATS server restarted under load', skip === undefined ? {} : { ski
     const env: Record<string, string> = { ...(await clusterEnv(t)), NATS_URL: nats.url };
     const databaseUrl = env.DATABASE_URL!;
     const stream = env.OPENSPOT_STREAM!;
-    const engine = await startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0' });
-    const gateways = await Promise.all([
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-      startClusterProcess(t, ['gateway'], { ...env, PORT: '0' }),
-    ]);
+    const engine = await startEngine(t, env);
+    const gateways = await Promise.all([startGateway(t, env), startGateway(t, env)]);
     const processes = [engine, ...gateways];
     const pids = processes.map((p) => p.child.pid);
     const logs = () =>
       processes.map((p, i) => `--- ${i === 0 ? 'engine' : `gateway ${i}`}\n${p.output()}`).join('\n');
 
-    const traders = await Promise.all([0, 1, 2, 3].map(() => fundedTrader(engine.url, env.ADMIN_TOKEN!)));
+    const traders = await Promise.all(
+      [0, 1, 2, 3].map(() => trader(engine.url, env.ADMIN_TOKEN!, { BTC: '100', EUR: '10000000' })),
+    );
     const watchers = gateways.map((g) => watchBook(t, g));
     await Promise.all(watchers.map((w) => w.rt.connected(10_000)));
     await Promise.all(watchers.map((w) => w.ready));

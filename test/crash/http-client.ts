@@ -123,8 +123,13 @@ export interface MarketInfo {
 export async function markets(base: string): Promise<MarketInfo[]> {
   const r = await admin(base, 'GET', '/markets');
   if (r.status !== 200) throw new Error(`markets: ${r.status}`);
+  return marketInfos(r.body);
+}
+
+/** The markets of an admin `GET /markets` answer's body (whichever admin API answered it). */
+export function marketInfos(body: unknown): MarketInfo[] {
   return (
-    r.body as {
+    body as {
       data: { id: number; base: string; quote: string; pair_decimals: number; lot_decimals: number }[];
     }
   ).data.map((m) => ({

@@ -22,7 +22,7 @@ import { bookHash } from '../crash/book-hash.js';
 import { checkLedger, committedBooks, replayCheck } from '../crash/committed-state.js';
 import { readCommittedPostgres } from '../crash/committed-state-postgres.js';
 import { servedBooks } from '../crash/crash-run.js';
-import { fromUnits, type MarketInfo, request, signed, type Trader } from '../crash/http-client.js';
+import { fromUnits, marketInfos, request, signed, type Trader } from '../crash/http-client.js';
 import { databaseFor, queryDatabase, TEST_DATABASE_URL } from '../support/postgres.js';
 import { startTestServer } from '../support/server-fixture.js';
 
@@ -46,17 +46,7 @@ test('PostgreSQL going away under signed load: 503 with a reason, back by itself
   const admin = TEST_DATABASE_URL!;
   const traders: Trader[] = [];
   for (let i = 0; i < 4; i++) traders.push(await server.trader({ EUR: '1000000', BTC: '100', ETH: '1000' }));
-  const listed = (await server.admin('GET', '/markets')).body as {
-    data: { id: number; base: string; quote: string; pair_decimals: number; lot_decimals: number }[];
-  };
-  const all: MarketInfo[] = listed.data.map((m) => ({
-    id: m.id,
-    base: m.base,
-    quote: m.quote,
-    pair: `${m.base}/${m.quote}`,
-    pairDecimals: m.pair_decimals,
-    lotDecimals: m.lot_decimals,
-  }));
+  const all = marketInfos((await server.admin('GET', '/markets')).body);
   const btc = all.find((m) => m.pair === 'BTC/EUR')!;
 
   // Every placement carries its number in the volume's last digits (lots), so a stored order

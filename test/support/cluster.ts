@@ -20,10 +20,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OpenSpotClient } from '../../src/client/client.js';
+import { type ChannelAuthorizer, connectRealtime, type Realtime } from '../../src/client/realtime.js';
 import { LOCAL_VENUE_ENV } from './local-venue-env.js';
 import { deleteStreamAfter, NATS_SKIP_REASON, TEST_NATS_URL, uniqueName } from './nats.js';
 import { eventually, waitUntil } from './polling.js';
 import { freshDatabase, POSTGRES_SKIP_REASON, TEST_DATABASE_URL } from './postgres.js';
+import type { Cleanup } from './service-suite.js';
 import { unitCommand } from './systemd-unit.js';
 
 export { eventually, waitUntil };
@@ -41,10 +43,6 @@ export function clusterSkipReason(what: string): string | undefined {
         : undefined;
   if (reason !== undefined) process.stdout.write(`# ${what} skipped: ${reason}\n`);
   return reason;
-}
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
 }
 
 export interface ClusterProcess {
@@ -137,6 +135,23 @@ export async function startClusterProcess(
   }
 }
 
+/** `openspot engine` on a free port; `extra` overrides variables of `env` (e.g. a relay's NATS_URL). */
+export const startEngine = (t: Cleanup, env: Record<string, string>, extra: Record<string, string> = {}) =>
+  startClusterProcess(t, ['engine'], { ...env, ENGINE_PORT: '0', ...extra });
+
+/** `openspot engine --standby`, counted as started once it logs that it waits for the writer lock. */
+export const startStandby = (t: Cleanup, env: Record<string, string>) =>
+  startClusterProcess(
+    t,
+    ['engine', '--standby'],
+    { ...env, ENGINE_PORT: '0' },
+    { ready: /standby: waiting for the writer lock/ },
+  );
+
+/** `openspot gateway` on a free port; `extra` overrides variables of `env`. */
+export const startGateway = (t: Cleanup, env: Record<string, string>, extra: Record<string, string> = {}) =>
+  startClusterProcess(t, ['gateway'], { ...env, PORT: '0', ...extra });
+
 /** The environment every process of one cluster shares: its database, its stream and subjects, its secrets. */
 export async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
   if (TEST_NATS_URL === undefined) throw new Error('TEST_NATS_URL is not set');
@@ -218,3 +233,18 @@ export const on = (gateway: { url: string }, who: Trader) =>
     timeoutMs: 10_000,
     orderRetries: 0,
   });
+
+/**
+ * A pusher-js client (src/client connectRealtime) of one gateway, disconnected when the test ends;
+ * `client` signs its private channels.
+ */
+export function realtimeOf(t: Cleanup, gateway: { url: string }, client?: ChannelAuthorizer): Realtime {
+  const rt = connectRealtime({
+    wsHost: '127.0.0.1',
+    wsPort: Number(new URL(gateway.url).port),
+    appKey: 'openspot-key',
+    ...(client === undefined ? {} : { client }),
+  });
+  t.after(() => rt.disconnect());
+  return rt;
+}

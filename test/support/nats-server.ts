@@ -12,12 +12,9 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Cleanup } from './service-suite.js';
 
 export const NATS_SERVER_BIN: string = process.env.TEST_NATS_SERVER_BIN?.trim() || '/usr/sbin/nats-server';
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
-}
 
 export interface PrivateNatsServer {
   readonly url: string;

@@ -12,27 +12,15 @@ import { randomBytes } from 'node:crypto';
 import { type AddressInfo, createConnection, createServer, type Socket } from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type Cleanup, serviceSuite, serviceUrl } from './service-suite.js';
 
-export const TEST_NATS_URL: string | undefined = process.env.TEST_NATS_URL?.trim() || undefined;
+export const TEST_NATS_URL: string | undefined = serviceUrl('TEST_NATS_URL');
 
 export const NATS_SKIP_REASON =
   'TEST_NATS_URL is not set: NATS suites skipped (set it, e.g. nats://127.0.0.1:4222, to run them)';
 
-let announced = false;
-
 /** Options for `describe`/`test`: `{ skip: reason }` without TEST_NATS_URL, otherwise `{}`. */
-export function natsSuite(): { skip?: string } {
-  if (TEST_NATS_URL !== undefined) return {};
-  if (!announced) {
-    announced = true;
-    process.stdout.write(`# ${NATS_SKIP_REASON}\n`);
-  }
-  return { skip: NATS_SKIP_REASON };
-}
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
-}
+export const natsSuite = serviceSuite(TEST_NATS_URL, NATS_SKIP_REASON);
 
 /** A connection to the test server, closed when the test ends. Throws (the test fails) when unreachable. */
 export async function natsConnection(

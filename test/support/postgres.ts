@@ -9,30 +9,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { type Cleanup, serviceSuite, serviceUrl } from './service-suite.js';
 
-export const TEST_DATABASE_URL: string | undefined = process.env.TEST_DATABASE_URL?.trim() || undefined;
+export const TEST_DATABASE_URL: string | undefined = serviceUrl('TEST_DATABASE_URL');
 
 export const POSTGRES_SKIP_REASON =
   'TEST_DATABASE_URL is not set: PostgreSQL suites skipped (set it, e.g. postgres://postgres@127.0.0.1:5432/postgres, to run them)';
 
-let announced = false;
-
-/**
- * Options for `describe`/`test`: `{ skip: reason }` without TEST_DATABASE_URL, otherwise `{}`.
- * The reason is also printed once, so the skip is visible whatever the reporter.
- */
-export function postgresSuite(): { skip?: string } {
-  if (TEST_DATABASE_URL !== undefined) return {};
-  if (!announced) {
-    announced = true;
-    process.stdout.write(`# ${POSTGRES_SKIP_REASON}\n`);
-  }
-  return { skip: POSTGRES_SKIP_REASON };
-}
-
-interface Cleanup {
-  after(fn: () => Promise<void> | void): void;
-}
+/** Options for `describe`/`test`: `{ skip: reason }` without TEST_DATABASE_URL, otherwise `{}`. */
+export const postgresSuite = serviceSuite(TEST_DATABASE_URL, POSTGRES_SKIP_REASON);
 
 function adminUrl(): string {
   if (TEST_DATABASE_URL === undefined) throw new Error(POSTGRES_SKIP_REASON);

@@ -8,23 +8,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server, Socket } from 'node:net';
+import { serviceSuite, serviceUrl } from './service-suite.js';
 
-export const TEST_REDIS_URL: string | undefined = process.env.TEST_REDIS_URL?.trim() || undefined;
+export const TEST_REDIS_URL: string | undefined = serviceUrl('TEST_REDIS_URL');
 
 export const REDIS_SKIP_REASON =
   'TEST_REDIS_URL is not set: Redis suites skipped (set it, e.g. redis://127.0.0.1:6379, to run them)';
 
-let announced = false;
-
 /** Options for `describe`/`test`: `{ skip: reason }` without TEST_REDIS_URL, otherwise `{}`. */
-export function redisSuite(): { skip?: string } {
-  if (TEST_REDIS_URL !== undefined) return {};
-  if (!announced) {
-    announced = true;
-    process.stdout.write(`# ${REDIS_SKIP_REASON}\n`);
-  }
-  return { skip: REDIS_SKIP_REASON };
-}
+export const redisSuite = serviceSuite(TEST_REDIS_URL, REDIS_SKIP_REASON);
 
 export function redisUrl(): string {
   if (TEST_REDIS_URL === undefined) throw new Error(REDIS_SKIP_REASON);

@@ -458,16 +458,22 @@ class Sequencer implements LocalExchange {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    const { results, events, changes, trades, touched, ledger, bookSequences } = applied;
+    const { results, events, changes, trades, touched, ledger, books } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
     this.catalogue.committed(this.engine);
     const committed =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
-        ? this.committedBatch(events, changes, touched, trades)
+        ? {
+            sequence: this.feed.nextSequence(),
+            events,
+            books,
+            candles: touched,
+            trades,
+            balances: changes.balances,
+          }
         : undefined;
-    // After committedBatch, which numbers the updates on from the values before the batch.
-    for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
+    for (const [marketId, { sequence }] of books) this.bookSequences.set(marketId, sequence);
     // The engine equals the committed state again: readers may read it from here on.
     this.endStep();
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
@@ -582,7 +588,9 @@ class Sequencer implements LocalExchange {
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
       for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
-      const bookSequences = this.advancedBookSequences(changes.levels);
+      const books = this.bookUpdates(changes.levels);
+      const bookSequences: BookSequence[] = [];
+      for (const [marketId, { sequence }] of books) bookSequences.push({ marketId, sequence });
       const commit: CommitBatch = {
         changes,
         events,
@@ -596,7 +604,7 @@ class Sequencer implements LocalExchange {
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
         await this.ports.commit(commit);
-      return { results, events, changes, trades, touched, ledger, bookSequences };
+      return { results, events, changes, trades, touched, ledger, books };
     }
   }
 
@@ -777,29 +785,16 @@ class Sequencer implements LocalExchange {
   }
 
   /**
-   * The book sequence each market whose levels changed reaches with this batch: one update per
-   * changed level (see committedBatch). Committed with the batch, so a restarted engine goes on
-   * from exactly what was published; the map itself moves only once the commit succeeded.
+   * The batch's level changes per market, each with the level's new total and its own number,
+   * in the order the levels first changed: one update message per change, the book's sequence
+   * going up by one with each. Computed once, before the commit: the new book sequences are
+   * committed with the batch (so a restarted engine goes on from exactly what was published),
+   * and the same numbers go out with it once committed. `bookSequences` itself moves only once
+   * the commit succeeded.
    */
-  private advancedBookSequences(levels: ChangeSet['levels']): BookSequence[] {
-    if (levels.length === 0) return [];
-    const counts = new Map<MarketId, number>();
-    for (const key of levels) counts.set(key.marketId, (counts.get(key.marketId) ?? 0) + 1);
-    const out: BookSequence[] = [];
-    for (const [marketId, count] of counts)
-      out.push({ marketId, sequence: (this.bookSequences.get(marketId) ?? 0) + count });
-    return out;
-  }
-
-  private committedBatch(
-    events: readonly EngineEvent[],
-    { levels, balances }: ChangeSet,
-    candles: Candle[],
-    trades: ReadonlyMap<MarketId, readonly Trade[]>,
-  ): CommittedBatch {
-    // Each change is one update message, numbered in the order the levels first changed; the
-    // numbers are taken now, at the commit, so a snapshot read before the fan-out already carries
-    // the last of them (the sequence the next update follows).
+  private bookUpdates(
+    levels: ChangeSet['levels'],
+  ): Map<MarketId, { sequence: number; changes: LevelChange[] }> {
     const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
     for (const key of levels) {
       let book = books.get(key.marketId);
@@ -816,7 +811,7 @@ class Sequencer implements LocalExchange {
         sequence: book.sequence,
       });
     }
-    return { sequence: this.feed.nextSequence(), events, books, candles, trades, balances };
+    return books;
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
@@ -1040,8 +1035,11 @@ interface AppliedBatch {
   readonly touched: Candle[];
   /** The batch's deposit and withdrawal entries, as committed. */
   readonly ledger: readonly LedgerEntry[];
-  /** The new book sequences the batch committed (markets whose levels changed). */
-  readonly bookSequences: readonly BookSequence[];
+  /** Per market whose levels changed: its numbered level changes and its new (committed) book sequence. */
+  readonly books: ReadonlyMap<
+    MarketId,
+    { readonly sequence: number; readonly changes: readonly LevelChange[] }
+  >;
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */

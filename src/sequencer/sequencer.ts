@@ -844,12 +844,6 @@ class Sequencer implements LocalExchange {
     return this.view.stats24h(marketId, now);
   }
 
-  /** The current candle of an interval, if any trade ever happened in the market. */
-  currentCandle(marketId: MarketId, interval: (typeof INTERVALS)[number]): Candle | undefined {
-    this.committedEngine();
-    return this.candles.current(marketId, interval);
-  }
-
   onCommitted(
     listener: (batch: CommittedBatch) => void,
     options?: { readonly immediate?: boolean },

@@ -21,7 +21,7 @@
  * Then nothing is reloaded and no listener is told: clients' books simply continue.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
+import type { MarketId, UserId } from '../domain/types.js';
 import type { BalanceState, Command, CommandResult } from '../engine/types.js';
 import { type Clock, systemClock } from '../sequencer/clock.js';
 import { type FeedBatch, type FeedEntry, InProcessFeed } from '../sequencer/committed-feed.js';
@@ -35,7 +35,6 @@ import type {
   LedgerRequest,
   OnceResult,
   PlaceOrder,
-  TradeStats,
 } from '../sequencer/ports.js';
 import { canonicalSnapshot } from '../sequencer/snapshot-canonical.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
@@ -325,18 +324,6 @@ export class RemoteExchange implements Exchange {
           reserved: 0 as BalanceState['reserved'],
         },
     );
-  }
-
-  lastPrice(marketId: MarketId): Price | null {
-    return this.view.lastPrice(marketId);
-  }
-
-  statsToday(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.statsToday(marketId, now);
-  }
-
-  stats24h(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.stats24h(marketId, now);
   }
 
   onCommitted(

@@ -9,7 +9,6 @@ import type {
   AssetSpec,
   MarketId,
   MarketSpec,
-  Micros,
   OrderId,
   Price,
   Side,
@@ -164,11 +163,6 @@ export interface Exchange {
    * effects. Absent in the engine's own process, where `balances` is committed state already.
    */
   committedBalances?(userId: UserId): Promise<BalanceState[]>;
-  lastPrice(marketId: MarketId): Price | null;
-  /** Since 00:00 UTC of the day containing `now`. */
-  statsToday(marketId: MarketId, now: Micros): TradeStats;
-  /** Over the 24 hours before `now`. */
-  stats24h(marketId: MarketId, now: Micros): TradeStats;
 
   /**
    * Called after each commit, in commit order, once the replies of the batch's requests are

@@ -56,8 +56,8 @@ async function view(exchange: LocalExchange, id: MarketId) {
   return {
     book,
     balances: [...exchange.balances(ALICE), ...exchange.balances(BOB)],
-    last: exchange.lastPrice(id),
-    stats: exchange.stats24h(id, clock()),
+    last: exchange.view.lastPrice(id),
+    stats: exchange.view.stats24h(id, clock()),
     candles: await exchange.store.latestCandles(id),
     audit: exchange.audit(),
   };

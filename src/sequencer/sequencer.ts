@@ -62,7 +62,6 @@ import type {
   LevelChange,
   OnceResult,
   PlaceOrder,
-  TradeStats,
 } from './ports.js';
 import { TradeStatsBook } from './trade-stats.js';
 
@@ -828,20 +827,6 @@ class Sequencer implements LocalExchange {
     return engine
       .assetList()
       .map((asset) => ({ userId, asset: asset.code, ...engine.balance(userId, asset.code) }));
-  }
-
-  // Market figures are the view's: it follows every committed batch, so the sequencer keeps its
-  // own last prices, statistics and recent trades only as loaded (for the view's snapshots).
-  lastPrice(marketId: MarketId): Price | null {
-    return this.view.lastPrice(marketId);
-  }
-
-  statsToday(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.statsToday(marketId, now);
-  }
-
-  stats24h(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.stats24h(marketId, now);
   }
 
   onCommitted(

@@ -27,6 +27,7 @@ import { adminRoutes } from '../admin/routes.js';
 import { CredentialVault } from '../auth/vault.js';
 import type { Config } from '../config/config.js';
 import { httpErrorHandler } from '../http/errors.js';
+import { mountProbes } from '../http/probes.js';
 import { Metrics } from '../metrics.js';
 import type { FeedEntry } from '../sequencer/committed-feed.js';
 import { seedCatalogue } from '../sequencer/seed.js';
@@ -145,15 +146,11 @@ export async function startEngine(
   const app: FastifyInstance = Fastify({ logger: false });
   app.setErrorHandler(httpErrorHandler);
   metrics.mount(app, admin.token);
-  const readiness = () =>
-    stopping ? 'shutting down' : exchange.isWritable() ? 'ready' : 'store unavailable';
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
-    const reason =
-      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
-    return reply.code(503).send({ status, store: 'postgresql', reason });
+  const readiness = mountProbes(app, {
+    isShuttingDown: () => stopping,
+    isWritable: () => exchange.isWritable(),
+    storeName: 'postgresql',
+    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
   });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

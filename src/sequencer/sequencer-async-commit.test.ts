@@ -5,16 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import type { MarketId, Price, Volume } from '../domain/types.js';
 import { asyncStore } from '../store/async-store.js';
 import type { AsyncStore } from '../store/ports.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type CommitBatch, StoreUnavailableError } from '../store/store.js';
 import { type LocalExchange, openExchange, UncommittedReadError } from './sequencer.js';
+import { ALICE, seedBtcEur } from './test-support.js';
 
-const BTC = 'BTC' as AssetCode;
-const EUR = 'EUR' as AssetCode;
-const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** A commit log whose commits wait, once `hold` is set, until the test lets each one through. */
@@ -52,20 +50,7 @@ class GatedLog {
 async function venue(): Promise<{ exchange: LocalExchange; log: GatedLog; id: MarketId }> {
   const log = new GatedLog();
   const exchange = await openExchange({ store: log.ports, probeIntervalMs: 60_000 });
-  await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
-  await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: BTC,
-    quote: EUR,
-    pairDecimals: 1,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
-  await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
-  return { exchange, log, id: exchange.catalogue.marketByName('BTC/EUR')!.id };
+  return { exchange, log, id: await seedBtcEur(exchange) };
 }
 
 const bid = (marketId: MarketId, price: number) =>

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
+import type { Amount, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
 import type { Command } from '../engine/types.js';
 import { asyncStore } from '../store/async-store.js';
@@ -16,10 +16,8 @@ import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../store/store.js';
 import type { CommittedBatch } from './ports.js';
 import { type LocalExchange, openExchange } from './sequencer.js';
+import { ALICE, BTC, EUR, seedBtcEur } from './test-support.js';
 
-const BTC = 'BTC' as AssetCode;
-const EUR = 'EUR' as AssetCode;
-const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 async function market(): Promise<{ exchange: LocalExchange; id: MarketId }> {
@@ -29,20 +27,7 @@ async function market(): Promise<{ exchange: LocalExchange; id: MarketId }> {
 
 /** BTC/EUR without fees, and 1,000,000.00 EUR for Alice. */
 async function seedMarket(exchange: LocalExchange): Promise<MarketId> {
-  await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
-  await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: BTC,
-    quote: EUR,
-    pairDecimals: 1,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
-  await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
-  const id = exchange.catalogue.marketByName('BTC/EUR')!.id;
+  const id = await seedBtcEur(exchange);
   await nextTurn();
   return id;
 }

@@ -136,7 +136,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     /** The book sequences of the order-book updates the gateway passes on, in order. */
     const updates: number[] = [];
     remote.onCommitted((batch) => {
-      for (const change of batch.books.get(market)?.changes ?? []) updates.push(change.sequence);
+      for (const book of batch.books)
+        if (book.marketId === market) for (const change of book.changes) updates.push(change.sequence);
     });
     await remote.submit(deposit(7, 'BTC', 1_000));
     await remote.submit(deposit(9, 'EUR', 10_000_000));

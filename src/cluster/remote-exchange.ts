@@ -167,10 +167,9 @@ export class RemoteExchange implements Exchange {
     const local: FeedBatch = { ...entry, sequence: this.feed.nextSequence() };
     this.feed.publish(local);
     this.commits += 1;
-    const batch = committedBatch(local);
-    for (const listener of this.immediate) this.call(listener, batch);
+    for (const listener of this.immediate) this.call(listener, local);
     this.feed.release(local.sequence);
-    for (const listener of this.afterReplies) this.call(listener, batch);
+    for (const listener of this.afterReplies) this.call(listener, local);
   }
 
   /**
@@ -394,16 +393,4 @@ function readFeedEntry(value: ExactValue, path: string): FeedEntry {
 
 function snapshotOptions(options: RemoteExchangeOptions): { subject?: string } {
   return options.snapshotSubject === undefined ? {} : { subject: options.snapshotSubject };
-}
-
-/** The listeners' form of a batch (Maps), from the feed's plain form. */
-function committedBatch(batch: FeedBatch): CommittedBatch {
-  return {
-    sequence: batch.sequence,
-    events: batch.events,
-    books: new Map(batch.books.map((b) => [b.marketId, { sequence: b.sequence, changes: b.changes }])),
-    candles: batch.candles,
-    trades: new Map(batch.trades.map((t) => [t.marketId, t.trades])),
-    balances: batch.balances,
-  };
 }

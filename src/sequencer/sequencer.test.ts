@@ -16,7 +16,7 @@ import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../store/store.js';
 import type { CommittedBatch } from './ports.js';
 import { type LocalExchange, openExchange } from './sequencer.js';
-import { ALICE, BTC, EUR, seedBtcEur } from './test-support.js';
+import { ALICE, BTC, bookOf, EUR, seedBtcEur } from './test-support.js';
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -52,7 +52,7 @@ test('a request is answered before its batch is passed to the (fan-out) listener
   assert.equal(seen.length, 0, 'the listener ran before the reply could be written');
   await nextTurn();
   assert.equal(seen.length, 1);
-  assert.deepEqual(seen[0]!.books.get(id)?.changes, [
+  assert.deepEqual(bookOf(seen[0]!, id)?.changes, [
     { side: 'buy', price: 200, before: 0, volume: 100_000, sequence: 1 },
   ]);
   await exchange.close();
@@ -74,7 +74,7 @@ test('the sequence number is the committed one at once; listeners see each batch
   const sequenceBefore = exchange.book(id, 0).sequence;
   const seen: Array<{ sequence: number; bids: number }> = [];
   exchange.onCommitted((batch) =>
-    seen.push({ sequence: batch.books.get(id)!.sequence, bids: exchange.book(id, 0).bids.length }),
+    seen.push({ sequence: bookOf(batch, id)!.sequence, bids: exchange.book(id, 0).bids.length }),
   );
   await exchange.submit(bid(id, 200));
   // A reader right after the reply (a REST snapshot) gets the sequence of what it sees.
@@ -107,7 +107,8 @@ test('each changed level of a batch takes the next sequence number, in the order
   assert.equal(exchange.book(id, 0).sequence, before + 2);
   await nextTurn();
   assert.equal(seen.length, 1);
-  assert.deepEqual(seen[0]!.books.get(id), {
+  assert.deepEqual(bookOf(seen[0]!, id), {
+    marketId: id,
     sequence: before + 2,
     changes: [
       { side: 'buy', price: 200, before: 0, volume: 200_000, sequence: before + 1 },
@@ -277,7 +278,7 @@ test('book sequences continue across a restart on the same store: the next updat
   await restarted.submit(bid(id, 170));
   await nextTurn();
   assert.deepEqual(
-    seen[0]?.books.get(id)?.changes.map((c) => c.sequence),
+    (seen[0] && bookOf(seen[0], id))?.changes.map((c) => c.sequence),
     [last + 1],
   );
   await restarted.close();

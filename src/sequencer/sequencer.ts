@@ -51,7 +51,7 @@ import {
 } from '../store/store.js';
 import { CatalogueIndex } from './catalogue-index.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
-import { feedBatch, InProcessFeed } from './committed-feed.js';
+import { type FeedBookChanges, type FeedTrades, InProcessFeed } from './committed-feed.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
@@ -271,7 +271,7 @@ class Sequencer implements LocalExchange {
     this.catalogue = new EngineCatalogue(engine);
     this.feed = new InProcessFeed(this.logger);
     // First of each set: the feed (and the view it keeps) moves before any other listener runs.
-    this.immediateListeners.add((batch) => this.feed.publish(feedBatch(batch)));
+    this.immediateListeners.add((batch) => this.feed.publish(batch));
     this.listeners.add((batch) => this.feed.release(batch.sequence));
   }
 
@@ -461,9 +461,10 @@ class Sequencer implements LocalExchange {
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
     this.catalogue.committed(this.engine);
-    const committed =
+    const committed: CommittedBatch | undefined =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
         ? {
+            kind: 'batch',
             sequence: this.feed.nextSequence(),
             events,
             books,
@@ -472,7 +473,7 @@ class Sequencer implements LocalExchange {
             balances: changes.balances,
           }
         : undefined;
-    for (const [marketId, { sequence }] of books) this.bookSequences.set(marketId, sequence);
+    for (const { marketId, sequence } of books) this.bookSequences.set(marketId, sequence);
     // The engine equals the committed state again: readers may read it from here on.
     this.endStep();
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
@@ -586,10 +587,9 @@ class Sequencer implements LocalExchange {
       const changes = this.engine.drainChanges();
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
-      for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
+      for (const { marketId, trades: list } of trades) touched.push(...this.candles.apply(marketId, list));
       const books = this.bookUpdates(changes.levels);
-      const bookSequences: BookSequence[] = [];
-      for (const [marketId, { sequence }] of books) bookSequences.push({ marketId, sequence });
+      const bookSequences: BookSequence[] = books.map(({ marketId, sequence }) => ({ marketId, sequence }));
       const commit: CommitBatch = {
         changes,
         events,
@@ -791,14 +791,12 @@ class Sequencer implements LocalExchange {
    * and the same numbers go out with it once committed. `bookSequences` itself moves only once
    * the commit succeeded.
    */
-  private bookUpdates(
-    levels: ChangeSet['levels'],
-  ): Map<MarketId, { sequence: number; changes: LevelChange[] }> {
-    const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
+  private bookUpdates(levels: ChangeSet['levels']): FeedBookChanges[] {
+    const books = new Map<MarketId, { marketId: MarketId; sequence: number; changes: LevelChange[] }>();
     for (const key of levels) {
       let book = books.get(key.marketId);
       if (book === undefined) {
-        book = { sequence: this.bookSequences.get(key.marketId) ?? 0, changes: [] };
+        book = { marketId: key.marketId, sequence: this.bookSequences.get(key.marketId) ?? 0, changes: [] };
         books.set(key.marketId, book);
       }
       book.sequence += 1;
@@ -810,7 +808,7 @@ class Sequencer implements LocalExchange {
         sequence: book.sequence,
       });
     }
-    return books;
+    return [...books.values()];
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
@@ -1010,15 +1008,12 @@ interface AppliedBatch {
   readonly results: Array<SubmitResult | Error>;
   readonly events: EngineEvent[];
   readonly changes: ChangeSet;
-  readonly trades: Map<MarketId, Trade[]>;
+  readonly trades: FeedTrades[];
   readonly touched: Candle[];
   /** The batch's deposit and withdrawal entries, as committed. */
   readonly ledger: readonly LedgerEntry[];
   /** Per market whose levels changed: its numbered level changes and its new (committed) book sequence. */
-  readonly books: ReadonlyMap<
-    MarketId,
-    { readonly sequence: number; readonly changes: readonly LevelChange[] }
-  >;
+  readonly books: FeedBookChanges[];
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */
@@ -1068,16 +1063,17 @@ function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
 const referenceKey = (e: Pick<LedgerEntry, 'userId' | 'kind' | 'reference'>): string =>
   `${e.userId}\u0000${e.kind}\u0000${e.reference}`;
 
-function tradesByMarket(events: readonly EngineEvent[]): Map<MarketId, Trade[]> {
-  const out = new Map<MarketId, Trade[]>();
+/** The batch's trades per market, markets in the order of their first trade, trades in engine order. */
+function tradesByMarket(events: readonly EngineEvent[]): FeedTrades[] {
+  const byMarket = new Map<MarketId, Trade[]>();
   for (const event of events) {
     if (event.type !== 'trade') continue;
-    let list = out.get(event.trade.marketId);
+    let list = byMarket.get(event.trade.marketId);
     if (list === undefined) {
       list = [];
-      out.set(event.trade.marketId, list);
+      byMarket.set(event.trade.marketId, list);
     }
     list.push(event.trade);
   }
-  return out;
+  return [...byMarket].map(([marketId, trades]) => ({ marketId, trades }));
 }

@@ -1,5 +1,7 @@
 /** The venue the sequencer tests start from. Test code only. */
 import type { Amount, AssetCode, FeeRate, MarketId, UserId, Volume } from '../domain/types.js';
+import type { FeedBookChanges } from './committed-feed.js';
+import type { CommittedBatch } from './ports.js';
 import type { LocalExchange } from './sequencer.js';
 
 export const BTC = 'BTC' as AssetCode;
@@ -22,4 +24,9 @@ export async function seedBtcEur(exchange: LocalExchange): Promise<MarketId> {
   });
   await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
   return exchange.catalogue.marketByName('BTC/EUR')!.id;
+}
+
+/** A committed batch's level changes for one market (undefined when its book did not change). */
+export function bookOf(batch: CommittedBatch, marketId: MarketId): FeedBookChanges | undefined {
+  return batch.books.find((book) => book.marketId === marketId);
 }

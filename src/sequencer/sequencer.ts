@@ -63,6 +63,7 @@ import type {
   OnceResult,
   PlaceOrder,
 } from './ports.js';
+import { canonicalSnapshot } from './snapshot-canonical.js';
 import { TradeStatsBook } from './trade-stats.js';
 
 export interface ExchangeOptions {
@@ -708,8 +709,38 @@ class Sequencer implements LocalExchange {
     this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
-    await this.rebuild();
+    if (await this.rebuild()) this.reloadReadersIfChanged();
     this.startProbing();
+  }
+
+  /**
+   * After a failed commit's rebuild. A commit whose connection broke may have reached the store
+   * all the same (in doubt, decision 36): the engine, reloaded from the store, then holds a batch
+   * the feed never carried, and the view (and every gateway's) would miss it for good, its book
+   * sequences then jumping at the next batch. So the rebuilt state is compared with the view, as
+   * a gateway compares an engine's reset (snapshot-canonical.ts): equal, nothing happens (the
+   * usual case: the batch did not land); different, the feed carries a reset with the state from
+   * the store and the `onRestored` listeners are told, as after a checkpoint restore. Only on a
+   * failed commit: never on the commit path.
+   */
+  private reloadReadersIfChanged(): void {
+    const now = this.clock();
+    if (canonicalSnapshot(this.marketSnapshot(), now) === canonicalSnapshot(this.view.snapshot(), now))
+      return;
+    this.logger?.warn('the failed commit had reached the store: readers reload the committed state');
+    this.commits += 1;
+    this.publishReset();
+    this.callRestoredListeners();
+  }
+
+  private callRestoredListeners(): void {
+    for (const listener of this.restoredListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a restore listener failed');
+      }
+    }
   }
 
   /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
@@ -903,13 +934,7 @@ class Sequencer implements LocalExchange {
       this.resetDue = true;
       if (!this.stale) this.publishReset();
       this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
-      for (const listener of this.restoredListeners) {
-        try {
-          listener();
-        } catch (error) {
-          this.logger?.error({ err: error }, 'a restore listener failed');
-        }
-      }
+      this.callRestoredListeners();
     });
   }
 

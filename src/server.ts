@@ -14,6 +14,7 @@ import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
+import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { mountProbes, type Readiness } from './http/probes.js';
 import { httpRateLimit } from './http/rate-limit.js';
@@ -149,10 +150,7 @@ export async function startServer(
     demoCredentials: () => demoAccount,
   });
 
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const { url, port } = await listenOn(app, config.host, config.port);
   logger.info({ url }, 'OpenSpot is listening');
   logger.info(
     { terminal: `${url}/`, console: `${url}/admin` },

@@ -27,6 +27,7 @@ import { adminRoutes } from '../admin/routes.js';
 import { CredentialVault } from '../auth/vault.js';
 import type { Config } from '../config/config.js';
 import { httpErrorHandler } from '../http/errors.js';
+import { listenOn } from '../http/listen.js';
 import { mountProbes } from '../http/probes.js';
 import { Metrics } from '../metrics.js';
 import type { FeedEntry } from '../sequencer/committed-feed.js';
@@ -162,10 +163,7 @@ export async function startEngine(
     onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
-  await app.listen({ port: options.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : options.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const { url } = await listenOn(app, config.host, options.port);
   logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
 
   const close = async (): Promise<void> => {

@@ -263,17 +263,10 @@ export class RemoteExchange implements Exchange {
     }
   }
 
-  /**
-   * The view's catalogue, read at each call: adapters keep this object (routes take it at
-   * registration), and a reset replaces the view's own.
-   */
-  readonly catalogue: Catalogue = {
-    assets: () => this.view.catalogue.assets(),
-    asset: (code) => this.view.catalogue.asset(code),
-    markets: () => this.view.catalogue.markets(),
-    market: (id) => this.view.catalogue.market(id),
-    marketByName: (name) => this.view.catalogue.marketByName(name),
-  };
+  /** The view's catalogue (one object for the view's life: a reset re-indexes it). */
+  get catalogue(): Catalogue {
+    return this.view.catalogue;
+  }
 
   async submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult> {
     return this.track(this.commands.submit(command, ledger));

@@ -49,12 +49,12 @@ import {
   type LedgerEntry,
   StoreUnavailableError,
 } from '../store/store.js';
-import { CatalogueIndex } from './catalogue-index.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
 import { type FeedBookChanges, type FeedTrades, InProcessFeed } from './committed-feed.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
+  Catalogue,
   CommittedBatch,
   Exchange,
   IdempotencyRequest,
@@ -185,7 +185,6 @@ export class UncommittedReadError extends Error {
 class Sequencer implements LocalExchange {
   readonly store: AsyncStore;
   readonly clock: Clock;
-  readonly catalogue: EngineCatalogue;
   private readonly ports: AsyncStore;
   readonly history: HistoryQueries;
   readonly credentials: CredentialStore;
@@ -205,6 +204,15 @@ class Sequencer implements LocalExchange {
   readonly feed: InProcessFeed;
   /** The read model HTTP and WebSocket readers read; kept from `feed` only (set by `start`). */
   view!: MarketView;
+
+  /**
+   * The committed catalogue: the view's, which moves at the commit of a batch that changes it
+   * (before its replies) and is reloaded by a reset, so an asset or market whose creation is
+   * still being committed is not seen yet.
+   */
+  get catalogue(): Catalogue {
+    return this.view.catalogue;
+  }
   /** A restore replaced the state and the feed has not said so yet (the rebuild failed). */
   private resetDue = false;
   /**
@@ -269,7 +277,6 @@ class Sequencer implements LocalExchange {
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
     this.engine = engine;
     this.references = references;
-    this.catalogue = new EngineCatalogue(engine);
     this.feed = new InProcessFeed(this.logger);
     // First of each set: the feed (and the view it keeps) moves before any other listener runs.
     this.immediateListeners.add((batch) => this.feed.publish(batch));
@@ -317,7 +324,6 @@ class Sequencer implements LocalExchange {
     this.recentTrades = recentTrades;
     this.bookSequences.clear();
     for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
-    this.catalogue.committed(this.engine);
   }
 
   /**
@@ -461,7 +467,6 @@ class Sequencer implements LocalExchange {
     const { results, events, changes, trades, touched, ledger, books } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
-    this.catalogue.committed(this.engine);
     const committed: CommittedBatch | undefined =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
         ? {
@@ -973,39 +978,6 @@ class Sequencer implements LocalExchange {
     this.publishCommitted();
     this.closed = true;
     this.stopProbing();
-  }
-}
-
-/**
- * The committed catalogue, with lookup tables (every request resolves a pair or an asset): a read
- * model, re-indexed by the sequencer once a batch is committed (and after every rebuild), so an
- * asset or market whose creation is still being committed is not seen yet. It only grows, and
- * every new market takes the next market id, so a count tells whether anything changed.
- */
-class EngineCatalogue extends CatalogueIndex {
-  private indexedEngine: Engine | undefined;
-  private indexedAssets = -1;
-  private indexedNextMarketId = -1;
-
-  constructor(engine: Engine) {
-    super();
-    this.committed(engine);
-  }
-
-  /** The engine now holds committed state: take its catalogue if it changed. */
-  committed(engine: Engine): void {
-    const assets = engine.assetList();
-    const nextMarketId = engine.sequences().nextMarketId;
-    if (
-      engine === this.indexedEngine &&
-      assets.length === this.indexedAssets &&
-      nextMarketId === this.indexedNextMarketId
-    )
-      return;
-    this.replace(assets, engine.marketList());
-    this.indexedEngine = engine;
-    this.indexedAssets = assets.length;
-    this.indexedNextMarketId = nextMarketId;
   }
 }
 

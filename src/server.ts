@@ -14,7 +14,9 @@ import { type Config, isLoopback } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
 import { buildHttpApp } from './http/app.js';
+import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
+import { mountProbes, type Readiness } from './http/probes.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
 import type { Clock } from './sequencer/clock.js';
@@ -148,10 +150,7 @@ export async function startServer(
     demoCredentials: () => demoAccount,
   });
 
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const { url, port } = await listenOn(app, config.host, config.port);
   logger.info({ url }, 'OpenSpot is listening');
   logger.info(
     { terminal: `${url}/`, console: `${url}/admin` },
@@ -219,7 +218,7 @@ export interface MountedInterface {
   readonly admin: { readonly token: string };
   readonly vault: CredentialVault;
   readonly ws: Config['ws'];
-  readonly readiness: () => 'ready' | 'shutting down' | 'store unavailable';
+  readonly readiness: () => Readiness;
 }
 
 /**
@@ -283,18 +282,11 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
     ...(keyLimiter === undefined ? {} : { keyLimiter }),
   });
   metrics.mount(app, admin.token);
-  const readiness = () =>
-    options.isShuttingDown()
-      ? ('shutting down' as const)
-      : exchange.isWritable()
-        ? ('ready' as const)
-        : ('store unavailable' as const);
-  app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
-    const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
-    const reason = status === 'shutting down' ? 'shutting down' : options.unavailableReason();
-    return reply.code(503).send({ status, store: options.storeName, reason });
+  const readiness = mountProbes(app, {
+    isShuttingDown: options.isShuttingDown,
+    isWritable: () => exchange.isWritable(),
+    storeName: options.storeName,
+    unavailableReason: options.unavailableReason,
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,
@@ -340,31 +332,6 @@ function replayOf(config: Config, exchange: LocalExchange): PreparedReplay | und
   });
 }
 const STORE_NAMES = { sqlite: 'sqlite', postgres: 'postgresql' } as const;
-
-const PROBE_SCHEMAS = {
-  healthz: {
-    tags: ['health'],
-    summary: 'Liveness: the process answers',
-    response: { 200: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } },
-  },
-  readyz: {
-    tags: ['health'],
-    summary: 'Readiness: the store accepts changes and the server is not shutting down',
-    response: {
-      200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
-      503: {
-        type: 'object',
-        description:
-          'Not ready: a load balancer should send traffic elsewhere. `reason` says why, e.g. `database unreachable`, `database connection lost`, `database refuses connections`, `another engine took over`, `disk full` (docs/operations.md, "What /readyz reports")',
-        properties: {
-          status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
-          store: { type: 'string', enum: ['sqlite', 'postgresql'] },
-          reason: { type: 'string' },
-        },
-      },
-    },
-  },
-} as const;
 
 /**
  * Development conveniences: the demo account (and the simulator's accounts), provisioned through

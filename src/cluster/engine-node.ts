@@ -27,6 +27,8 @@ import { adminRoutes } from '../admin/routes.js';
 import { CredentialVault } from '../auth/vault.js';
 import type { Config } from '../config/config.js';
 import { httpErrorHandler } from '../http/errors.js';
+import { listenOn } from '../http/listen.js';
+import { mountProbes } from '../http/probes.js';
 import { Metrics } from '../metrics.js';
 import type { FeedEntry } from '../sequencer/committed-feed.js';
 import { seedCatalogue } from '../sequencer/seed.js';
@@ -145,15 +147,11 @@ export async function startEngine(
   const app: FastifyInstance = Fastify({ logger: false });
   app.setErrorHandler(httpErrorHandler);
   metrics.mount(app, admin.token);
-  const readiness = () =>
-    stopping ? 'shutting down' : exchange.isWritable() ? 'ready' : 'store unavailable';
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_request, reply) => {
-    const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
-    const reason =
-      status === 'shutting down' ? 'shutting down' : unavailableReason(exchange.unavailableCause());
-    return reply.code(503).send({ status, store: 'postgresql', reason });
+  const readiness = mountProbes(app, {
+    isShuttingDown: () => stopping,
+    isWritable: () => exchange.isWritable(),
+    storeName: 'postgresql',
+    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
   });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
@@ -165,10 +163,7 @@ export async function startEngine(
     onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
-  await app.listen({ port: options.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : options.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const { url } = await listenOn(app, config.host, options.port);
   logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
 
   const close = async (): Promise<void> => {

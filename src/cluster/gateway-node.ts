@@ -7,6 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config.js';
+import { listenOn } from '../http/listen.js';
 import { pagesPlugin } from '../http/pages.js';
 import { Metrics } from '../metrics.js';
 import { mountInterface } from '../server.js';
@@ -82,10 +83,7 @@ export async function startGateway(
     balanceCurrency: config.balanceCurrency,
     demoCredentials: () => undefined,
   });
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const { url } = await listenOn(app, config.host, config.port);
   logger.info({ url }, 'OpenSpot gateway is listening');
   return {
     exchange,

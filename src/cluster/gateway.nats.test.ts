@@ -65,7 +65,7 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     assert.ok(placed.ok);
     // A buyer takes part of it: a trade, candles, balances of both sides in one batch.
     await remote.submit({ ...sell(9, 30_000, 50), side: 'buy' });
-    await until(() => remote.lastPrice(market) === 30_000, 'the trade in the view');
+    await until(() => remote.view.lastPrice(market) === 30_000, 'the trade in the view');
     assert.equal(reloads, 0, 'every batch was taken as it came (none refused as malformed)');
     assert.equal(remote.book(market, 0).asks.length, 1);
     assert.deepEqual(remote.book(market, 0), exchange.view.book(market, 0));
@@ -136,7 +136,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     /** The book sequences of the order-book updates the gateway passes on, in order. */
     const updates: number[] = [];
     remote.onCommitted((batch) => {
-      for (const change of batch.books.get(market)?.changes ?? []) updates.push(change.sequence);
+      for (const book of batch.books)
+        if (book.marketId === market) for (const change of book.changes) updates.push(change.sequence);
     });
     await remote.submit(deposit(7, 'BTC', 1_000));
     await remote.submit(deposit(9, 'EUR', 10_000_000));
@@ -144,7 +145,7 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     await remote.submit(sell(7, 31_000, 100));
     // A trade too: last price, candles, statistics and recent trades must compare equal as well.
     await remote.submit({ ...sell(9, 30_000, 50), side: 'buy' });
-    await until(() => remote.lastPrice(market) === 30_000, 'the trade in the view');
+    await until(() => remote.view.lastPrice(market) === 30_000, 'the trade in the view');
     const last = remote.book(market, 0).sequence;
     assert.deepEqual(updates, [1, 2, 3]);
 

@@ -21,7 +21,7 @@
  * Then nothing is reloaded and no listener is told: clients' books simply continue.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { MarketId, Micros, Price, UserId } from '../domain/types.js';
+import type { MarketId, UserId } from '../domain/types.js';
 import type { BalanceState, Command, CommandResult } from '../engine/types.js';
 import { type Clock, systemClock } from '../sequencer/clock.js';
 import { type FeedBatch, type FeedEntry, InProcessFeed } from '../sequencer/committed-feed.js';
@@ -35,7 +35,6 @@ import type {
   LedgerRequest,
   OnceResult,
   PlaceOrder,
-  TradeStats,
 } from '../sequencer/ports.js';
 import { canonicalSnapshot } from '../sequencer/snapshot-canonical.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
@@ -168,10 +167,9 @@ export class RemoteExchange implements Exchange {
     const local: FeedBatch = { ...entry, sequence: this.feed.nextSequence() };
     this.feed.publish(local);
     this.commits += 1;
-    const batch = committedBatch(local);
-    for (const listener of this.immediate) this.call(listener, batch);
+    for (const listener of this.immediate) this.call(listener, local);
     this.feed.release(local.sequence);
-    for (const listener of this.afterReplies) this.call(listener, batch);
+    for (const listener of this.afterReplies) this.call(listener, local);
   }
 
   /**
@@ -265,17 +263,10 @@ export class RemoteExchange implements Exchange {
     }
   }
 
-  /**
-   * The view's catalogue, read at each call: adapters keep this object (routes take it at
-   * registration), and a reset replaces the view's own.
-   */
-  readonly catalogue: Catalogue = {
-    assets: () => this.view.catalogue.assets(),
-    asset: (code) => this.view.catalogue.asset(code),
-    markets: () => this.view.catalogue.markets(),
-    market: (id) => this.view.catalogue.market(id),
-    marketByName: (name) => this.view.catalogue.marketByName(name),
-  };
+  /** The view's catalogue (one object for the view's life: a reset re-indexes it). */
+  get catalogue(): Catalogue {
+    return this.view.catalogue;
+  }
 
   async submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult> {
     return this.track(this.commands.submit(command, ledger));
@@ -325,18 +316,6 @@ export class RemoteExchange implements Exchange {
           reserved: 0 as BalanceState['reserved'],
         },
     );
-  }
-
-  lastPrice(marketId: MarketId): Price | null {
-    return this.view.lastPrice(marketId);
-  }
-
-  statsToday(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.statsToday(marketId, now);
-  }
-
-  stats24h(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.stats24h(marketId, now);
   }
 
   onCommitted(
@@ -407,16 +386,4 @@ function readFeedEntry(value: ExactValue, path: string): FeedEntry {
 
 function snapshotOptions(options: RemoteExchangeOptions): { subject?: string } {
   return options.snapshotSubject === undefined ? {} : { subject: options.snapshotSubject };
-}
-
-/** The listeners' form of a batch (Maps), from the feed's plain form. */
-function committedBatch(batch: FeedBatch): CommittedBatch {
-  return {
-    sequence: batch.sequence,
-    events: batch.events,
-    books: new Map(batch.books.map((b) => [b.marketId, { sequence: b.sequence, changes: b.changes }])),
-    candles: batch.candles,
-    trades: new Map(batch.trades.map((t) => [t.marketId, t.trades])),
-    balances: batch.balances,
-  };
 }

@@ -1,7 +1,7 @@
 /**
- * The catalogue's lookups (by code, by id, by joined and slash market names), shared by the two
- * places that keep one: the sequencer (from the engine's committed state) and a MarketView (from
- * the feed). Readers get frozen lists, renewed only when the catalogue changes.
+ * The catalogue's lookups (by code, by id, by joined and slash market names), kept by a
+ * MarketView from the feed (the one catalogue of a process, engine or gateway). Readers get
+ * frozen lists, renewed only when the catalogue changes.
  */
 import type { AssetSpec, MarketId, MarketSpec } from '../domain/types.js';
 import type { Catalogue } from './ports.js';

@@ -22,7 +22,7 @@ import type { MarketId } from '../domain/types.js';
 import type { BalanceState, EngineEvent, Trade } from '../engine/types.js';
 import type { Candle } from '../market-data/candle.js';
 import type { MarketSnapshot } from './market-view.js';
-import type { CommittedBatch, LevelChange } from './ports.js';
+import type { LevelChange } from './ports.js';
 
 /** One market's changed levels in a batch, and its book's sequence after the last of them. */
 export interface FeedBookChanges {
@@ -98,24 +98,6 @@ export interface CommittedFeed {
     onMessage: (message: FeedMessage) => void,
     options?: SubscribeOptions,
   ): () => void;
-}
-
-/** The plain form of a committed batch (the sequencer's listeners get Maps). */
-export function feedBatch(batch: CommittedBatch): FeedBatch {
-  const books: FeedBookChanges[] = [];
-  for (const [marketId, book] of batch.books)
-    books.push({ marketId, sequence: book.sequence, changes: book.changes });
-  const trades: FeedTrades[] = [];
-  for (const [marketId, list] of batch.trades) trades.push({ marketId, trades: list });
-  return {
-    kind: 'batch',
-    sequence: batch.sequence,
-    events: batch.events,
-    books,
-    candles: batch.candles,
-    trades,
-    balances: batch.balances,
-  };
 }
 
 interface Subscriber {

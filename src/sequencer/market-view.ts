@@ -166,7 +166,8 @@ const candleKey = (marketId: MarketId, interval: Interval): string => `${marketI
 
 export class MarketView {
   private seq: number;
-  private catalogueModel: CatalogueIndex;
+  /** One object for the view's life: a reset re-indexes it, so adapters may keep it. */
+  private readonly catalogueModel = new CatalogueIndex();
   private books = new Map<MarketId, ViewBook>();
   private lastPrices = new Map<MarketId, Price>();
   private stats = new TradeStatsBook();
@@ -180,7 +181,6 @@ export class MarketView {
     private readonly recentLimit: number,
   ) {
     this.seq = snapshot.sequence;
-    this.catalogueModel = new CatalogueIndex(snapshot.assets, snapshot.markets);
     this.recent = new RecentTrades(recentLimit);
     this.load(snapshot);
   }
@@ -192,7 +192,7 @@ export class MarketView {
 
   private load(snapshot: MarketSnapshot): void {
     this.seq = snapshot.sequence;
-    this.catalogueModel = new CatalogueIndex(snapshot.assets, snapshot.markets);
+    this.catalogueModel.replace(snapshot.assets, snapshot.markets);
     this.books = new Map();
     for (const book of snapshot.books)
       this.books.set(book.marketId, new ViewBook(book.sequence, book.bids, book.asks));

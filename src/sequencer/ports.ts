@@ -9,25 +9,16 @@ import type {
   AssetSpec,
   MarketId,
   MarketSpec,
-  Micros,
   OrderId,
   Price,
   Side,
   UserId,
   Volume,
 } from '../domain/types.js';
-import type {
-  BalanceState,
-  BookLevels,
-  Command,
-  CommandResult,
-  EngineEvent,
-  Trade,
-} from '../engine/types.js';
-import type { Candle } from '../market-data/candle.js';
+import type { BalanceState, BookLevels, Command, CommandResult } from '../engine/types.js';
 import type { CredentialStore, HistoryQueries } from '../store/ports.js';
 import type { LedgerKind } from '../store/store.js';
-import type { CommittedFeed } from './committed-feed.js';
+import type { CommittedFeed, FeedBatch } from './committed-feed.js';
 import type { MarketView } from './market-view.js';
 
 export interface Catalogue {
@@ -73,26 +64,12 @@ export interface LevelChange {
   readonly sequence: number;
 }
 
-/** What one committed batch changed, handed to listeners after the commit, in engine order. */
-export interface CommittedBatch {
-  /** Its number in the committed feed (see CommittedFeed): +1 per batch that had events. */
-  readonly sequence: number;
-  readonly events: readonly EngineEvent[];
-  /**
-   * Per market, every level whose total changed, in the order of their first changes, each with
-   * its new total and its own sequence number, plus the book's sequence after the last of them.
-   */
-  readonly books: ReadonlyMap<
-    MarketId,
-    { readonly sequence: number; readonly changes: readonly LevelChange[] }
-  >;
-  /** Candles touched by the batch, in their new state. */
-  readonly candles: readonly Candle[];
-  /** The batch's trades per market, in engine order (the same trades as in `events`). */
-  readonly trades: ReadonlyMap<MarketId, readonly Trade[]>;
-  /** Every balance the batch changed, as it is after the batch. */
-  readonly balances: readonly BalanceState[];
-}
+/**
+ * What one committed batch changed, handed to listeners after the commit, in engine order: the
+ * committed feed's own entry (FeedBatch), so the listeners, the feed and the stream a gateway
+ * reads carry one form of a batch, with no conversion between them.
+ */
+export type CommittedBatch = FeedBatch;
 
 /** Trade statistics over a window (today since 00:00 UTC, or the last 24 hours). */
 export interface TradeStats {
@@ -164,11 +141,6 @@ export interface Exchange {
    * effects. Absent in the engine's own process, where `balances` is committed state already.
    */
   committedBalances?(userId: UserId): Promise<BalanceState[]>;
-  lastPrice(marketId: MarketId): Price | null;
-  /** Since 00:00 UTC of the day containing `now`. */
-  statsToday(marketId: MarketId, now: Micros): TradeStats;
-  /** Over the 24 hours before `now`. */
-  stats24h(marketId: MarketId, now: Micros): TradeStats;
 
   /**
    * Called after each commit, in commit order, once the replies of the batch's requests are

@@ -5,22 +5,21 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Amount, AssetCode, FeeRate, MarketId, Price, UserId, Volume } from '../domain/types.js';
+import type { MarketId, Price, Volume } from '../domain/types.js';
 import { asyncStore } from '../store/async-store.js';
 import type { AsyncStore } from '../store/ports.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type CommitBatch, StoreUnavailableError } from '../store/store.js';
 import { type LocalExchange, openExchange, UncommittedReadError } from './sequencer.js';
+import { ALICE, seedBtcEur } from './test-support.js';
 
-const BTC = 'BTC' as AssetCode;
-const EUR = 'EUR' as AssetCode;
-const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 /** A commit log whose commits wait, once `hold` is set, until the test lets each one through. */
 class GatedLog {
   hold = false;
-  readonly held: Array<{ batch: CommitBatch; release: (fail?: Error) => void }> = [];
+  /** `release(fail, true)`: the commit reaches the store and still fails (a connection lost after COMMIT). */
+  readonly held: Array<{ batch: CommitBatch; release: (fail?: Error, landed?: boolean) => void }> = [];
   readonly committed: CommitBatch[] = [];
   readonly sqlite = SqliteStore.open({ path: ':memory:' });
   readonly ports: AsyncStore;
@@ -37,7 +36,11 @@ class GatedLog {
         return new Promise<void>((resolve, reject) => {
           this.held.push({
             batch,
-            release: (fail) => {
+            release: (fail, landed = false) => {
+              if (fail !== undefined && landed) {
+                this.committed.push(batch);
+                return inner.commit(batch).then(() => reject(fail), reject);
+              }
               if (fail !== undefined) return reject(fail);
               this.committed.push(batch);
               inner.commit(batch).then(resolve, reject);
@@ -52,20 +55,7 @@ class GatedLog {
 async function venue(): Promise<{ exchange: LocalExchange; log: GatedLog; id: MarketId }> {
   const log = new GatedLog();
   const exchange = await openExchange({ store: log.ports, probeIntervalMs: 60_000 });
-  await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
-  await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: BTC,
-    quote: EUR,
-    pairDecimals: 1,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
-  await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
-  return { exchange, log, id: exchange.catalogue.marketByName('BTC/EUR')!.id };
+  return { exchange, log, id: await seedBtcEur(exchange) };
 }
 
 const bid = (marketId: MarketId, price: number) =>
@@ -144,6 +134,40 @@ test('a commit that fails asynchronously changes nothing and refuses its batch (
   assert.deepEqual(exchange.book(id, 0), before);
   assert.deepEqual(exchange.balances(ALICE), balanceBefore);
   assert.equal(exchange.isWritable(), false);
+  assert.deepEqual(exchange.view.book(id, 0), before, 'the view took the failed batch');
+  await exchange.close();
+});
+
+test('a failed commit that reached the store after all: the view reloads it, and readers are told', async () => {
+  const { exchange, log, id } = await venue();
+  let restored = 0;
+  exchange.onRestored(() => restored++);
+  log.hold = true;
+  const placed = exchange.submit(bid(id, 100));
+  await turns(6);
+  log.held[0]!.release(new StoreUnavailableError('connection lost after COMMIT'), true);
+  await assert.rejects(placed, StoreUnavailableError);
+  // The engine was reloaded from the store, which holds the bid (decision 36: a 503 is in doubt).
+  const engineBook = exchange.book(id, 0);
+  assert.deepEqual(engineBook.bids, [[100, 100_000]]);
+  assert.deepEqual(exchange.view.book(id, 0), engineBook, 'the view misses a committed batch');
+  assert.deepEqual(exchange.view.balances(ALICE), exchange.balances(ALICE));
+  assert.equal(restored, 1, 'WebSocket clients and caches were not told to start again');
+  await exchange.close();
+});
+
+test('a failed commit that did not reach the store tells no reader to start again', async () => {
+  const { exchange, log, id } = await venue();
+  let restored = 0;
+  exchange.onRestored(() => restored++);
+  const feedHead = exchange.feed.head();
+  log.hold = true;
+  const placed = exchange.submit(bid(id, 100));
+  await turns(6);
+  log.held[0]!.release(new StoreUnavailableError('the database went away'));
+  await assert.rejects(placed, StoreUnavailableError);
+  assert.equal(restored, 0);
+  assert.equal(exchange.feed.head(), feedHead, 'a reset was published for nothing');
   await exchange.close();
 });
 

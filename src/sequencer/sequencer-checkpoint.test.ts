@@ -5,15 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
+import type { Amount, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { CheckpointError } from '../store/store.js';
 import { type LocalExchange, openExchange } from './sequencer.js';
+import { ALICE, BTC, seedBtcEur } from './test-support.js';
 
-const BTC = 'BTC' as AssetCode;
-const EUR = 'EUR' as AssetCode;
-const ALICE = 1 as UserId;
 const BOB = 2 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -22,21 +20,9 @@ const clock = () => now as Micros;
 
 async function venue(): Promise<{ exchange: LocalExchange; id: MarketId }> {
   const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })), clock });
-  await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
-  await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: BTC,
-    quote: EUR,
-    pairDecimals: 1,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
-  await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
+  const id = await seedBtcEur(exchange);
   await exchange.submit({ kind: 'deposit', userId: BOB, asset: BTC, amount: 100_000_000 as Amount });
-  return { exchange, id: exchange.catalogue.marketByName('BTC/EUR')!.id };
+  return { exchange, id };
 }
 
 const order = (userId: UserId, marketId: MarketId, side: 'buy' | 'sell', price: number) =>
@@ -56,8 +42,8 @@ async function view(exchange: LocalExchange, id: MarketId) {
   return {
     book,
     balances: [...exchange.balances(ALICE), ...exchange.balances(BOB)],
-    last: exchange.lastPrice(id),
-    stats: exchange.stats24h(id, clock()),
+    last: exchange.view.lastPrice(id),
+    stats: exchange.view.stats24h(id, clock()),
     candles: await exchange.store.latestCandles(id),
     audit: exchange.audit(),
   };

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Amount, AssetCode, FeeRate, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
+import type { Amount, MarketId, Micros, Price, UserId, Volume } from '../domain/types.js';
 import { Engine } from '../engine/engine.js';
 import type { Command } from '../engine/types.js';
 import { asyncStore } from '../store/async-store.js';
@@ -16,10 +16,8 @@ import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type Store, StoreUnavailableError } from '../store/store.js';
 import type { CommittedBatch } from './ports.js';
 import { type LocalExchange, openExchange } from './sequencer.js';
+import { ALICE, BTC, bookOf, EUR, seedBtcEur } from './test-support.js';
 
-const BTC = 'BTC' as AssetCode;
-const EUR = 'EUR' as AssetCode;
-const ALICE = 1 as UserId;
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 async function market(): Promise<{ exchange: LocalExchange; id: MarketId }> {
@@ -29,20 +27,7 @@ async function market(): Promise<{ exchange: LocalExchange; id: MarketId }> {
 
 /** BTC/EUR without fees, and 1,000,000.00 EUR for Alice. */
 async function seedMarket(exchange: LocalExchange): Promise<MarketId> {
-  await exchange.submit({ kind: 'createAsset', code: BTC, name: 'Bitcoin', type: 'crypto', decimals: 8 });
-  await exchange.submit({ kind: 'createAsset', code: EUR, name: 'Euro', type: 'fiat', decimals: 2 });
-  await exchange.submit({
-    kind: 'createMarket',
-    base: BTC,
-    quote: EUR,
-    pairDecimals: 1,
-    lotDecimals: 8,
-    ordermin: 1 as Volume,
-    makerFee: 0 as FeeRate,
-    takerFee: 0 as FeeRate,
-  });
-  await exchange.submit({ kind: 'deposit', userId: ALICE, asset: EUR, amount: 100_000_000 as Amount });
-  const id = exchange.catalogue.marketByName('BTC/EUR')!.id;
+  const id = await seedBtcEur(exchange);
   await nextTurn();
   return id;
 }
@@ -67,7 +52,7 @@ test('a request is answered before its batch is passed to the (fan-out) listener
   assert.equal(seen.length, 0, 'the listener ran before the reply could be written');
   await nextTurn();
   assert.equal(seen.length, 1);
-  assert.deepEqual(seen[0]!.books.get(id)?.changes, [
+  assert.deepEqual(bookOf(seen[0]!, id)?.changes, [
     { side: 'buy', price: 200, before: 0, volume: 100_000, sequence: 1 },
   ]);
   await exchange.close();
@@ -89,7 +74,7 @@ test('the sequence number is the committed one at once; listeners see each batch
   const sequenceBefore = exchange.book(id, 0).sequence;
   const seen: Array<{ sequence: number; bids: number }> = [];
   exchange.onCommitted((batch) =>
-    seen.push({ sequence: batch.books.get(id)!.sequence, bids: exchange.book(id, 0).bids.length }),
+    seen.push({ sequence: bookOf(batch, id)!.sequence, bids: exchange.book(id, 0).bids.length }),
   );
   await exchange.submit(bid(id, 200));
   // A reader right after the reply (a REST snapshot) gets the sequence of what it sees.
@@ -122,7 +107,8 @@ test('each changed level of a batch takes the next sequence number, in the order
   assert.equal(exchange.book(id, 0).sequence, before + 2);
   await nextTurn();
   assert.equal(seen.length, 1);
-  assert.deepEqual(seen[0]!.books.get(id), {
+  assert.deepEqual(bookOf(seen[0]!, id), {
+    marketId: id,
     sequence: before + 2,
     changes: [
       { side: 'buy', price: 200, before: 0, volume: 200_000, sequence: before + 1 },
@@ -292,7 +278,7 @@ test('book sequences continue across a restart on the same store: the next updat
   await restarted.submit(bid(id, 170));
   await nextTurn();
   assert.deepEqual(
-    seen[0]?.books.get(id)?.changes.map((c) => c.sequence),
+    (seen[0] && bookOf(seen[0], id))?.changes.map((c) => c.sequence),
     [last + 1],
   );
   await restarted.close();

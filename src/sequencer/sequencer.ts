@@ -49,12 +49,12 @@ import {
   type LedgerEntry,
   StoreUnavailableError,
 } from '../store/store.js';
-import { CatalogueIndex } from './catalogue-index.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
-import { feedBatch, InProcessFeed } from './committed-feed.js';
+import { type FeedBookChanges, type FeedTrades, InProcessFeed } from './committed-feed.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
+  Catalogue,
   CommittedBatch,
   Exchange,
   IdempotencyRequest,
@@ -62,8 +62,8 @@ import type {
   LevelChange,
   OnceResult,
   PlaceOrder,
-  TradeStats,
 } from './ports.js';
+import { canonicalSnapshot } from './snapshot-canonical.js';
 import { TradeStatsBook } from './trade-stats.js';
 
 export interface ExchangeOptions {
@@ -185,7 +185,6 @@ export class UncommittedReadError extends Error {
 class Sequencer implements LocalExchange {
   readonly store: AsyncStore;
   readonly clock: Clock;
-  readonly catalogue: EngineCatalogue;
   private readonly ports: AsyncStore;
   readonly history: HistoryQueries;
   readonly credentials: CredentialStore;
@@ -205,6 +204,15 @@ class Sequencer implements LocalExchange {
   readonly feed: InProcessFeed;
   /** The read model HTTP and WebSocket readers read; kept from `feed` only (set by `start`). */
   view!: MarketView;
+
+  /**
+   * The committed catalogue: the view's, which moves at the commit of a batch that changes it
+   * (before its replies) and is reloaded by a reset, so an asset or market whose creation is
+   * still being committed is not seen yet.
+   */
+  get catalogue(): Catalogue {
+    return this.view.catalogue;
+  }
   /** A restore replaced the state and the feed has not said so yet (the rebuild failed). */
   private resetDue = false;
   /**
@@ -269,10 +277,9 @@ class Sequencer implements LocalExchange {
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
     this.engine = engine;
     this.references = references;
-    this.catalogue = new EngineCatalogue(engine);
     this.feed = new InProcessFeed(this.logger);
     // First of each set: the feed (and the view it keeps) moves before any other listener runs.
-    this.immediateListeners.add((batch) => this.feed.publish(feedBatch(batch)));
+    this.immediateListeners.add((batch) => this.feed.publish(batch));
     this.listeners.add((batch) => this.feed.release(batch.sequence));
   }
 
@@ -317,7 +324,6 @@ class Sequencer implements LocalExchange {
     this.recentTrades = recentTrades;
     this.bookSequences.clear();
     for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
-    this.catalogue.committed(this.engine);
   }
 
   /**
@@ -458,16 +464,22 @@ class Sequencer implements LocalExchange {
       for (const pending of batch) pending.reject(failure);
       return;
     }
-    const { results, events, changes, trades, touched, ledger, bookSequences } = applied;
+    const { results, events, changes, trades, touched, ledger, books } = applied;
     this.commits += 1;
     for (const entry of ledger) this.references.record(entry);
-    this.catalogue.committed(this.engine);
-    const committed =
+    const committed: CommittedBatch | undefined =
       events.length > 0 && (this.listeners.size > 0 || this.immediateListeners.size > 0)
-        ? this.committedBatch(events, changes, touched, trades)
+        ? {
+            kind: 'batch',
+            sequence: this.feed.nextSequence(),
+            events,
+            books,
+            candles: touched,
+            trades,
+            balances: changes.balances,
+          }
         : undefined;
-    // After committedBatch, which numbers the updates on from the values before the batch.
-    for (const { marketId, sequence } of bookSequences) this.bookSequences.set(marketId, sequence);
+    for (const { marketId, sequence } of books) this.bookSequences.set(marketId, sequence);
     // The engine equals the committed state again: readers may read it from here on.
     this.endStep();
     if (committed !== undefined) this.callListeners(this.immediateListeners, committed);
@@ -581,8 +593,9 @@ class Sequencer implements LocalExchange {
       const changes = this.engine.drainChanges();
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
-      for (const [marketId, list] of trades) touched.push(...this.candles.apply(marketId, list));
-      const bookSequences = this.advancedBookSequences(changes.levels);
+      for (const { marketId, trades: list } of trades) touched.push(...this.candles.apply(marketId, list));
+      const books = this.bookUpdates(changes.levels);
+      const bookSequences: BookSequence[] = books.map(({ marketId, sequence }) => ({ marketId, sequence }));
       const commit: CommitBatch = {
         changes,
         events,
@@ -596,7 +609,7 @@ class Sequencer implements LocalExchange {
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
         await this.ports.commit(commit);
-      return { results, events, changes, trades, touched, ledger, bookSequences };
+      return { results, events, changes, trades, touched, ledger, books };
     }
   }
 
@@ -701,8 +714,38 @@ class Sequencer implements LocalExchange {
     this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
-    await this.rebuild();
+    if (await this.rebuild()) this.reloadReadersIfChanged();
     this.startProbing();
+  }
+
+  /**
+   * After a failed commit's rebuild. A commit whose connection broke may have reached the store
+   * all the same (in doubt, decision 36): the engine, reloaded from the store, then holds a batch
+   * the feed never carried, and the view (and every gateway's) would miss it for good, its book
+   * sequences then jumping at the next batch. So the rebuilt state is compared with the view, as
+   * a gateway compares an engine's reset (snapshot-canonical.ts): equal, nothing happens (the
+   * usual case: the batch did not land); different, the feed carries a reset with the state from
+   * the store and the `onRestored` listeners are told, as after a checkpoint restore. Only on a
+   * failed commit: never on the commit path.
+   */
+  private reloadReadersIfChanged(): void {
+    const now = this.clock();
+    if (canonicalSnapshot(this.marketSnapshot(), now) === canonicalSnapshot(this.view.snapshot(), now))
+      return;
+    this.logger?.warn('the failed commit had reached the store: readers reload the committed state');
+    this.commits += 1;
+    this.publishReset();
+    this.callRestoredListeners();
+  }
+
+  private callRestoredListeners(): void {
+    for (const listener of this.restoredListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.logger?.error({ err: error }, 'a restore listener failed');
+      }
+    }
   }
 
   /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
@@ -777,34 +820,19 @@ class Sequencer implements LocalExchange {
   }
 
   /**
-   * The book sequence each market whose levels changed reaches with this batch: one update per
-   * changed level (see committedBatch). Committed with the batch, so a restarted engine goes on
-   * from exactly what was published; the map itself moves only once the commit succeeded.
+   * The batch's level changes per market, each with the level's new total and its own number,
+   * in the order the levels first changed: one update message per change, the book's sequence
+   * going up by one with each. Computed once, before the commit: the new book sequences are
+   * committed with the batch (so a restarted engine goes on from exactly what was published),
+   * and the same numbers go out with it once committed. `bookSequences` itself moves only once
+   * the commit succeeded.
    */
-  private advancedBookSequences(levels: ChangeSet['levels']): BookSequence[] {
-    if (levels.length === 0) return [];
-    const counts = new Map<MarketId, number>();
-    for (const key of levels) counts.set(key.marketId, (counts.get(key.marketId) ?? 0) + 1);
-    const out: BookSequence[] = [];
-    for (const [marketId, count] of counts)
-      out.push({ marketId, sequence: (this.bookSequences.get(marketId) ?? 0) + count });
-    return out;
-  }
-
-  private committedBatch(
-    events: readonly EngineEvent[],
-    { levels, balances }: ChangeSet,
-    candles: Candle[],
-    trades: ReadonlyMap<MarketId, readonly Trade[]>,
-  ): CommittedBatch {
-    // Each change is one update message, numbered in the order the levels first changed; the
-    // numbers are taken now, at the commit, so a snapshot read before the fan-out already carries
-    // the last of them (the sequence the next update follows).
-    const books = new Map<MarketId, { sequence: number; changes: LevelChange[] }>();
+  private bookUpdates(levels: ChangeSet['levels']): FeedBookChanges[] {
+    const books = new Map<MarketId, { marketId: MarketId; sequence: number; changes: LevelChange[] }>();
     for (const key of levels) {
       let book = books.get(key.marketId);
       if (book === undefined) {
-        book = { sequence: this.bookSequences.get(key.marketId) ?? 0, changes: [] };
+        book = { marketId: key.marketId, sequence: this.bookSequences.get(key.marketId) ?? 0, changes: [] };
         books.set(key.marketId, book);
       }
       book.sequence += 1;
@@ -816,7 +844,7 @@ class Sequencer implements LocalExchange {
         sequence: book.sequence,
       });
     }
-    return { sequence: this.feed.nextSequence(), events, books, candles, trades, balances };
+    return [...books.values()];
   }
 
   book(marketId: MarketId, maxLevels: number): BookView {
@@ -833,26 +861,6 @@ class Sequencer implements LocalExchange {
     return engine
       .assetList()
       .map((asset) => ({ userId, asset: asset.code, ...engine.balance(userId, asset.code) }));
-  }
-
-  // Market figures are the view's: it follows every committed batch, so the sequencer keeps its
-  // own last prices, statistics and recent trades only as loaded (for the view's snapshots).
-  lastPrice(marketId: MarketId): Price | null {
-    return this.view.lastPrice(marketId);
-  }
-
-  statsToday(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.statsToday(marketId, now);
-  }
-
-  stats24h(marketId: MarketId, now: Micros): TradeStats {
-    return this.view.stats24h(marketId, now);
-  }
-
-  /** The current candle of an interval, if any trade ever happened in the market. */
-  currentCandle(marketId: MarketId, interval: (typeof INTERVALS)[number]): Candle | undefined {
-    this.committedEngine();
-    return this.candles.current(marketId, interval);
   }
 
   onCommitted(
@@ -931,13 +939,7 @@ class Sequencer implements LocalExchange {
       this.resetDue = true;
       if (!this.stale) this.publishReset();
       this.logger?.info({ checkpoint: name }, 'restored a checkpoint');
-      for (const listener of this.restoredListeners) {
-        try {
-          listener();
-        } catch (error) {
-          this.logger?.error({ err: error }, 'a restore listener failed');
-        }
-      }
+      this.callRestoredListeners();
     });
   }
 
@@ -979,39 +981,6 @@ class Sequencer implements LocalExchange {
   }
 }
 
-/**
- * The committed catalogue, with lookup tables (every request resolves a pair or an asset): a read
- * model, re-indexed by the sequencer once a batch is committed (and after every rebuild), so an
- * asset or market whose creation is still being committed is not seen yet. It only grows, and
- * every new market takes the next market id, so a count tells whether anything changed.
- */
-class EngineCatalogue extends CatalogueIndex {
-  private indexedEngine: Engine | undefined;
-  private indexedAssets = -1;
-  private indexedNextMarketId = -1;
-
-  constructor(engine: Engine) {
-    super();
-    this.committed(engine);
-  }
-
-  /** The engine now holds committed state: take its catalogue if it changed. */
-  committed(engine: Engine): void {
-    const assets = engine.assetList();
-    const nextMarketId = engine.sequences().nextMarketId;
-    if (
-      engine === this.indexedEngine &&
-      assets.length === this.indexedAssets &&
-      nextMarketId === this.indexedNextMarketId
-    )
-      return;
-    this.replace(assets, engine.marketList());
-    this.indexedEngine = engine;
-    this.indexedAssets = assets.length;
-    this.indexedNextMarketId = nextMarketId;
-  }
-}
-
 /** A command of a batch threw while the engine applied it. */
 class CommandFailure {
   constructor(
@@ -1036,12 +1005,12 @@ interface AppliedBatch {
   readonly results: Array<SubmitResult | Error>;
   readonly events: EngineEvent[];
   readonly changes: ChangeSet;
-  readonly trades: Map<MarketId, Trade[]>;
+  readonly trades: FeedTrades[];
   readonly touched: Candle[];
   /** The batch's deposit and withdrawal entries, as committed. */
   readonly ledger: readonly LedgerEntry[];
-  /** The new book sequences the batch committed (markets whose levels changed). */
-  readonly bookSequences: readonly BookSequence[];
+  /** Per market whose levels changed: its numbered level changes and its new (committed) book sequence. */
+  readonly books: FeedBookChanges[];
 }
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */
@@ -1091,16 +1060,17 @@ function ledgerEntry(pending: Pending, time: Micros): LedgerEntry | undefined {
 const referenceKey = (e: Pick<LedgerEntry, 'userId' | 'kind' | 'reference'>): string =>
   `${e.userId}\u0000${e.kind}\u0000${e.reference}`;
 
-function tradesByMarket(events: readonly EngineEvent[]): Map<MarketId, Trade[]> {
-  const out = new Map<MarketId, Trade[]>();
+/** The batch's trades per market, markets in the order of their first trade, trades in engine order. */
+function tradesByMarket(events: readonly EngineEvent[]): FeedTrades[] {
+  const byMarket = new Map<MarketId, Trade[]>();
   for (const event of events) {
     if (event.type !== 'trade') continue;
-    let list = out.get(event.trade.marketId);
+    let list = byMarket.get(event.trade.marketId);
     if (list === undefined) {
       list = [];
-      out.set(event.trade.marketId, list);
+      byMarket.set(event.trade.marketId, list);
     }
     list.push(event.trade);
   }
-  return out;
+  return [...byMarket].map(([marketId, trades]) => ({ marketId, trades }));
 }

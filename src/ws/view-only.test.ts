@@ -18,15 +18,7 @@ import { mountRealtime } from './mount.js';
 import { checksumOf, feedMarket } from './payloads.js';
 import { APP_KEY, APP_SECRET, type Frame, RawClient } from './test-support.js';
 
-const ENGINE_READS = new Set([
-  'book',
-  'balances',
-  'lastPrice',
-  'statsToday',
-  'stats24h',
-  'readCommitted',
-  'audit',
-]);
+const ENGINE_READS = new Set(['book', 'balances', 'readCommitted', 'audit']);
 
 /** The exchange as a gateway would have it: commands and the feed, but no engine to read. */
 function withoutEngineReads<T extends Exchange>(exchange: T): Exchange {

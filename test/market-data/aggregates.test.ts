@@ -232,13 +232,13 @@ describe('the reported outage: one trader moving 60,000,000 units at a tiny pric
     const [before] = await exchange.store.listCandles(market, 1, 0, 10);
     assert.equal(before?.volume, 36_000_000_000_000_000n);
     assert.equal(before?.count, 6);
-    const stats = exchange.stats24h(market, exchange.clock());
+    const stats = exchange.view.stats24h(market, exchange.clock());
     assert.equal(stats.volume, 36_000_000_000_000_000n);
     await exchange.close();
 
     exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path })) });
     t.after(() => exchange.close());
-    assert.deepEqual(exchange.stats24h(market, exchange.clock()), stats);
+    assert.deepEqual(exchange.view.stats24h(market, exchange.clock()), stats);
     assert.deepEqual(await exchange.store.listCandles(market, 1, 0, 10), [before]);
   });
 });

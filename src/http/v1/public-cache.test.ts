@@ -109,7 +109,7 @@ describe('PublicResponseCache', () => {
   const market = 1 as MarketId;
   const other = 2 as MarketId;
   const batch = (events: unknown[]): CommittedBatch =>
-    ({ events, books: new Map(), candles: [], trades: new Map() }) as unknown as CommittedBatch;
+    ({ events, books: [], candles: [], trades: [] }) as unknown as CommittedBatch;
   const orderEvent = (marketId: MarketId) => ({ type: 'orderAccepted', order: { marketId } });
 
   test('invalidates by market, catalogue and bucket; refuses stale stamps', () => {

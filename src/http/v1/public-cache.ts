@@ -88,7 +88,7 @@ export class PublicResponseCache {
       }
     }
     // The book changes of a batch always come with order events, but be defensive.
-    for (const marketId of batch.books.keys()) this.touch(marketId);
+    for (const { marketId } of batch.books) this.touch(marketId);
   }
 
   /** The `onRestored` listener: a checkpoint restore replaced every market and the catalogue. */

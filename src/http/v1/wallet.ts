@@ -28,7 +28,7 @@ export async function walletRoutes(base: FastifyInstance, deps: V1Deps): Promise
 
   const wallet = async (request: FastifyRequest) => {
     const { userId } = caller(request);
-    const valuation = createValuation(exchange, deps.config.balanceCurrency);
+    const valuation = createValuation(exchange.view, deps.config.balanceCurrency);
     const data = [];
     // A gateway reads them from the database (read-your-writes across gateways, ports.ts).
     const balances =

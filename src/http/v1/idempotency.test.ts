@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { startTestServer } from '../../../test/support/server-fixture.js';
 import { OpenSpotClient } from '../../client/client.js';
+import type { AssetCode } from '../../domain/types.js';
 import { type Harness, startHarness, type Trader } from '../testing/harness.js';
 
 const DAY = 24 * 3600 * 1_000_000;
@@ -22,6 +23,7 @@ const order = (over: Record<string, unknown> = {}) => ({
 });
 
 const CREATED = { success: true, message: 'Order created successfully.', code: 201 };
+const KEY_REUSED = 'The Idempotency-Key was already used for a different order.';
 
 describe('Idempotency-Key on POST /v1/orders', () => {
   let h: Harness;
@@ -78,10 +80,52 @@ describe('Idempotency-Key on POST /v1/orders', () => {
     const orders = await openIds(alice);
     const r = await post(alice, order({ volume: '0.02' }), 'mismatch-1');
     assert.equal(r.status, 422);
-    const message = 'The Idempotency-Key was already used for a different order.';
+    const message = KEY_REUSED;
     assert.deepEqual(r.json, { message, errors: { 'Idempotency-Key': [message] } });
     assert.equal(r.headers.location, undefined);
     assert.deepEqual(await openIds(alice), orders);
+  });
+
+  /**
+   * Every field of the order is part of the request a key names: changing any one of them under a
+   * used key is another order, refused, never a replay of the first order's 201. One row per field
+   * of the order body; a field added to POST /v1/orders gets its row here.
+   */
+  const EACH_FIELD_CHANGED: ReadonlyArray<{
+    readonly field: string;
+    readonly change: Record<string, unknown>;
+  }> = [
+    { field: 'order_direction', change: { order_direction: 'sell' } },
+    // ETH/EUR has BTC/EUR's precisions: the same text is the same ticks and lots on another market.
+    { field: 'pair', change: { pair: 'ETH/EUR' } },
+    { field: 'order_type', change: { order_type: 'market', price: undefined } },
+    { field: 'price', change: { price: '20000.1' } },
+    { field: 'volume', change: { volume: '0.02' } },
+  ];
+
+  test('the same key with any one field of the order changed is a 422, each field in turn', async () => {
+    await h.submit({
+      kind: 'createMarket',
+      base: 'ETH' as AssetCode,
+      quote: 'EUR' as AssetCode,
+      pairDecimals: h.btceur.pairDecimals,
+      lotDecimals: h.btceur.lotDecimals,
+      ordermin: h.btceur.ordermin,
+      makerFee: h.btceur.makerFee,
+      takerFee: h.btceur.takerFee,
+    });
+    for (const { field, change } of EACH_FIELD_CHANGED) {
+      const key = `field-${field}`;
+      assert.equal((await post(alice, order(), key)).status, 201, field);
+      const orders = await openIds(alice);
+      const balances = h.exchange.balances(alice.userId);
+      const r = await post(alice, order(change), key);
+      assert.equal(r.status, 422, `${field}: ${r.text}`);
+      assert.deepEqual(r.json, { message: KEY_REUSED, errors: { 'Idempotency-Key': [KEY_REUSED] } }, field);
+      assert.equal(r.headers.location, undefined, field);
+      assert.deepEqual(await openIds(alice), orders, field);
+      assert.deepEqual(h.exchange.balances(alice.userId), balances, field);
+    }
   });
 
   test('a malformed key is a 422 on Idempotency-Key, reported with the body errors', async () => {

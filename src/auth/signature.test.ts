@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { test } from 'node:test';
 import { inspect } from 'node:util';
 import fc from 'fast-check';
@@ -103,4 +104,48 @@ test('SignatureKey: the same signatures as computeSignature, for keys of any len
   );
   const printed = `${inspect(new SignatureKey(SECRET), { showHidden: true })} ${JSON.stringify(new SignatureKey(SECRET))}`;
   assert.equal(printed, '[SignatureKey] "[SignatureKey]"');
+});
+
+/**
+ * The comparison itself: a plain `===` refuses exactly what timingSafeEqual refuses, so only the
+ * route the answer takes tells them apart. crypto.timingSafeEqual is replaced by a recording stand-in
+ * whose answer is forced: verify must call it on the expected and the given bytes and answer what
+ * it answers, for verifySignature and SignatureKey alike, whatever the length of the given value.
+ */
+test('signatures are compared by crypto.timingSafeEqual, whose answer is the answer', (t) => {
+  const cryptoModule = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+  const calls: { expected: string; given: string }[] = [];
+  let forced = false;
+  t.mock.method(cryptoModule, 'timingSafeEqual', (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
+    const text = (v: NodeJS.ArrayBufferView) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString();
+    calls.push({ given: text(a), expected: text(b) });
+    return forced;
+  });
+  // The module's named import is a live binding of node:crypto's ES module: brought in step here.
+  syncBuiltinESMExports();
+  t.after(() => {
+    t.mock.restoreAll();
+    syncBuiltinESMExports();
+  });
+  const sig = computeSignature('POST', ORDER_BODY, SECRET);
+  const other = computeSignature('GET', '', SECRET);
+  const key = new SignatureKey(SECRET);
+  const verifiers = [
+    (given: string) => verifySignature('POST', ORDER_BODY, SECRET, given),
+    (given: string) => key.verify('POST', ORDER_BODY, given),
+  ];
+  for (const verify of verifiers) {
+    calls.length = 0;
+    forced = false;
+    assert.equal(verify(sig), false, 'the right signature, refused because timingSafeEqual said so');
+    assert.deepEqual(calls, [{ given: sig, expected: sig }]);
+    forced = true;
+    calls.length = 0;
+    assert.equal(verify(other), true, 'another signature, accepted because timingSafeEqual said so');
+    assert.deepEqual(calls, [{ given: other, expected: sig }]);
+    // Another length: refused, after comparing as much as for one of the right length.
+    calls.length = 0;
+    assert.equal(verify(sig.slice(0, -1)), false);
+    assert.equal(calls.length, 1);
+  }
 });

@@ -75,6 +75,34 @@ describe('authentication of private endpoints', () => {
     assert.equal(wrongMethod.status, 422);
   });
 
+  test('a signature truncated, extended or with one bit changed is refused: 422 Invalid Signature', async () => {
+    const sign = computeSignature('GET', '', alice.apiSecret);
+    const oneBit = (byte: number) => {
+      const bytes = Buffer.from(sign, 'base64');
+      bytes[byte]! ^= 0x01;
+      return bytes.toString('base64');
+    };
+    const altered: Record<string, string> = {
+      'truncated by a character': sign.slice(0, -1),
+      'truncated to its first half': sign.slice(0, sign.length / 2),
+      'without its base64 padding': sign.replace(/=+$/, ''),
+      'extended by a character': `${sign}A`,
+      'extended by padding': `${sign}==`,
+      'one bit changed in the first byte': oneBit(0),
+      'one bit changed in the last byte': oneBit(63),
+    };
+    const get = (signature: string) =>
+      h.request('GET', '/v1/spot-wallet', {
+        headers: { 'x-api-key': alice.apiKey, 'x-api-sign': signature },
+      });
+    assert.equal((await get(sign)).status, 200);
+    for (const [change, signature] of Object.entries(altered)) {
+      assert.notEqual(signature, sign, change);
+      const r = await get(signature);
+      assert.deepEqual([r.status, r.json], [422, INVALID], change);
+    }
+  });
+
   test('a revoked key is refused', async () => {
     const bob = await h.trader();
     assert.equal((await h.request('GET', '/v1/spot-wallet', { as: bob })).status, 200);

@@ -42,6 +42,61 @@ async function server(overrides: Partial<PagesOptions> = {}): Promise<FastifyIns
 const LOCAL = { remoteAddress: '127.0.0.1', headers: { host: '127.0.0.1:8080' } };
 const REMOTE = { remoteAddress: '203.0.113.9', headers: { host: 'exchange.example.com' } };
 
+/**
+ * The pages' whole Content-Security-Policy, directive by directive (docs/operations.md, "Web
+ * pages"): written out here rather than taken from the code, so dropping or loosening any one
+ * directive — `default-src 'none'` above all, the fallback for every fetch not listed — fails.
+ */
+const EXPECTED_CSP: ReadonlyArray<readonly [string, string]> = [
+  ['default-src', "'none'"],
+  ['script-src', "'self'"],
+  ['style-src', "'self'"],
+  ['img-src', "'self' data: blob:"],
+  ['font-src', "'self'"],
+  ['connect-src', "'self'"],
+  ['manifest-src', "'self'"],
+  ['base-uri', "'none'"],
+  ['form-action', "'self'"],
+  ['frame-ancestors', "'none'"],
+];
+
+/** The policy of a response as [directive, sources] pairs, in the order sent. */
+function cspDirectives(header: unknown): [string, string][] {
+  assert.equal(typeof header, 'string', 'one Content-Security-Policy header');
+  return (header as string).split(';').map((directive) => {
+    const [name = '', ...sources] = directive.trim().split(/\s+/);
+    return [name, sources.join(' ')];
+  });
+}
+
+describe('the Content-Security-Policy', () => {
+  test('is the whole policy on the terminal, the console, its 403 and the not-built page', async () => {
+    const app = await server();
+    const notBuilt = await server({ webDir: join(webDir, 'missing') });
+    const pages = [
+      ['/', 200, await app.inject({ url: '/', ...REMOTE })],
+      ['/admin', 200, await app.inject({ url: '/admin', ...LOCAL })],
+      ['/admin/', 200, await app.inject({ url: '/admin/', ...LOCAL })],
+      ['/admin (remote: 403)', 403, await app.inject({ url: '/admin', ...REMOTE })],
+      ['/ (not built: 503)', 503, await notBuilt.inject({ url: '/', ...REMOTE })],
+    ] as const;
+    for (const [page, status, response] of pages) {
+      assert.equal(response.statusCode, status, page);
+      const sent = cspDirectives(response.headers['content-security-policy']);
+      for (const [name, sources] of EXPECTED_CSP) {
+        assert.deepEqual(
+          sent.filter(([n]) => n === name),
+          [[name, sources]],
+          `${page}: ${name} must be sent once, as ${sources}`,
+        );
+      }
+      assert.deepEqual(sent, EXPECTED_CSP, `${page}: no other directive, in this order`);
+    }
+    await app.close();
+    await notBuilt.close();
+  });
+});
+
 describe('the terminal page', () => {
   test('/ is the terminal, with a CSP that allows no inline script and a no-cache html', async () => {
     const app = await server();

@@ -1,0 +1,290 @@
+/**
+ * Every field of every wire shape, damaged one at a time: a fraction, -0, a string, a value past
+ * the safe range, the field missing, a field too many. Each damaged frame must be refused with a
+ * WireFormatError naming the damaged path, never read as a value.
+ *
+ * The fields are not listed here: they are whatever the codec wrote for one sample of every
+ * command kind, event type, result and reply form, walked recursively. The samples are typed by
+ * mapped types over Command['kind'] and EngineEvent['type'] (the unions the codec's shape tables
+ * are checked against), so a kind added to the engine, or a required field added to a shape, fails
+ * to compile here until it has a sample, and is then damaged like every other field.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type {
+  Amount,
+  AssetCode,
+  FeeRate,
+  MarketId,
+  Micros,
+  OrderId,
+  Price,
+  TradeId,
+  UserId,
+  Volume,
+} from '../domain/types.js';
+import type { Command, EngineEvent, OrderState, Trade } from '../engine/types.js';
+import type { LedgerEntry } from '../store/store.js';
+import {
+  type CommandReply,
+  type CommandRequest,
+  decodeBatch,
+  decodeCommandReply,
+  decodeCommandRequest,
+  encodeBatch,
+  encodeCommandReply,
+  encodeCommandRequest,
+  WireFormatError,
+} from './codec.js';
+import { jsonBytes } from './exact-json.js';
+
+// ------------------------------------------------------------------------------------------------
+// One sample of everything: every optional field present, no null where a value may stand, so that
+// each field carries a value its damage can replace.
+
+const T = 1_700_000_000_000_000 as Micros;
+
+const ORDER: OrderState = {
+  id: 11 as OrderId,
+  userId: 3 as UserId,
+  marketId: 2 as MarketId,
+  side: 'buy',
+  type: 'limit',
+  price: 300_000 as Price,
+  volume: 5_000 as Volume,
+  executed: 1_000 as Volume,
+  status: 'canceled',
+  reason: 'canceled by the user',
+  openTime: T,
+  closeTime: (T + 1) as Micros,
+  cost: 30 as Amount,
+  fee: 1 as Amount,
+  feeExcess: 7,
+  reserved: 40 as Amount,
+};
+
+const TRADE: Trade = {
+  id: 21 as TradeId,
+  marketId: 2 as MarketId,
+  price: 300_000 as Price,
+  volume: 1_000 as Volume,
+  cost: 30 as Amount,
+  takerOrderId: 12 as OrderId,
+  makerOrderId: 11 as OrderId,
+  takerUserId: 4 as UserId,
+  makerUserId: 3 as UserId,
+  takerSide: 'sell',
+  takerType: 'market',
+  takerFee: 1 as Amount,
+  makerFee: 1 as Amount,
+  time: T,
+};
+
+const MARKET_PARAMETERS = {
+  base: 'BTC' as AssetCode,
+  quote: 'EUR' as AssetCode,
+  pairDecimals: 1,
+  lotDecimals: 8,
+  ordermin: 10_000 as Volume,
+  makerFee: 100_000 as FeeRate,
+  takerFee: 200_000 as FeeRate,
+};
+
+const COMMANDS: { readonly [K in Command['kind']]: Extract<Command, { kind: K }> } = {
+  createAsset: { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
+  createMarket: { kind: 'createMarket', ...MARKET_PARAMETERS },
+  deposit: { kind: 'deposit', userId: 3 as UserId, asset: 'EUR' as AssetCode, amount: 500 as Amount },
+  withdraw: { kind: 'withdraw', userId: 3 as UserId, asset: 'EUR' as AssetCode, amount: 200 as Amount },
+  placeOrder: {
+    kind: 'placeOrder',
+    userId: 3 as UserId,
+    marketId: 2 as MarketId,
+    side: 'buy',
+    type: 'limit',
+    price: 300_000 as Price,
+    volume: 5_000 as Volume,
+  },
+  cancelOrder: { kind: 'cancelOrder', userId: 3 as UserId, orderId: 11 as OrderId },
+};
+
+const EVENTS: { readonly [K in EngineEvent['type']]: Extract<EngineEvent, { type: K }> } = {
+  assetCreated: {
+    type: 'assetCreated',
+    asset: { code: 'BTC' as AssetCode, name: 'Bitcoin', type: 'crypto', decimals: 8 },
+  },
+  marketCreated: { type: 'marketCreated', market: { id: 2 as MarketId, ...MARKET_PARAMETERS } },
+  deposited: {
+    type: 'deposited',
+    userId: 3 as UserId,
+    asset: 'EUR' as AssetCode,
+    amount: 500 as Amount,
+    time: T,
+  },
+  withdrawn: {
+    type: 'withdrawn',
+    userId: 3 as UserId,
+    asset: 'EUR' as AssetCode,
+    amount: 200 as Amount,
+    time: T,
+  },
+  orderAccepted: { type: 'orderAccepted', order: ORDER },
+  trade: { type: 'trade', trade: TRADE },
+  orderDone: { type: 'orderDone', order: ORDER },
+};
+
+const RECORDED: LedgerEntry = {
+  userId: 3 as UserId,
+  asset: 'EUR' as AssetCode,
+  kind: 'deposit',
+  amount: 500 as Amount,
+  reference: 'wire-2024-001',
+  time: T,
+};
+
+const REQUESTS: readonly CommandRequest[] = [
+  ...Object.values(COMMANDS).map((command): CommandRequest => ({ op: 'submit', command })),
+  { op: 'submit', command: COMMANDS.deposit, ledger: { reference: 'wire-2024-001' } },
+  { op: 'submitOnce', command: COMMANDS.placeOrder, idempotency: { key: 'retry-1', fingerprint: 'ab12' } },
+];
+
+const EXECUTED = { ok: true, events: Object.values(EVENTS), duplicate: false, recorded: RECORDED } as const;
+
+const REPLIES: readonly CommandReply[] = [
+  { kind: 'result', result: EXECUTED },
+  {
+    kind: 'result',
+    result: { ok: false, error: { code: 'too_large', message: 'The volume is too large.', field: 'volume' } },
+  },
+  { kind: 'once', once: { kind: 'executed', result: EXECUTED } },
+  { kind: 'once', once: { kind: 'replayed', orderId: 11 as OrderId } },
+  { kind: 'once', once: { kind: 'mismatch' } },
+  { kind: 'error', code: 'unavailable', message: 'The store could not commit.' },
+];
+
+// ------------------------------------------------------------------------------------------------
+// Damage
+
+type Json = null | boolean | string | Json[] | { [key: string]: Json };
+
+/** Exact JSON's spellings (exact-json.ts): `#` a number, `'` a string. */
+const VALUE_DAMAGES: ReadonlyArray<readonly [string, Json]> = [
+  ['a fraction', '#0.5'],
+  ['-0', '#-0'],
+  ['a string', "'5"],
+  ['past the safe range', '#9007199254740992'],
+];
+
+/**
+ * Fields whose absence is a valid message of its own: the reply's `duplicate` and `recorded`, a
+ * rejection's `field`, a submit's `ledger` and its `reference` (absent and undefined are kept apart).
+ */
+const OPTIONAL = /\.(duplicate|recorded|error\.field|ledger|ledger\.reference)$/;
+
+/** The batch payload is any plain data (the transport does not read it): only its presence counts. */
+const OPAQUE = new Set(['$.b.payload']);
+
+interface Damaged {
+  readonly what: string;
+  readonly path: string;
+  readonly frame: { [key: string]: Json };
+  /** True: a valid message all the same (an optional field left out). */
+  readonly valid: boolean;
+}
+
+/** Every single damage of `frame`'s body: for each object, a field too many; for each field, missing and each wrong value. */
+function damages(frame: { [key: string]: Json }): Damaged[] {
+  const out: Damaged[] = [];
+  /** The damage `change` makes to the node at `steps` (object keys, array indexes), on a fresh copy of the frame. */
+  const add = (
+    what: string,
+    path: string,
+    steps: readonly (string | number)[],
+    change: (node: { [key: string | number]: Json }) => void,
+  ) => {
+    const copy = structuredClone(frame);
+    change(steps.reduce<Json>((n, step) => (n as { [key: string | number]: Json })[step]!, copy) as never);
+    out.push({ what, path, frame: copy, valid: what === 'missing' && OPTIONAL.test(path) });
+  };
+  const walk = (node: Json, path: string, steps: readonly (string | number)[]) => {
+    if (typeof node !== 'object' || node === null) return;
+    const isArray = Array.isArray(node);
+    if (!isArray)
+      add('a field too many', `${path}.extra`, steps, (n) => {
+        n.extra = "'x";
+      });
+    for (const [key, value] of Object.entries(node)) {
+      const at = isArray ? Number(key) : key;
+      const fieldPath = isArray ? `${path}[${key}]` : `${path}.${key}`;
+      if (!isArray)
+        add('missing', fieldPath, steps, (n) => {
+          delete n[at];
+        });
+      if (OPAQUE.has(fieldPath)) continue;
+      for (const [what, damaged] of valueDamages(value))
+        add(what, fieldPath, steps, (n) => {
+          n[at] = damaged;
+        });
+      walk(value, fieldPath, [...steps, at]);
+    }
+  };
+  walk(frame.b!, '$.b', ['b']);
+  return out;
+}
+
+/** A string field takes any string: every other damage applies to it. */
+const valueDamages = (value: Json) =>
+  typeof value === 'string' && value.startsWith("'")
+    ? VALUE_DAMAGES.filter(([, v]) => v !== "'5")
+    : VALUE_DAMAGES;
+
+const parse = (bytes: Uint8Array) => JSON.parse(new TextDecoder().decode(bytes)) as { [key: string]: Json };
+
+/** What went wrong with each damage, as readable lines (an empty list when every damage was refused by path). */
+function check(
+  frames: readonly Uint8Array[],
+  decode: (bytes: Uint8Array) => unknown,
+): { count: number; wrong: string[] } {
+  const wrong: string[] = [];
+  let count = 0;
+  for (const bytes of frames) {
+    const frame = parse(bytes);
+    decode(bytes); // the undamaged sample is valid
+    for (const { what, path, frame: damaged, valid } of damages(frame)) {
+      count += 1;
+      const body = frame.b as { [key: string]: Json };
+      const label = `${path} ${what} (${String(body.op ?? body.kind ?? frame.t).replace(/^'/, '')})`;
+      try {
+        decode(jsonBytes(damaged));
+        if (!valid) wrong.push(`${label}: read as a valid message`);
+      } catch (error) {
+        if (valid) wrong.push(`${label}: refused (${String(error)}) although the field is optional`);
+        else if (!(error instanceof WireFormatError))
+          wrong.push(`${label}: ${String(error)}, not a WireFormatError`);
+        else if (error.path !== path) wrong.push(`${label}: refused at ${error.path} (${error.message})`);
+      }
+    }
+  }
+  return { count, wrong };
+}
+
+test('every field of every command request, damaged in each way, is refused by its path', (t) => {
+  const { count, wrong } = check(REQUESTS.map(encodeCommandRequest), decodeCommandRequest);
+  t.diagnostic(`${count} damaged requests`);
+  assert.deepEqual(wrong, []);
+  assert.ok(count > 200, `only ${count} damages`);
+});
+
+test('every field of every reply (results, events, trades, orders, ledger entries), damaged in each way, is refused by its path', (t) => {
+  const { count, wrong } = check(REPLIES.map(encodeCommandReply), decodeCommandReply);
+  t.diagnostic(`${count} damaged replies`);
+  assert.deepEqual(wrong, []);
+  assert.ok(count > 800, `only ${count} damages`);
+});
+
+test('a batch envelope: its sequence damaged in each way, its payload missing, a field too many', () => {
+  const { count, wrong } = check([encodeBatch({ sequence: 5, payload: { any: ['data', 1n] } })], (bytes) =>
+    decodeBatch(bytes),
+  );
+  assert.deepEqual(wrong, []);
+  assert.equal(count, 1 + 2 + VALUE_DAMAGES.length);
+});

@@ -632,6 +632,12 @@ export class Engine {
         }
         maker = next;
       }
+      // Every pass empties its level or fills the taker. A level still best here (a maker that can
+      // take nothing) would be matched again forever: the command fails instead of the process hanging.
+      if (book.best === level && taker.remaining > 0)
+        throw new InternalStateError(
+          `matching made no progress at price ${level.price} of market ${market.spec.id}`,
+        );
     }
     return false;
   }

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const roots = ['src', 'test', 'examples'];
 const serverSuites = process.argv.includes('--server-suites');
@@ -34,7 +35,24 @@ if (serverSuites) {
   };
   files.splice(0, files.length, ...files.filter(starts));
 }
-const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
-  stdio: 'inherit',
-});
+// Budgets (scripts/test-budgets.mjs, loaded into every test process): each test its own, 120 s by
+// default (TEST_TIMEOUT_MS), and a blocked event loop killed. `--test-timeout` is the last bound of
+// a file as a whole (what Node 20 applies it to): one that finished its tests but does not exit
+// (a handle left open) fails after 20 minutes instead of stalling the run.
+const budgets = join(import.meta.dirname, 'test-budgets.mjs');
+const fileBound = Number(process.env.TEST_FILE_TIMEOUT_MS ?? 20 * 60_000);
+const result = spawnSync(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--import',
+    pathToFileURL(budgets).href,
+    '--test',
+    `--test-timeout=${fileBound}`,
+    '--test-reporter=spec',
+    ...files,
+  ],
+  { stdio: 'inherit' },
+);
 process.exit(result.status ?? 1);

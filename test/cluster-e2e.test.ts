@@ -9,6 +9,7 @@ import { describe, test } from 'node:test';
 import type { BookMessage, ExecutionMessage, TradeMessage } from '../src/client/channels.js';
 import { OpenSpotClient } from '../src/client/client.js';
 import {
+  CLUSTER_TEST_TIMEOUT_MS,
   clusterEnv,
   clusterSkipReason,
   eventually,
@@ -25,7 +26,9 @@ import { natsRelay } from './support/nats.js';
 const skip = clusterSkipReason('cluster end-to-end test');
 
 describe('one engine and two gateways, as separate processes', skip === undefined ? {} : { skip }, () => {
-  test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', async (t) => {
+  test('an order on gateway A trades against one on gateway B; B streams it and serves the order at once', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const env = await clusterEnv(t);
     const engine = await startEngine(t, env);
     const [gatewayA, gatewayB] = await Promise.all([startGateway(t, env), startGateway(t, env)]);
@@ -134,7 +137,9 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       assert.deepEqual([book?.bids.length, book?.asks.length], [0, 0]);
     }
   });
-  test('failover: the primary engine is SIGKILLed, the standby takes the lock and the gateway accepts commands again', async (t) => {
+  test('failover: the primary engine is SIGKILLed, the standby takes the lock and the gateway accepts commands again', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const env = await clusterEnv(t);
     const primary = await startEngine(t, env);
     const standby = await startStandby(t, env);
@@ -245,7 +250,9 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       `# failover: the WebSocket client's book ${snapshots > 1 ? 'was re-snapshotted' : 'continued without a re-snapshot'}\n`,
     );
   });
-  test('gateway loss: killing one gateway drops only its own connections; its clients resume on the other from a snapshot', async (t) => {
+  test('gateway loss: killing one gateway drops only its own connections; its clients resume on the other from a snapshot', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const env = await clusterEnv(t);
     const engine = await startEngine(t, env);
     const [gatewayA, gatewayB] = await Promise.all([startGateway(t, env), startGateway(t, env)]);
@@ -296,7 +303,9 @@ describe('one engine and two gateways, as separate processes', skip === undefine
       '40001.0',
     ]);
   });
-  test('NATS taken away under load (a relay cut, the shared server is not restarted): nothing acknowledged is lost, every process recovers', async (t) => {
+  test('NATS taken away under load (a relay cut, the shared server is not restarted): nothing acknowledged is lost, every process recovers', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const env = await clusterEnv(t);
     const relay = await natsRelay(t);
     const engine = await startEngine(t, env, { NATS_URL: relay.url });

@@ -20,6 +20,7 @@ import { OpenSpotClient } from '../src/client/client.js';
 import { checkLedger, replayCheck } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
 import {
+  CLUSTER_TEST_TIMEOUT_MS,
   clusterEnv,
   clusterSkipReason,
   listeningUrl,
@@ -41,7 +42,9 @@ const sell = () =>
   ({ pair: 'BTC/EUR', direction: 'sell', type: 'limit', volume: '0.1', price: `${nextPrice++}.0` }) as const;
 
 describe('a primary engine that freezes (machine gone)', skip === undefined ? {} : { skip }, () => {
-  test('the standby answers every command; the frozen engine, woken up, never writes and exits', async (t) => {
+  test('the standby answers every command; the frozen engine, woken up, never writes and exits', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const env = await clusterEnv(t);
     const primary = await startEngine(t, env);
     const standby = await startStandby(t, env);

@@ -31,6 +31,7 @@ import { checkLedger, committedBooks } from './crash/committed-state.js';
 import { readCommittedPostgres } from './crash/committed-state-postgres.js';
 import { fromUnits, seededRandom, toUnits } from './crash/http-client.js';
 import {
+  CLUSTER_TEST_TIMEOUT_MS,
   type ClusterProcess,
   clusterEnv,
   clusterSkipReason,
@@ -130,7 +131,9 @@ function watchBook(t: { after(fn: () => void): void }, gateway: ClusterProcess) 
 }
 
 describe('the NATS server restarted under load', skip === undefined ? {} : { skip }, () => {
-  test('SIGTERM, then SIGKILL of nats-server: nothing acknowledged is lost, every process recovers by itself', async (t) => {
+  test('SIGTERM, then SIGKILL of nats-server: nothing acknowledged is lost, every process recovers by itself', {
+    timeout: CLUSTER_TEST_TIMEOUT_MS,
+  }, async (t) => {
     const nats = await privateNatsServer(t);
     // The shared cluster environment (a fresh database, stream and subjects of its own, shared
     // secrets), on the private server. Its stream cleanup asks the shared server, which never held

@@ -31,6 +31,13 @@ import { unitCommand } from './systemd-unit.js';
 export { eventually, waitUntil };
 
 /**
+ * The time budget of a test that runs a cluster of OS processes (engines, gateways, a NATS relay or
+ * restart): each process compiles the server through tsx at start, several start and stop in one
+ * test, and CI runs them on loaded machines. Above the default of scripts/test-budgets.mjs.
+ */
+export const CLUSTER_TEST_TIMEOUT_MS = 300_000;
+
+/**
  * Why a multi-process cluster test cannot run here (it needs TEST_NATS_URL and TEST_DATABASE_URL),
  * said on stdout so the skip is visible; undefined when it can.
  */

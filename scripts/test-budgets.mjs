@@ -28,6 +28,7 @@ const notice = (ms) => {
 };
 
 // Budgets of the suites whose bodies are being run (the innermost last), as their tests register.
+// A test registered after an `await` in an async describe body gets the default instead.
 const suiteBudgets = [];
 const inheritedBudget = () => suiteBudgets.at(-1);
 

@@ -35,6 +35,7 @@ import {
   ACCESS_DENIED,
   deepJson,
   describeExchange,
+  ENDPOINTS_FUZZ_TIMEOUT_MS,
   encode,
   fuzzParams,
   headerName,
@@ -1550,7 +1551,9 @@ after(async () => {
   await t?.close();
 });
 
-test('every endpoint: random queries, headers, bodies and path ids never get a 5xx, a wrong shape or a state change', async (tc) => {
+test('every endpoint: random queries, headers, bodies and path ids never get a 5xx, a wrong shape or a state change', {
+  timeout: ENDPOINTS_FUZZ_TIMEOUT_MS,
+}, async (tc) => {
   const list = endpoints();
   for (const [i, ep] of list.entries()) {
     await tc.test(ep.name, async (sub) => {

@@ -16,6 +16,12 @@ export const BASE_SEED = Number(process.env.FUZZ_SEED ?? 20_240_917);
 /** Multiplies every property's run count (FUZZ_RUNS=10 for a long local session). */
 export const RUN_FACTOR = Number(process.env.FUZZ_RUNS ?? 1);
 
+/**
+ * The time budget of a fuzz test that runs a property per endpoint (dozens of properties, each
+ * a few hundred requests): minutes on a loaded machine, more with FUZZ_RUNS.
+ */
+export const ENDPOINTS_FUZZ_TIMEOUT_MS = Math.max(1, RUN_FACTOR) * 600_000;
+
 /** fast-check parameters of one property: a fixed seed (printed by the caller) and bounded runs. */
 export function fuzzParams(offset: number, runs: number): { seed: number; numRuns: number } {
   return { seed: BASE_SEED + offset, numRuns: Math.max(1, Math.round(runs * RUN_FACTOR)) };

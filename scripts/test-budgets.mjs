@@ -89,6 +89,7 @@ for (const key of ['test', 'it']) nodeTest[key] = budgetedTest(nodeTest[key]);
 for (const key of ['describe', 'suite']) nodeTest[key] = budgetedSuite(nodeTest[key]);
 for (const key of ['before', 'after', 'beforeEach', 'afterEach']) nodeTest[key] = budgetedHook(nodeTest[key]);
 // `import { test } from 'node:test'` is a live binding of these properties: brought in step here.
+// (The default export, `import test from 'node:test'`, stays unbudgeted: no test file uses it.)
 syncBuiltinESMExports();
 
 setInterval(() => Atomics.store(shared, 0, Date.now() - ORIGIN), 500).unref();

@@ -29,6 +29,8 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  switchesOf,
+  switchFromRow,
   sequencesFromMeta,
   type TotalsRow,
   totalsFromRow,
@@ -296,6 +298,9 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       const open = await c.query<OrderRow>(
         `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
       );
+      const switches = await c.query<{ user_id: number; trigger_time: number }>(
+        'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
+      );
       const meta = await c.query<{ key: string; value: number }>('SELECT key, value FROM meta');
       return {
         assets: assets.rows.map(assetFromRow),
@@ -303,6 +308,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         balances: balances.rows.map(balanceFromRow),
         totals: totals.rows.map(totalsFromRow),
         openOrders: open.rows.map(orderFromRow),
+        ...switchesOf(switches.rows.map(switchFromRow)),
         sequences: sequencesFromMeta(meta.rows),
       };
     });

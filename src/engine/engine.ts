@@ -30,19 +30,21 @@ import { type Account, AccountBook } from './account-book.js';
 import { BookSide, type Level, type RestingOrder } from './book-side.js';
 import { type EngineStateView, findViolation, hashState, InternalStateError } from './engine-state.js';
 import { OrderIndex } from './order-index.js';
-import type {
-  BookLevels,
-  ChangeSet,
-  Command,
-  CommandResult,
-  EngineEvent,
-  EngineSnapshot,
-  LevelKey,
-  OrderState,
-  RejectCode,
-  Rejection,
-  Sequences,
-  Trade,
+import {
+  type BookLevels,
+  type ChangeSet,
+  type Command,
+  type CommandResult,
+  DEFAULT_MAX_OPEN_ORDERS_PER_USER,
+  type EngineEvent,
+  type EngineOptions,
+  type EngineSnapshot,
+  type LevelKey,
+  type OrderState,
+  type RejectCode,
+  type Rejection,
+  type Sequences,
+  type Trade,
 } from './types.js';
 
 const FEE_SCALE = 10 ** FEE_RATE_DECIMALS;
@@ -288,8 +290,15 @@ export class Engine {
   private readonly eventScratch: (EngineEvent | null)[] = [];
   private eventCount = 0;
 
-  static restore(snapshot: EngineSnapshot): Engine {
-    const engine = new Engine();
+  /** See EngineOptions: every replica and replay of one journal must use the same. */
+  private readonly maxOpenOrdersPerUser: number;
+
+  constructor(options: EngineOptions = {}) {
+    this.maxOpenOrdersPerUser = options.maxOpenOrdersPerUser ?? DEFAULT_MAX_OPEN_ORDERS_PER_USER;
+  }
+
+  static restore(snapshot: EngineSnapshot, options: EngineOptions = {}): Engine {
+    const engine = new Engine(options);
     for (const asset of snapshot.assets) engine.addAsset(asset);
     for (const market of snapshot.markets) engine.addMarket(market);
     for (const t of snapshot.totals) {
@@ -352,6 +361,8 @@ export class Engine {
       case 'createMarket':
         result = this.createMarket(command);
         break;
+      default:
+        throw new Error(`${command.kind}: not implemented yet`);
     }
     return result ?? { ok: true, events: this.takeEvents() };
   }
@@ -888,6 +899,14 @@ export class Engine {
       levels,
       sequences: this.sequences(),
     };
+  }
+
+  /**
+   * The earliest GTD expiry or dead man's switch still to fire, or null when there is none: the
+   * time at which a `tick` (or any command) will fire something. A sequencer arms one timer for it.
+   */
+  nextDeadline(): Micros | null {
+    throw new Error('nextDeadline: not implemented yet');
   }
 
   sequences(): Sequences {

@@ -15,7 +15,8 @@ const body = (over: Record<string, unknown> = {}) => ({
   price: '30000.0',
   ...over,
 });
-const controlsOf = (b: Record<string, unknown>) => validateOrderControls(b, validateCreateOrder(b, catalogue));
+const controlsOf = (b: Record<string, unknown>) =>
+  validateOrderControls(b, validateCreateOrder(b, catalogue));
 const errorsOf = (b: Record<string, unknown>) => {
   const result = controlsOf(b);
   assert.equal(result.ok, false);
@@ -73,10 +74,9 @@ test('every control is read, and only those that differ from the default reach t
   const iocInput = validateCreateOrder(ioc, catalogue);
   const iocControls = controlsOf(ioc);
   assert.ok(iocInput.ok && iocControls.ok);
-  assert.deepEqual(
-    Object.keys(placeOrderCommand(7 as UserId, iocInput.value, iocControls.value)).slice(-1),
-    ['timeInForce'],
-  );
+  assert.deepEqual(Object.keys(placeOrderCommand(7 as UserId, iocInput.value, iocControls.value)).slice(-1), [
+    'timeInForce',
+  ]);
   // A JSON integer expiry is whole seconds.
   assert.deepEqual(controlsOf(body({ time_in_force: 'GTD', expire_time: 1_767_225_600 })), {
     ok: true,
@@ -123,9 +123,12 @@ test('the Idempotency-Key fingerprint: unchanged without controls, different wit
     { postOnly: true },
     { clientOrderId: 'a' },
     { stp: 'cancel-both' as const },
-  ].map((change) =>
-    idempotencyRequest('k', { ...input.value, controls: { ...DEFAULT_CONTROLS, ...change } as typeof DEFAULT_CONTROLS })
-      .fingerprint,
+  ].map(
+    (change) =>
+      idempotencyRequest('k', {
+        ...input.value,
+        controls: { ...DEFAULT_CONTROLS, ...change } as typeof DEFAULT_CONTROLS,
+      }).fingerprint,
   );
   assert.equal(new Set([plain, ...variants]).size, variants.length + 1);
 });

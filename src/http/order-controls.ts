@@ -114,7 +114,9 @@ export type OrderControlsResult =
  */
 export function validateOrderControls(body: unknown, input: CreateOrderResult): OrderControlsResult {
   const fields: Readonly<Record<string, unknown>> =
-    typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    typeof body === 'object' && body !== null && !Array.isArray(body)
+      ? (body as Record<string, unknown>)
+      : {};
   const rawType = typeof fields.order_type === 'string' ? fields.order_type.trim() : undefined;
   const type: OrderType | undefined = input.ok
     ? input.value.type
@@ -163,7 +165,11 @@ export function validateOrderControls(body: unknown, input: CreateOrderResult): 
  * set, so an order without any is the very command it was before they existed (on the wire to an
  * engine process too).
  */
-export function placeOrderCommand(userId: UserId, order: CreateOrderInput, controls: OrderControls): PlaceOrder {
+export function placeOrderCommand(
+  userId: UserId,
+  order: CreateOrderInput,
+  controls: OrderControls,
+): PlaceOrder {
   const { side, type, market, volume, price } = order;
   const command: PlaceOrder = { kind: 'placeOrder', userId, marketId: market.id, side, type, price, volume };
   if (usesNoControl(controls)) return command;

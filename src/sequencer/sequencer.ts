@@ -51,8 +51,8 @@ import {
   StoreUnavailableError,
 } from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
-import { DeadlineTimer } from './deadline-timer.js';
 import { type FeedBookChanges, type FeedTrades, InProcessFeed } from './committed-feed.js';
+import { DeadlineTimer } from './deadline-timer.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,

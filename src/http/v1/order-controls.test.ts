@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { type Answer, call, type Credentials } from '../../../test/access/support.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Answer, type Credentials, call } from '../../../test/access/support.js';
 import { startTestServer, type TestServer } from '../../../test/support/server-fixture.js';
 
 interface OrderJson {
@@ -65,7 +65,8 @@ describe('order controls over HTTP', () => {
   after(() => t.close());
 
   const place = (as: Credentials, body: unknown) => call(t, as, 'POST', '/v1/orders', body);
-  const get = async (as: Credentials, id: number) => dataOf<OrderJson>(await call(t, as, 'GET', `/v1/orders/${id}`));
+  const get = async (as: Credentials, id: number) =>
+    dataOf<OrderJson>(await call(t, as, 'GET', `/v1/orders/${id}`));
   const bookAsks = async () => {
     const r = await fetch(`${t.url}/v1/orderbook?ticker_id=BTC_EUR&depth=0`);
     return ((await r.json()) as { asks: string[][] }).asks;
@@ -158,14 +159,20 @@ describe('order controls over HTTP', () => {
     idOf(await place(maker, order({ order_direction: 'sell', price: '21000.0', volume: '0.01' })));
     const asks = await bookAsks();
 
-    const ioc = await get(bob, idOf(await place(bob, order({ price: '21000.0', volume: '0.03', time_in_force: 'IOC' }))));
+    const ioc = await get(
+      bob,
+      idOf(await place(bob, order({ price: '21000.0', volume: '0.03', time_in_force: 'IOC' }))),
+    );
     assert.equal(ioc.status, 'canceled');
     assert.equal(ioc.reason, 'immediate-or-cancel remainder');
     assert.equal(ioc.volume_executed.amount, '0.01000000');
     assert.equal(ioc.time_in_force, 'IOC');
 
     idOf(await place(maker, order({ order_direction: 'sell', price: '21000.0', volume: '0.01' })));
-    const fok = await get(bob, idOf(await place(bob, order({ price: '21000.0', volume: '0.02', time_in_force: 'FOK' }))));
+    const fok = await get(
+      bob,
+      idOf(await place(bob, order({ price: '21000.0', volume: '0.02', time_in_force: 'FOK' }))),
+    );
     assert.equal(fok.status, 'canceled');
     assert.equal(fok.reason, 'fill-or-kill not filled');
     assert.equal(fok.volume_executed.amount, '0.00000000');
@@ -278,7 +285,10 @@ describe('order controls over HTTP', () => {
   test('PATCH /v1/orders/:id amends in place; its refusals', async () => {
     const frank = await t.trader();
     const id = idOf(await place(frank, order({ volume: '0.05' })));
-    const lower = await call(t, frank, 'PATCH', `/v1/orders/${id}`, { volume: '0.04', client_order_id: 'am-1' });
+    const lower = await call(t, frank, 'PATCH', `/v1/orders/${id}`, {
+      volume: '0.04',
+      client_order_id: 'am-1',
+    });
     assert.equal(lower.status, 200, JSON.stringify(lower.body));
     assert.deepEqual(lower.body, { success: true, message: 'Order amended successfully.', code: 200 });
     const amended = await get(frank, id);
@@ -310,7 +320,13 @@ describe('order controls across a restart', () => {
       const gina = await t.trader();
       const expire = Math.floor(nowSeconds()) + 3;
       const gtd = idOf(
-        await call(t, gina, 'POST', '/v1/orders', order({ time_in_force: 'GTD', expire_time: String(expire) })),
+        await call(
+          t,
+          gina,
+          'POST',
+          '/v1/orders',
+          order({ time_in_force: 'GTD', expire_time: String(expire) }),
+        ),
       );
       const tagged = idOf(await call(t, gina, 'POST', '/v1/orders', order({ client_order_id: 'keep-me' })));
       const armed = await call(t, gina, 'POST', '/v1/orders/cancel-all-after', { timeout: 4 });
@@ -324,7 +340,10 @@ describe('order controls across a restart', () => {
       const found = await call(t, gina, 'GET', '/v1/orders/client/keep-me');
       assert.equal(dataOf<OrderJson>(found).id, tagged);
       // Still unique after the restart.
-      assert.equal((await call(t, gina, 'POST', '/v1/orders', order({ client_order_id: 'keep-me' }))).status, 422);
+      assert.equal(
+        (await call(t, gina, 'POST', '/v1/orders', order({ client_order_id: 'keep-me' }))).status,
+        422,
+      );
 
       const expired = await eventually(
         async () => dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${gtd}`)).status === 'canceled',
@@ -333,11 +352,15 @@ describe('order controls across a restart', () => {
       assert.ok(expired, 'the GTD order expired after the restart');
       assert.equal(dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${gtd}`)).reason, 'expired');
       const fired = await eventually(
-        async () => dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${tagged}`)).status === 'canceled',
+        async () =>
+          dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${tagged}`)).status === 'canceled',
         6000,
       );
       assert.ok(fired, 'the switch armed before the restart fired after it');
-      assert.equal(dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${tagged}`)).reason, "dead man's switch");
+      assert.equal(
+        dataOf<OrderJson>(await call(t, gina, 'GET', `/v1/orders/${tagged}`)).reason,
+        "dead man's switch",
+      );
     } finally {
       await t.close();
       rmSync(dir, { recursive: true, force: true });

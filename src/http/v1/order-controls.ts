@@ -22,8 +22,8 @@ import {
   type PlaceOrder,
   type PlaceResult,
 } from '../../engine/types.js';
-import { NO_EXPIRY, unixSeconds4 } from '../../wire/time.js';
 import { formatVolume } from '../../wire/serializers.js';
+import { NO_EXPIRY, unixSeconds4 } from '../../wire/time.js';
 import type { V1Deps } from '../context.js';
 import { MESSAGES } from '../context.js';
 import { errorC, errorE, INVALID_REQUEST, rule, summarize, validationError } from '../errors.js';
@@ -33,14 +33,7 @@ import { validateCreateOrder } from '../order-input.js';
 import { isAbsent, parseId, parsePositiveDecimal, resolvePair, single } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
 import { caller } from '../request-state.js';
-import {
-  BareEnvelope,
-  Envelope,
-  ErrorCSchema,
-  ErrorDSchema,
-  ErrorESchema,
-  OrderSchema,
-} from '../schemas.js';
+import { BareEnvelope, Envelope, ErrorCSchema, ErrorDSchema, ErrorESchema, OrderSchema } from '../schemas.js';
 import { ABSENT, CANCELED_BODY, CreateOrderBody, orderIdOfBody, orderReaders } from './orders.js';
 import type { V1RouteConfig } from './plugin.js';
 import { envelope, sendJson } from './shared.js';
@@ -87,7 +80,9 @@ const BatchBody = Type.Object({
   }),
 });
 const AmendBody = Type.Object({
-  price: Type.Optional(Type.String({ description: 'the new limit price (the order moves to the back of its level)' })),
+  price: Type.Optional(
+    Type.String({ description: 'the new limit price (the order moves to the back of its level)' }),
+  ),
   volume: Type.Optional(
     Type.String({
       description:
@@ -118,7 +113,8 @@ const fieldsOf = (body: unknown): Readonly<Record<string, unknown>> =>
   typeof body === 'object' && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
 
 /** The Unix-seconds-with-4-decimals text of a switch deadline ("0.0000" when disarmed). */
-const triggerTimeText = (micros: number): string => (micros === 0 ? NO_EXPIRY : unixSeconds4(micros as Micros));
+const triggerTimeText = (micros: number): string =>
+  micros === 0 ? NO_EXPIRY : unixSeconds4(micros as Micros);
 
 /** How many orders a cancel-all canceled: its `orderDone` events (each order ends once). */
 const canceledCount = (result: CommandResult): number =>
@@ -133,7 +129,8 @@ function refusedItem(errors: Readonly<Record<string, readonly string[]>>): Batch
 /** `timeout` of cancel-all-after: whole seconds from 0 to 86,400, a JSON integer or its digits. */
 function timeoutSeconds(value: unknown): { seconds: number } | { message: string } {
   if (isAbsent(value)) return { message: rule.required('timeout') };
-  const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : undefined;
+  const text =
+    typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim() : undefined;
   if (text === undefined || !/^[0-9]{1,12}$/.test(text)) return { message: rule.integer('timeout') };
   const seconds = Number(text);
   const max = MAX_CANCEL_ALL_AFTER / 1_000_000;
@@ -165,7 +162,8 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
       schema: {
         tags: ['trading'],
         summary: 'The newest of your orders with this client order id, with its executions',
-        description: 'Answers as GET /orders/{order_id} does; 404 (shape C) when none of your orders has that id.',
+        description:
+          'Answers as GET /orders/{order_id} does; 404 (shape C) when none of your orders has that id.',
         security,
         params: ClientIdParam,
         response: { 200: Envelope(OrderSchema), 404: ErrorCSchema },
@@ -334,7 +332,10 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
           items.push(undefined);
         } else {
           items.push(
-            refusedItem({ ...(input.ok ? {} : input.errors.toRecord()), ...(controls.ok ? {} : controls.errors) }),
+            refusedItem({
+              ...(input.ok ? {} : input.errors.toRecord()),
+              ...(controls.ok ? {} : controls.errors),
+            }),
           );
         }
       }
@@ -343,7 +344,8 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
         const result = await exchange.submit({ kind: 'placeOrders', orders: commands });
         if (!result.ok) throw rejectionToHttp(result.error);
         placed = result.results ?? [];
-        if (placed.length !== commands.length) throw new Error('placeOrders answered another number of results');
+        if (placed.length !== commands.length)
+          throw new Error('placeOrders answered another number of results');
       }
       let next = 0;
       const data = items.map((item): BatchItemRecord => {

@@ -77,7 +77,8 @@ export const CreateOrderBody = Type.Object({
   client_order_id: Type.Optional(
     Type.String({
       pattern: '^[A-Za-z0-9_-]{1,36}$',
-      description: "the client's own id, unique among the user's open orders (GET/DELETE /orders/client/{id})",
+      description:
+        "the client's own id, unique among the user's open orders (GET/DELETE /orders/client/{id})",
     }),
   ),
   stp: Type.Optional(
@@ -204,7 +205,10 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const keyHeader = request.headers['idempotency-key'];
       const key = keyHeader === undefined ? undefined : parseIdempotencyKey(keyHeader);
       if (!input.ok || !controls.ok || key === null) {
-        const errors = { ...(input.ok ? {} : input.errors.toRecord()), ...(controls.ok ? {} : controls.errors) };
+        const errors = {
+          ...(input.ok ? {} : input.errors.toRecord()),
+          ...(controls.ok ? {} : controls.errors),
+        };
         throw validationError(key === null ? { ...errors, [IDEMPOTENCY_KEY_FIELD]: [INVALID_KEY] } : errors);
       }
       const { userId } = caller(request);

@@ -313,7 +313,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
   const candles = lastByKey(batch.candles, (c) => `${c.marketId}\u0000${c.interval}\u0000${c.start}`);
   const idempotency = lastByKey(batch.idempotencyKeys ?? [], (r) => `${r.userId}\u0000${r.key}`);
   const bookSequences = lastByKey(batch.bookSequences ?? [], (b) => b.marketId);
-  const armed = lastByKey(changes.switches, (w) => w.userId).filter((w) => w.triggerTime > 0);
+  const armed = lastByKey(changes.switches ?? [], (w) => w.userId).filter((w) => w.triggerTime > 0);
   return [
     columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
     columnsOf(markets, MARKET.length, (m) => [
@@ -385,7 +385,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
 
 /** The users whose switch the batch disarmed or fired: their last state in the batch is 0. */
 function switchesOff(batch: CommitBatch): number[] {
-  return lastByKey(batch.changes.switches, (w) => w.userId)
+  return lastByKey(batch.changes.switches ?? [], (w) => w.userId)
     .filter((w) => w.triggerTime === 0)
     .map((w) => w.userId);
 }

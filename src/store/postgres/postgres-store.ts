@@ -29,9 +29,9 @@ import {
   ORDER_COLUMNS,
   type OrderRow,
   orderFromRow,
+  sequencesFromMeta,
   switchesOf,
   switchFromRow,
-  sequencesFromMeta,
   type TotalsRow,
   totalsFromRow,
 } from '../sqlite/rows.js';

@@ -276,7 +276,9 @@ export class SqliteCheckpoints {
     const clear = this.db.prepare(`DELETE FROM ${table}`);
     if (list === null) return () => clear.run();
     const read = source.prepare(`SELECT ${list} FROM ${table}`).raw().safeIntegers();
-    const insert = this.db.prepare(`INSERT INTO ${table} (${list}) VALUES (${held.map(() => '?').join(', ')})`);
+    const insert = this.db.prepare(
+      `INSERT INTO ${table} (${list}) VALUES (${held.map(() => '?').join(', ')})`,
+    );
     return () => {
       clear.run();
       for (const row of read.iterate() as Iterable<unknown[]>) insert.run(...row);

@@ -22,7 +22,14 @@ import type {
   UserId,
   Volume,
 } from '../../domain/types.js';
-import type { AssetTotals, BalanceState, OrderState, Sequences, SwitchState, Trade } from '../../engine/types.js';
+import type {
+  AssetTotals,
+  BalanceState,
+  OrderState,
+  Sequences,
+  SwitchState,
+  Trade,
+} from '../../engine/types.js';
 import type { Candle, Interval } from '../../market-data/candle.js';
 import type { ApiKeyRecord, ApiKeyScope, LedgerEntry, LedgerKind, UserRecord, UserTrade } from '../store.js';
 

@@ -623,7 +623,7 @@ function writeBatch(s: WriteStatements, batch: CommitBatch): void {
     // The upsert stays the fallback, should a row be missing after all.
     if (placed.has(o.id) || updateOrderState(s, o) === 0) upsertOrder(s, o);
   }
-  for (const w of changes.switches) {
+  for (const w of changes.switches ?? []) {
     // A disarmed or fired switch has no row: what is left is exactly the armed ones.
     if (w.triggerTime > 0) s.upsertSwitch.run(w.userId, w.triggerTime);
     else s.deleteSwitch.run(w.userId);

@@ -380,9 +380,10 @@ const ORDER = {
   clientOrderId: str,
   stp: enumOf(SELF_TRADE_MODES),
   expireTime: int<Micros>,
+  priority: int<number>,
 } satisfies Shape<OrderState>;
 /** OrderState's order-control fields, absent when they hold their defaults. */
-const ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime'];
+const ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime', 'priority'];
 
 const TRADE = {
   id: int<TradeId>,

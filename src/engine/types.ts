@@ -219,6 +219,13 @@ export interface OrderState {
   readonly stp?: SelfTradeMode;
   /** GTD only: when the order expires. Absent: no expiry (the interface's zero). */
   readonly expireTime?: Micros;
+  /**
+   * The order's place in time priority when that is not its id: set when an amend moved it to
+   * the back of a level, to a number taken from the order id sequence (so it compares with other
+   * orders' ids, and that id is never issued). Absent: its id. Committed state: a restore queues
+   * each level's orders by it.
+   */
+  readonly priority?: number;
 }
 
 export interface Trade {
@@ -364,7 +371,7 @@ export interface EngineSnapshot {
   readonly markets: readonly MarketSpec[];
   readonly balances: readonly BalanceState[];
   readonly totals: readonly AssetTotals[];
-  /** Open orders in ascending id order, which is their time priority. */
+  /** Open orders in time priority (ascending `priority ?? id`; restore sorts them so anyway). */
   readonly openOrders: readonly OrderState[];
   /** Armed dead man's switches (triggerTime > 0) in ascending user id; absent: none. */
   readonly switches?: readonly SwitchState[];

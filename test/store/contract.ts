@@ -173,11 +173,13 @@ export function storeContract(adapter: Adapter): void {
         },
       });
       // An amend changes price, volume and client id in place; Bob's switch is disarmed.
+      // A new price sends the order to the back of its level: its priority follows every id so far.
       const amended = {
         ...gtd,
         price: 400_000 as Price,
         volume: 50_000_000 as Volume,
         clientOrderId: 'quote-2',
+        priority: 4,
       };
       const old = order(3, {
         clientOrderId: 'quote-2',
@@ -194,7 +196,8 @@ export function storeContract(adapter: Adapter): void {
       });
       const reopened = await reopen();
       const snapshot = await reopened.loadSnapshot();
-      assert.deepEqual(snapshot.openOrders, [amended, plain]);
+      // In time priority: the amended order (priority 4) after Bob's order 2.
+      assert.deepEqual(snapshot.openOrders, [plain, amended]);
       assert.deepEqual(snapshot.switches, [{ userId: ALICE, triggerTime: T0 + 60_000_000 }]);
       assert.deepEqual(
         await reopened.getOrder(2 as OrderId),

@@ -84,6 +84,7 @@ const ORDER = [
   ['post_only', 'boolean'],
   ['client_order_id', 'text'],
   ['stp', 'text'],
+  ['priority', 'bigint'],
 ] as const;
 /** Armed dead man's switches; a disarmed or fired one is deleted (SWITCH_DELETE). */
 const SWITCH = [

@@ -74,6 +74,7 @@ export const COPIED_TABLES: readonly TableCopy[] = [
       ...big('expire_time'),
       col('post_only', 'boolean', 'post_only <> 0'),
       ...text('client_order_id', 'stp'),
+      ...big('priority'),
     ],
     order: 'id',
   },

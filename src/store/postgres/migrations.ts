@@ -253,7 +253,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         ADD COLUMN client_order_id text
           CHECK (client_order_id IS NULL OR length(client_order_id) BETWEEN 1 AND 36),
         ADD COLUMN stp text NOT NULL DEFAULT 'cancel-oldest'
-          CHECK (stp IN ('cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement'));
+          CHECK (stp IN ('cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement')),
+        ADD COLUMN priority bigint CHECK (priority IS NULL OR priority > id);
       CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
         WHERE client_order_id IS NOT NULL;
 

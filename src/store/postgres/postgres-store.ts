@@ -296,7 +296,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         'SELECT asset, net_deposits, fees FROM asset_totals ORDER BY asset COLLATE "C"',
       );
       const open = await c.query<OrderRow>(
-        `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
+        `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY coalesce(priority, id)`,
       );
       const switches = await c.query<{ user_id: number; trigger_time: number }>(
         'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',

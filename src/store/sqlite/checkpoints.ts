@@ -65,7 +65,7 @@ const OLDEST_RESTORABLE_VERSION = 6;
  * post-only, client id, with self-trade mode cancel-oldest).
  */
 const ADDED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  orders: ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp'],
+  orders: ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'],
 };
 /** State tables a later schema version added: an older checkpoint has none of their rows (v8: no switch armed). */
 const ADDED_TABLES: readonly string[] = ['cancel_all_after'];

@@ -373,7 +373,7 @@ describe('migrations', () => {
 /** Takes a database of this release back to schema v7: what v8 added is removed again. */
 function undoV8(db: Database.Database): void {
   db.exec('DROP INDEX orders_by_user_client_id; DROP TABLE cancel_all_after;');
-  for (const column of ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp'])
+  for (const column of ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'])
     db.exec(`ALTER TABLE orders DROP COLUMN ${column}`);
   db.pragma('user_version = 7');
 }

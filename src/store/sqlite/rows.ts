@@ -87,6 +87,7 @@ export interface OrderRow {
   readonly post_only: number | boolean;
   readonly client_order_id: string | null;
   readonly stp: SelfTradeMode;
+  readonly priority: number | null;
 }
 
 export interface TradeRow {
@@ -151,7 +152,7 @@ export const API_KEY_COLUMNS =
   'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required';
 
 export const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
 export const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 export const CANDLE_COLUMNS =
@@ -215,7 +216,8 @@ export function orderFromRow(r: OrderRow): OrderState {
     r.expire_time === 0 &&
     !postOnly &&
     r.client_order_id === null &&
-    r.stp === 'cancel-oldest'
+    r.stp === 'cancel-oldest' &&
+    r.priority === null
   )
     return order;
   return {
@@ -225,22 +227,25 @@ export function orderFromRow(r: OrderRow): OrderState {
     ...(r.client_order_id === null ? {} : { clientOrderId: r.client_order_id }),
     ...(r.stp === 'cancel-oldest' ? {} : { stp: r.stp }),
     ...(r.expire_time === 0 ? {} : { expireTime: r.expire_time as Micros }),
+    ...(r.priority === null ? {} : { priority: r.priority }),
   };
 }
 
 /**
- * An order's control columns (time_in_force, expire_time, post_only, client_order_id, stp), the
- * defaults written out: the values both stores write after the sixteen original columns.
+ * An order's control columns (time_in_force, expire_time, post_only, client_order_id, stp,
+ * priority), the defaults written out (priority: null for its id): the values both stores write
+ * after the sixteen original columns.
  */
 export function orderControlValues(
   o: OrderState,
-): [TimeInForce, number, boolean, string | null, SelfTradeMode] {
+): [TimeInForce, number, boolean, string | null, SelfTradeMode, number | null] {
   return [
     o.timeInForce ?? 'GTC',
     o.expireTime ?? 0,
     o.postOnly === true,
     o.clientOrderId ?? null,
     o.stp ?? 'cancel-oldest',
+    o.priority ?? null,
   ];
 }
 

@@ -504,7 +504,7 @@ function prepareWrites(db: Database.Database) {
         ...OrderControlParams,
       ]
     >(
-      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          user_id = excluded.user_id, market_id = excluded.market_id, side = excluded.side,
          type = excluded.type, price = excluded.price, volume = excluded.volume,
@@ -512,7 +512,8 @@ function prepareWrites(db: Database.Database) {
          open_time = excluded.open_time, close_time = excluded.close_time, cost = excluded.cost,
          fee = excluded.fee, reserved = excluded.reserved, fee_excess = excluded.fee_excess,
          time_in_force = excluded.time_in_force, expire_time = excluded.expire_time,
-         post_only = excluded.post_only, client_order_id = excluded.client_order_id, stp = excluded.stp`,
+         post_only = excluded.post_only, client_order_id = excluded.client_order_id, stp = excluded.stp,
+         priority = excluded.priority`,
     ),
     // An order's later states change only these columns (the others are fixed when it is placed;
     // an amend changes price, volume and client id): no conflict detection, and no foreign-key
@@ -530,11 +531,12 @@ function prepareWrites(db: Database.Database) {
         number,
         number,
         string | null,
+        number | null,
         number,
       ]
     >(
       `UPDATE orders SET price = ?, volume = ?, executed = ?, status = ?, reason = ?, close_time = ?,
-         cost = ?, fee = ?, reserved = ?, fee_excess = ?, client_order_id = ? WHERE id = ?`,
+         cost = ?, fee = ?, reserved = ?, fee_excess = ?, client_order_id = ?, priority = ? WHERE id = ?`,
     ),
     upsertSwitch: db.prepare<[number, number]>(
       `INSERT INTO cancel_all_after (user_id, trigger_time) VALUES (?, ?)
@@ -698,12 +700,12 @@ function upsertOrder(s: WriteStatements, o: OrderState): void {
   );
 }
 
-type OrderControlParams = [string, number, number, string | null, string];
+type OrderControlParams = [string, number, number, string | null, string, number | null];
 
 /** The control columns as SQLite takes them (a boolean as 0 or 1). */
 function sqliteControls(o: OrderState): OrderControlParams {
-  const [timeInForce, expireTime, postOnly, clientOrderId, stp] = orderControlValues(o);
-  return [timeInForce, expireTime, postOnly ? 1 : 0, clientOrderId, stp];
+  const [timeInForce, expireTime, postOnly, clientOrderId, stp, priority] = orderControlValues(o);
+  return [timeInForce, expireTime, postOnly ? 1 : 0, clientOrderId, stp, priority];
 }
 
 /** Rows changed. */
@@ -720,6 +722,7 @@ function updateOrderState(s: WriteStatements, o: OrderState): number {
     o.reserved,
     o.feeExcess,
     o.clientOrderId ?? null,
+    o.priority ?? null,
     o.id,
   ).changes;
 }
@@ -790,7 +793,7 @@ function prepareReads(db: Database.Database) {
     ),
     totals: db.prepare<[], TotalsRow>('SELECT asset, net_deposits, fees FROM asset_totals ORDER BY asset'),
     openOrders: db.prepare<[], OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY coalesce(priority, id)`,
     ),
     meta: db.prepare<[], { key: string; value: number }>('SELECT key, value FROM meta'),
     bookSequences: db.prepare<[], { market_id: number; sequence: number }>(

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Answer, type Credentials, call } from '../../../test/access/support.js';
+import { type Answer, type Credentials, call, createKey } from '../../../test/access/support.js';
 import { startTestServer, type TestServer } from '../../../test/support/server-fixture.js';
 
 interface OrderJson {
@@ -307,6 +307,45 @@ describe('order controls over HTTP', () => {
     const closed = await call(t, frank, 'PATCH', `/v1/orders/${id}`, { volume: '0.03' });
     assert.equal(closed.status, 409);
     assert.deepEqual(closed.body, { error: 'Order is not open (status: canceled).' });
+  });
+});
+
+describe('order controls with a nonce-protected key: one signed body, one target', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer();
+  });
+  after(() => t.close());
+
+  test('the signed body names what the path or query names, or the request is 400 and changes nothing', async () => {
+    const owner = await t.trader();
+    const key = await createKey(t, owner.userId, { nonce_required: true });
+    let nonce = 1;
+    const as = (method: string, path: string, body: Record<string, unknown> = {}) =>
+      call(t, key, method, path, { ...body, nonce: String(nonce++) });
+    const id = idOf(await as('POST', '/v1/orders', order({ client_order_id: 'n-1' })));
+
+    for (const [method, path, body] of [
+      ['PATCH', `/v1/orders/${id}`, { volume: '0.005' }],
+      ['PATCH', `/v1/orders/${id}`, { volume: '0.005', order_id: id + 1 }],
+      ['DELETE', '/v1/orders/client/n-1', {}],
+      ['DELETE', '/v1/orders/client/n-1', { client_order_id: 'n-2' }],
+      ['DELETE', '/v1/orders?pair=BTC/EUR', {}],
+      ['DELETE', '/v1/orders?pair=BTC/EUR', { pair: 'ETH/BTC' }],
+    ] as const) {
+      const r = await as(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)}`);
+      assert.deepEqual(r.body, { error: 'Invalid request' });
+    }
+    const still = dataOf<OrderJson>(await call(t, key, 'GET', `/v1/orders/${id}`));
+    assert.equal(still.status, 'open');
+    assert.equal(still.volume.amount, '0.01000000');
+
+    assert.equal((await as('PATCH', `/v1/orders/${id}`, { volume: '0.005', order_id: id })).status, 200);
+    assert.equal((await as('DELETE', '/v1/orders/client/n-1', { client_order_id: 'n-1' })).status, 200);
+    idOf(await as('POST', '/v1/orders', order()));
+    const all = await as('DELETE', '/v1/orders?pair=BTC/EUR', { pair: 'BTC/EUR' });
+    assert.deepEqual(dataOf(all), { canceled: 1 });
   });
 });
 

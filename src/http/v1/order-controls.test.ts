@@ -349,6 +349,26 @@ describe('order controls with a nonce-protected key: one signed body, one target
   });
 });
 
+describe('MAX_OPEN_ORDERS_PER_USER', () => {
+  test('one more resting order than the limit is a 422 naming it; orders that cannot rest still go', async () => {
+    const t = await startTestServer({ MAX_OPEN_ORDERS_PER_USER: '2' });
+    try {
+      const hank = await t.trader();
+      idOf(await call(t, hank, 'POST', '/v1/orders', order()));
+      idOf(await call(t, hank, 'POST', '/v1/orders', order({ price: '19000.0' })));
+      const third = await call(t, hank, 'POST', '/v1/orders', order({ price: '18000.0' }));
+      assert.equal(third.status, 422);
+      const { errors } = third.body as { errors: Record<string, string[]> };
+      assert.deepEqual(Object.keys(errors), ['volume']);
+      assert.match(errors.volume![0]!, /2 open orders.*MAX_OPEN_ORDERS_PER_USER/);
+      // An IOC order never rests: it is not counted against the limit.
+      idOf(await call(t, hank, 'POST', '/v1/orders', order({ price: '18000.0', time_in_force: 'IOC' })));
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('order controls across a restart', () => {
   test('expiries, switch deadlines and client ids survive a restart of the server', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'openspot-controls-'));

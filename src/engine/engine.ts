@@ -1,11 +1,14 @@
 /**
  * The matching engine: pure and synchronous. `apply` takes one command with its time and returns
- * the events it caused, or a rejection that changed nothing. Same commands and times in, same
- * events and state out: no clock, no randomness, no I/O.
+ * the events it caused, or a rejection that changed nothing (except deadlines that were due at
+ * its time: they fire first, whatever the command, and a rejection then carries their events).
+ * Same commands and times in, same events and state out: no clock, no randomness, no I/O.
  *
  * Stages per order, as in exchange-core: risk (reserve funds or reject) -> match (price-time,
  * maker's price) -> settle each fill (cost rounded down, each order's fees rounded up over its
- * fills so far, see docs/money.md) -> rest or finish (release what is left).
+ * fills so far, see docs/money.md) -> rest or finish (release what is left). The order controls
+ * (time in force, post-only, client ids, self-trade modes, amend, cancel-all, the dead man's
+ * switch, batches; docs/interface-decisions.md, Part E 12-24) hook into those stages.
  */
 import { formatUnits, MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
 import {
@@ -315,6 +318,8 @@ class LiveOrder implements RestingOrder {
       feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
+    // The shared defaults and no amend: the common case, told apart without reading each control.
+    if (this.controls === DEFAULT_CONTROLS && this.priority === this.id) return state;
     return hasDefaultControls(this) ? state : this.withControls(state);
   }
 
@@ -493,8 +498,7 @@ export class Engine {
     this.eventCount = 0;
     // Deadlines that are due fire first, whatever the command: the outcome does not depend on
     // whether a timer's tick or some other command came first.
-    const first = this.deadlines.peek();
-    if (first !== undefined && first.due <= time) this.fireDeadlines(time);
+    if (this.deadlines.size !== 0 && this.deadlines.peek()!.due <= time) this.fireDeadlines(time);
     let result: CommandResult | undefined;
     switch (command.kind) {
       case 'placeOrder':

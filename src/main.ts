@@ -2,6 +2,7 @@
 import { ConfigError, loadConfig } from './config/config.js';
 import { createLogger } from './logger.js';
 import { startServer } from './server.js';
+import { onStopSignal } from './stop-signals.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -15,22 +16,26 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel);
-  const server = await startServer(config, logger);
+  // Listened for before the start: a Ctrl-C while it runs (the port may already answer) waits
+  // for the start to finish, then shuts down as cleanly as any other.
+  const starting = startServer(config, logger);
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: no new requests, finishing and committing in-flight work');
-    server.close().then(
-      () => {
-        logger.info('stopped cleanly');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
+    starting
+      .then((server) => server.close())
+      .then(
+        () => {
+          logger.info('stopped cleanly');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  onStopSignal(stop, (signal) => logger.info({ signal }, 'already shutting down; signal ignored'));
+  await starting;
 }
 
 main().catch((error: unknown) => {

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { CatalogueFile } from '../config/default-catalogue.js';
+import { onStopSignal } from '../stop-signals.js';
 import type { ChaosFaults } from '../testing/chaos.js';
 
 interface TestVenueCliOptions {
@@ -115,7 +116,6 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
           },
         );
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      onStopSignal(stop);
     });
 }

@@ -1,6 +1,7 @@
 /** `openspot engine` and `openspot gateway`: configuration from the environment, signals, exit codes. */
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createLogger } from '../logger.js';
+import { onStopSignal } from '../stop-signals.js';
 
 export type ProcessKind = 'engine' | 'gateway';
 
@@ -39,15 +40,17 @@ export async function runClusterProcess(
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down');
     running.close().then(
-      () => process.exit(0),
+      () => {
+        logger.info('stopped cleanly');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: error }, 'error during shutdown');
         process.exit(1);
       },
     );
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  onStopSignal(stop, (signal) => logger.info({ signal }, 'already shutting down; signal ignored'));
 }
 
 function portOf(text: string | undefined, fallback: number): number {

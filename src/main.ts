@@ -39,6 +39,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  // A configuration problem only the start could see (loadConfig finds the others): exit 2 too.
+  if (error instanceof ConfigError) {
+    process.stderr.write(`Configuration error: ${error.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(
     `OpenSpot failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
   );

@@ -10,9 +10,10 @@ import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
 import { CredentialVault } from './auth/vault.js';
 import { type InstalledChaos, installChaos } from './chaos/index.js';
-import { type Config, isLoopback } from './config/config.js';
+import { type Config, ConfigError } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
+import { adminTokenProblem } from './config/secret-checks.js';
 import { buildHttpApp } from './http/app.js';
 import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
@@ -78,11 +79,9 @@ export async function startServer(
     throw new Error(
       'an in-memory server needs ADMIN_TOKEN and SECRETS_KEY (nothing is written to DATA_DIR).',
     );
-  if (!isLoopback(config.host) && config.adminToken === undefined) {
-    throw new Error(
-      'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
-    );
-  }
+  // loadConfig refused it already; checked again for a caller that builds its own Config.
+  const tokenProblem = adminTokenProblem(config.host, config.adminToken);
+  if (tokenProblem !== undefined) throw new ConfigError(tokenProblem);
   if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const metrics = new Metrics();
   // DATABASE_URL selects PostgreSQL (writer lock taken, migrations run), otherwise SQLite in

@@ -32,6 +32,10 @@ export async function runClusterProcess(
           })
         : await (await import('./gateway-node.js')).startGateway(config, logger, process.env);
   } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(
       `OpenSpot ${kind} failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
     );

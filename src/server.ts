@@ -3,7 +3,6 @@
  * lifecycle (start, readiness, graceful shutdown). Nothing else wires modules together.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
@@ -20,6 +19,7 @@ import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { mountProbes, type Readiness } from './http/probes.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
+import { privateDirectory } from './private-files.js';
 import type { Clock } from './sequencer/clock.js';
 import { keepInitialState } from './sequencer/initial-state.js';
 import type { Exchange } from './sequencer/ports.js';
@@ -82,7 +82,7 @@ export async function startServer(
   // loadConfig refused it already; checked again for a caller that builds its own Config.
   const tokenProblem = adminTokenProblem(config.host, config.adminToken);
   if (tokenProblem !== undefined) throw new ConfigError(tokenProblem);
-  if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  if (!inMemory) privateDirectory(config.dataDir);
   const metrics = new Metrics();
   // DATABASE_URL selects PostgreSQL (writer lock taken, migrations run), otherwise SQLite in
   // DATA_DIR; never a silent fallback from one to the other.

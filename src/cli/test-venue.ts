@@ -1,13 +1,15 @@
 /**
  * `openspot test-venue`: the test venue of `openspot/testing` for bots in any language. Prints the
  * venue (URLs, WebSocket settings, admin token, accounts with their keys) and runs until SIGINT or
- * SIGTERM, then closes it. With --json: one JSON object on the first line of stdout.
+ * SIGTERM, or until it is abandoned (its stdin pipe closes, its parent exits: abandoned.ts), then
+ * closes it and exits 0. With --json: one JSON object on the first line of stdout.
  */
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { CatalogueFile } from '../config/default-catalogue.js';
 import { onStopSignal } from '../stop-signals.js';
 import type { ChaosFaults } from '../testing/chaos.js';
+import { onAbandoned } from './abandoned.js';
 
 interface TestVenueCliOptions {
   port: number;
@@ -107,7 +109,10 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
       }
+      let stopping = false;
       const stop = () => {
+        if (stopping) return; // a signal and the end of stdin, say
+        stopping = true;
         venue.close().then(
           () => process.exit(0),
           (error: unknown) => {
@@ -117,5 +122,6 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
         );
       };
       onStopSignal(stop);
+      onAbandoned(stop);
     });
 }

@@ -125,7 +125,8 @@ export async function startServer(
     isShuttingDown: () => shuttingDown,
     // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
     storeName: STORE_NAMES[kind],
-    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
+    isReady: () => exchange.isReady(),
+    unavailableReason: () => unavailableReason(exchange.notReadyCause()),
   });
   const { app, realtime, admin, vault, ws } = front;
   await app.register(adminRoutes, {
@@ -206,7 +207,12 @@ export interface InterfaceOptions {
   readonly isShuttingDown: () => boolean;
   /** What /readyz names as the store (`sqlite`, `postgresql`). */
   readonly storeName: string;
-  /** Called while `exchange.isWritable()` is false: why, for /readyz, in a fixed phrase. */
+  /**
+   * What /readyz reports as ready (LocalExchange.isReady: also false after a failure until a real
+   * commit, and while a commit is overdue); default `exchange.isWritable()`.
+   */
+  readonly isReady?: () => boolean;
+  /** Called while not ready: why, for /readyz, in a fixed phrase. */
   readonly unavailableReason: () => string;
 }
 
@@ -283,7 +289,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
   metrics.mount(app, admin.token);
   const readiness = mountProbes(app, {
     isShuttingDown: options.isShuttingDown,
-    isWritable: () => exchange.isWritable(),
+    isWritable: options.isReady ?? (() => exchange.isWritable()),
     storeName: options.storeName,
     unavailableReason: options.unavailableReason,
   });

@@ -53,6 +53,12 @@ export interface Config {
    */
   readonly databaseUrl: string | undefined;
   /**
+   * DATABASE_COMMIT_TIMEOUT_MS: a PostgreSQL commit with no answer after this long fails (503) and
+   * its session is ended, freeing the writer lock; meanwhile /readyz already says not ready after
+   * a few seconds (LocalExchange.isReady).
+   */
+  readonly databaseCommitTimeoutMs: number;
+  /**
    * REDIS_URL (redis://…): the per-key rate limit is kept in that Redis, shared by every process
    * serving the API (src/http/shared-rate-limit.ts). Undefined: each process limits on its own.
    */
@@ -202,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
       | 'FULL'
       | 'NORMAL',
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databaseCommitTimeoutMs: integer(env, 'DATABASE_COMMIT_TIMEOUT_MS', 10_000, 1000, 600_000),
     redisUrl: redisUrl(env.REDIS_URL),
     catalogueFile: catalogueFile(env.CATALOGUE_FILE),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),

@@ -12,7 +12,8 @@ import { type GatewayStore, PostgresReader } from './postgres/reader.js';
 import { lockDataDir } from './sqlite/data-dir-lock.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
-export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'>;
+export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'> &
+  Partial<Pick<Config, 'databaseCommitTimeoutMs'>>;
 
 export interface OpenedStore {
   readonly kind: 'sqlite' | 'postgres';
@@ -45,7 +46,14 @@ export async function openConfiguredStore(
     const wait = standby === undefined ? {} : { waitForLock: true, ...standby };
     return {
       kind: 'postgres',
-      store: await PostgresStore.open({ url: settings.databaseUrl, ...wait, onSuperseded }),
+      store: await PostgresStore.open({
+        url: settings.databaseUrl,
+        ...wait,
+        onSuperseded,
+        ...(settings.databaseCommitTimeoutMs === undefined
+          ? {}
+          : { commitTimeoutMs: settings.databaseCommitTimeoutMs }),
+      }),
     };
   }
   if (standby !== undefined)

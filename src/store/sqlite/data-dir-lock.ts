@@ -10,9 +10,11 @@
  * The holder's PID is the database's `user_version`, which anyone can read from the file header
  * without taking a lock, so a refused process names the one in the way.
  */
-import { closeSync, openSync, readSync, realpathSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { StoreUnavailableError } from '../store.js';
+import { toStoreError } from './errors.js';
 
 export const LOCK_FILE = 'openspot.lock';
 /** Where SQLite keeps `user_version` in the file header: 4 bytes, big-endian. */
@@ -38,6 +40,7 @@ const heldHere = new Set<string>();
 export function lockDataDir(dir: string): DataDirLock {
   const path = join(realpathSync(dir), LOCK_FILE);
   if (heldHere.has(path)) throw inUse(dir, process.pid);
+  assertWritableDir(dir);
   const db = new Database(path, { timeout: 0 });
   try {
     db.pragma('locking_mode = EXCLUSIVE');
@@ -48,7 +51,7 @@ export function lockDataDir(dir: string): DataDirLock {
     db.exec('COMMIT');
   } catch (error) {
     db.close();
-    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw toStoreError(error);
     throw inUse(dir, holderOf(path));
   }
   heldHere.add(path);
@@ -65,6 +68,22 @@ const inUse = (dir: string, holder: number | undefined) =>
   new DataDirInUseError(
     `${dir} is in use by another OpenSpot process${holder === undefined ? '' : ` (pid ${holder})`}: one process per DATA_DIR. Stop it, or give this one a DATA_DIR of its own (--data-dir, DATA_DIR).`,
   );
+
+/** A read-only DATA_DIR (mount, permissions) is said as such, as the store says it of its file. */
+function assertWritableDir(dir: string): void {
+  try {
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+    throw new StoreUnavailableError(
+      `store unavailable: the data directory ${dir} cannot be written (${code})`,
+      {
+        cause: error,
+        reason: 'database file is read-only',
+      },
+    );
+  }
+}
 
 /** The PID the holder wrote, read from the file header without any lock. */
 function holderOf(path: string): number | undefined {

@@ -2,7 +2,7 @@
 import { ConfigError, loadConfig } from './config/config.js';
 import { createLogger } from './logger.js';
 import { startServer } from './server.js';
-import { onStopSignal } from './stop-signals.js';
+import { shutDownOnSignal } from './stop-signals.js';
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -19,22 +19,9 @@ async function main(): Promise<void> {
   // Listened for before the start: a Ctrl-C while it runs (the port may already answer) waits
   // for the start to finish, then shuts down as cleanly as any other.
   const starting = startServer(config, logger);
-  const stop = (signal: string) => {
-    logger.info({ signal }, 'shutting down: no new requests, finishing and committing in-flight work');
-    starting
-      .then((server) => server.close())
-      .then(
-        () => {
-          logger.info('stopped cleanly');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'error during shutdown');
-          process.exit(1);
-        },
-      );
-  };
-  onStopSignal(stop, (signal) => logger.info({ signal }, 'already shutting down; signal ignored'));
+  shutDownOnSignal(logger, 'shutting down: no new requests, finishing and committing in-flight work', () =>
+    starting.then((server) => server.close()),
+  );
   await starting;
 }
 

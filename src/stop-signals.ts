@@ -6,6 +6,8 @@
  * npm): a handler registered with `once` would be gone for the second, whose default action then
  * kills the process half-way through its shutdown (no final commit, -wal and -shm left behind).
  */
+import type { Logger } from 'pino';
+
 export function onStopSignal(
   stop: (signal: NodeJS.Signals) => void,
   /** Told of each signal that arrives while the shutdown runs (it is otherwise ignored). */
@@ -22,4 +24,32 @@ export function onStopSignal(
   };
   process.on('SIGINT', handle);
   process.on('SIGTERM', handle);
+}
+
+/**
+ * The servers' shutdown on a stop signal: logged with `announce`, then `close()`; `stopped
+ * cleanly` and exit 0 once it is done, exit 1 when it failed. Repeated signals are logged and
+ * ignored (onStopSignal).
+ */
+export function shutDownOnSignal(
+  logger: Pick<Logger, 'info' | 'error'>,
+  announce: string,
+  close: () => Promise<void>,
+): void {
+  onStopSignal(
+    (signal) => {
+      logger.info({ signal }, announce);
+      close().then(
+        () => {
+          logger.info('stopped cleanly');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
+    },
+    (signal) => logger.info({ signal }, 'already shutting down; signal ignored'),
+  );
 }

@@ -1,7 +1,7 @@
 /** `openspot engine` and `openspot gateway`: configuration from the environment, signals, exit codes. */
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createLogger } from '../logger.js';
-import { onStopSignal } from '../stop-signals.js';
+import { shutDownOnSignal } from '../stop-signals.js';
 
 export type ProcessKind = 'engine' | 'gateway';
 
@@ -41,20 +41,7 @@ export async function runClusterProcess(
     );
     process.exit(1);
   }
-  const stop = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    running.close().then(
-      () => {
-        logger.info('stopped cleanly');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
-  };
-  onStopSignal(stop, (signal) => logger.info({ signal }, 'already shutting down; signal ignored'));
+  shutDownOnSignal(logger, 'shutting down', () => running.close());
 }
 
 function portOf(text: string | undefined, fallback: number): number {

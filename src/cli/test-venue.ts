@@ -96,19 +96,8 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
           throw error;
         }
       }
-      const info = testVenueInfo(venue);
-      if (json()) process.stdout.write(`${JSON.stringify(info)}\n`);
-      else {
-        const lines = [
-          `OpenSpot test venue at ${info.base_url} (Ctrl-C stops it${info.data_dir === null ? ' and forgets everything' : ''})`,
-          `WebSocket: ws://${info.ws.wsHost}:${info.ws.wsPort} app key ${info.ws.key}`,
-          `Admin API: ${info.admin.url}, bearer token ${info.admin.token}`,
-          ...info.accounts.map(
-            (a) => `account ${a.name}: user ${a.user_id}, api_key ${a.api_key}, api_secret ${a.api_secret}`,
-          ),
-        ];
-        process.stdout.write(`${lines.join('\n')}\n`);
-      }
+      // Before the venue is announced: a caller may signal as soon as it reads the line (a
+      // write to a pipe is synchronous on Linux, so it can do so before the next statement here).
       let stopping = false;
       const stop = () => {
         if (stopping) return; // a signal and the end of stdin, say
@@ -123,5 +112,18 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
       };
       onStopSignal(stop);
       onAbandoned(stop);
+      const info = testVenueInfo(venue);
+      if (json()) process.stdout.write(`${JSON.stringify(info)}\n`);
+      else {
+        const lines = [
+          `OpenSpot test venue at ${info.base_url} (Ctrl-C stops it${info.data_dir === null ? ' and forgets everything' : ''})`,
+          `WebSocket: ws://${info.ws.wsHost}:${info.ws.wsPort} app key ${info.ws.key}`,
+          `Admin API: ${info.admin.url}, bearer token ${info.admin.token}`,
+          ...info.accounts.map(
+            (a) => `account ${a.name}: user ${a.user_id}, api_key ${a.api_key}, api_secret ${a.api_secret}`,
+          ),
+        ];
+        process.stdout.write(`${lines.join('\n')}\n`);
+      }
     });
 }

@@ -22,7 +22,12 @@ export async function runClusterProcess(
     throw error;
   }
   const logger = createLogger(config.logLevel).child({ process: kind });
-  let running: { close(): Promise<void> };
+  let running: { close(): Promise<void> } | undefined;
+  // Listened for before the start: the process says where it listens before the start returns,
+  // and a caller may signal it at once. A signal before the start completed (a standby waiting
+  // for the writer lock, say) ends the process: nothing was acknowledged yet, and the database
+  // session (and any lock it took) ends with it.
+  shutDownOnSignal(logger, 'shutting down', async () => await running?.close());
   try {
     running =
       kind === 'engine'
@@ -41,7 +46,6 @@ export async function runClusterProcess(
     );
     process.exit(1);
   }
-  shutDownOnSignal(logger, 'shutting down', () => running.close());
 }
 
 function portOf(text: string | undefined, fallback: number): number {

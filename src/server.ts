@@ -3,22 +3,23 @@
  * lifecycle (start, readiness, graceful shutdown). Nothing else wires modules together.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from './admin/admin-token.js';
 import { adminRoutes } from './admin/routes.js';
 import { CredentialVault } from './auth/vault.js';
 import { type InstalledChaos, installChaos } from './chaos/index.js';
-import { type Config, isLoopback } from './config/config.js';
+import { type Config, ConfigError } from './config/config.js';
 import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
+import { adminTokenProblem } from './config/secret-checks.js';
 import { buildHttpApp } from './http/app.js';
 import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { mountProbes, type Readiness } from './http/probes.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
+import { privateDirectory } from './private-files.js';
 import type { Clock } from './sequencer/clock.js';
 import { keepInitialState } from './sequencer/initial-state.js';
 import type { Exchange } from './sequencer/ports.js';
@@ -78,12 +79,10 @@ export async function startServer(
     throw new Error(
       'an in-memory server needs ADMIN_TOKEN and SECRETS_KEY (nothing is written to DATA_DIR).',
     );
-  if (!isLoopback(config.host) && config.adminToken === undefined) {
-    throw new Error(
-      'ADMIN_TOKEN must be set when HOST is not a loopback address (the admin API would be reachable from the network).',
-    );
-  }
-  if (!inMemory) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  // loadConfig refused it already; checked again for a caller that builds its own Config.
+  const tokenProblem = adminTokenProblem(config.host, config.adminToken);
+  if (tokenProblem !== undefined) throw new ConfigError(tokenProblem);
+  if (!inMemory) privateDirectory(config.dataDir);
   const metrics = new Metrics();
   // DATABASE_URL selects PostgreSQL (writer lock taken, migrations run), otherwise SQLite in
   // DATA_DIR; never a silent fallback from one to the other.
@@ -130,7 +129,8 @@ export async function startServer(
     isShuttingDown: () => shuttingDown,
     // Why, in a fixed phrase (never the driver's message, which names hosts): docs/operations.md.
     storeName: STORE_NAMES[kind],
-    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
+    isReady: () => exchange.isReady(),
+    unavailableReason: () => unavailableReason(exchange.notReadyCause()),
   });
   const { app, realtime, admin, vault, ws } = front;
   await app.register(adminRoutes, {
@@ -211,7 +211,12 @@ export interface InterfaceOptions {
   readonly isShuttingDown: () => boolean;
   /** What /readyz names as the store (`sqlite`, `postgresql`). */
   readonly storeName: string;
-  /** Called while `exchange.isWritable()` is false: why, for /readyz, in a fixed phrase. */
+  /**
+   * What /readyz reports as ready (LocalExchange.isReady: also false after a failure until a real
+   * commit, and while a commit is overdue); default `exchange.isWritable()`.
+   */
+  readonly isReady?: () => boolean;
+  /** Called while not ready: why, for /readyz, in a fixed phrase. */
   readonly unavailableReason: () => string;
 }
 
@@ -288,7 +293,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
   metrics.mount(app, admin.token);
   const readiness = mountProbes(app, {
     isShuttingDown: options.isShuttingDown,
-    isWritable: () => exchange.isWritable(),
+    isWritable: options.isReady ?? (() => exchange.isWritable()),
     storeName: options.storeName,
     unavailableReason: options.unavailableReason,
   });

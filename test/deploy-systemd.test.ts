@@ -25,6 +25,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { clusterSettings } from '../src/cluster/engine-node.js';
 import { loadConfig } from '../src/config/config.js';
+import { DEFAULT_CATALOGUE } from '../src/config/default-catalogue.js';
 import {
   CLI_COMMANDS,
   INSTALLED_BINARY,
@@ -190,11 +191,33 @@ describe('deploy/systemd units', () => {
     assert.ok(!exampleVariables('gateway.env.example').some((v) => v.name === 'ENGINE_PORT'));
   });
 
-  test("the examples' values, set and commented-out defaults alike, pass the configuration's checks", () => {
+  test("the examples' values, set and commented-out defaults alike, pass the configuration's checks once their secrets are real", (t) => {
+    // What an operator must replace: production refuses each example secret as it stands.
+    const dir = mkdtempSync(join(tmpdir(), 'openspot-examples-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const catalogue = join(dir, 'catalogue.json');
+    writeFileSync(catalogue, JSON.stringify(DEFAULT_CATALOGUE));
+    const REAL: Record<string, string> = {
+      ADMIN_TOKEN: 'an-admin-token-of-our-own-1234',
+      WS_APP_SECRET: 'a-ws-secret-of-our-own-1234',
+      SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+    };
     for (const example of examples) {
       const env: Record<string, string> = { NODE_ENV: 'production' };
       for (const variable of exampleVariables(example))
         if (variable.value !== '') env[variable.name] = variable.value;
+      assert.throws(
+        () => loadConfig(env),
+        (error: Error) =>
+          Object.keys(REAL)
+            .filter((name) => env[name] !== undefined)
+            .every((name) => error.message.includes(name)) && error.message.includes('DATABASE_URL'),
+        `${example}: production starts with the example secrets`,
+      );
+      for (const name of Object.keys(REAL)) if (env[name] !== undefined) env[name] = REAL[name]!;
+      // The catalogue is read at start: the example's path stands for one that exists.
+      if (env.CATALOGUE_FILE !== undefined) env.CATALOGUE_FILE = catalogue;
+      env.DATABASE_URL = env.DATABASE_URL!.replace('change-me', 'a-password-of-our-own');
       assert.doesNotThrow(() => loadConfig(env), example);
       assert.doesNotThrow(() => clusterSettings(env), example);
     }

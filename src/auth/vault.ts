@@ -25,7 +25,8 @@ export class VaultError extends Error {
   override readonly name = 'VaultError';
 }
 
-function decodeKey(text: string, origin: string): Buffer {
+/** The key a base64 text encodes; throws VaultError, never echoing the text, when it is not exactly 32 bytes. */
+export function decodeKey(text: string, origin: string): Buffer {
   const trimmed = text.trim();
   const key = BASE64.test(trimmed) ? Buffer.from(trimmed, 'base64') : Buffer.alloc(0);
   if (key.length !== KEY_BYTES) {

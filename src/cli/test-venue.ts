@@ -1,12 +1,15 @@
 /**
  * `openspot test-venue`: the test venue of `openspot/testing` for bots in any language. Prints the
  * venue (URLs, WebSocket settings, admin token, accounts with their keys) and runs until SIGINT or
- * SIGTERM, then closes it. With --json: one JSON object on the first line of stdout.
+ * SIGTERM, or until it is abandoned (its stdin pipe closes, its parent exits: abandoned.ts), then
+ * closes it and exits 0. With --json: one JSON object on the first line of stdout.
  */
 import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { CatalogueFile } from '../config/default-catalogue.js';
+import { onStopSignal } from '../stop-signals.js';
 import type { ChaosFaults } from '../testing/chaos.js';
+import { onAbandoned } from './abandoned.js';
 
 interface TestVenueCliOptions {
   port: number;
@@ -93,6 +96,22 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
           throw error;
         }
       }
+      // Before the venue is announced: a caller may signal as soon as it reads the line (a
+      // write to a pipe is synchronous on Linux, so it can do so before the next statement here).
+      let stopping = false;
+      const stop = () => {
+        if (stopping) return; // a signal and the end of stdin, say
+        stopping = true;
+        venue.close().then(
+          () => process.exit(0),
+          (error: unknown) => {
+            process.stderr.write(`openspot: error while closing the venue: ${String(error)}\n`);
+            process.exit(1);
+          },
+        );
+      };
+      onStopSignal(stop);
+      onAbandoned(stop);
       const info = testVenueInfo(venue);
       if (json()) process.stdout.write(`${JSON.stringify(info)}\n`);
       else {
@@ -106,16 +125,5 @@ export function registerTestVenueCommand(program: Command, json: () => boolean):
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
       }
-      const stop = () => {
-        venue.close().then(
-          () => process.exit(0),
-          (error: unknown) => {
-            process.stderr.write(`openspot: error while closing the venue: ${String(error)}\n`);
-            process.exit(1);
-          },
-        );
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
     });
 }

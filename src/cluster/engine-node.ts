@@ -153,9 +153,9 @@ export async function startEngine(
   metrics.mount(app, admin.token);
   const readiness = mountProbes(app, {
     isShuttingDown: () => stopping,
-    isWritable: () => exchange.isWritable(),
+    isWritable: () => exchange.isReady(),
     storeName: 'postgresql',
-    unavailableReason: () => unavailableReason(exchange.unavailableCause()),
+    unavailableReason: () => unavailableReason(exchange.notReadyCause()),
   });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',

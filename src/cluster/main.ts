@@ -1,6 +1,7 @@
 /** `openspot engine` and `openspot gateway`: configuration from the environment, signals, exit codes. */
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createLogger } from '../logger.js';
+import { shutDownOnSignal } from '../stop-signals.js';
 
 export type ProcessKind = 'engine' | 'gateway';
 
@@ -21,7 +22,12 @@ export async function runClusterProcess(
     throw error;
   }
   const logger = createLogger(config.logLevel).child({ process: kind });
-  let running: { close(): Promise<void> };
+  let running: { close(): Promise<void> } | undefined;
+  // Listened for before the start: the process says where it listens before the start returns,
+  // and a caller may signal it at once. A signal before the start completed (a standby waiting
+  // for the writer lock, say) ends the process: nothing was acknowledged yet, and the database
+  // session (and any lock it took) ends with it.
+  shutDownOnSignal(logger, 'shutting down', async () => await running?.close());
   try {
     running =
       kind === 'engine'
@@ -31,23 +37,15 @@ export async function runClusterProcess(
           })
         : await (await import('./gateway-node.js')).startGateway(config, logger, process.env);
   } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(
       `OpenSpot ${kind} failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
     );
     process.exit(1);
   }
-  const stop = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    running.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
 }
 
 function portOf(text: string | undefined, fallback: number): number {

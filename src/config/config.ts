@@ -2,9 +2,12 @@
  * Configuration from environment variables, validated once at start. A bad value stops the
  * process with a message naming the variable, instead of surfacing later as odd behaviour.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseDatabaseUrl } from '../store/postgres/url.js';
+import { adminTokenProblem, placeholderSecrets, secretsKeyProblem } from './secret-checks.js';
+
+export { isLoopback } from './secret-checks.js';
 
 export interface Config {
   readonly port: number;
@@ -49,6 +52,12 @@ export interface Config {
    * SQLite in DATA_DIR. Undefined: SQLite, as by default.
    */
   readonly databaseUrl: string | undefined;
+  /**
+   * DATABASE_COMMIT_TIMEOUT_MS: a PostgreSQL commit with no answer after this long fails (503) and
+   * its session is ended, freeing the writer lock; meanwhile /readyz already says not ready after
+   * a few seconds (LocalExchange.isReady).
+   */
+  readonly databaseCommitTimeoutMs: number;
   /**
    * REDIS_URL (redis://…): the per-key rate limit is kept in that Redis, shared by every process
    * serving the API (src/http/shared-rate-limit.ts). Undefined: each process limits on its own.
@@ -176,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(value))
       throw new ConfigError(`${name} may hold only letters, digits, '_', '.' and '-'.`);
   }
+  checkSecrets(env, production, host, adminToken);
   const simulator = oneOf(env, 'SIMULATOR', ['on', 'off'] as const, production ? 'off' : 'on');
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -203,8 +213,9 @@ export function loadConfig(env: Env = process.env): Config {
       | 'FULL'
       | 'NORMAL',
     databaseUrl: databaseUrl(env.DATABASE_URL),
+    databaseCommitTimeoutMs: integer(env, 'DATABASE_COMMIT_TIMEOUT_MS', 10_000, 1000, 600_000),
     redisUrl: redisUrl(env.REDIS_URL),
-    catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
+    catalogueFile: catalogueFile(env.CATALOGUE_FILE),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
     maxOpenOrdersPerUser: integer(env, 'MAX_OPEN_ORDERS_PER_USER', 1000, 1, 10_000_000),
     simulator: {
@@ -221,6 +232,19 @@ export function loadConfig(env: Env = process.env): Config {
     chaosSeed: env.CHAOS_SEED ? integer(env, 'CHAOS_SEED', 0, 0, 2 ** 31 - 1) : undefined,
     adminUi: oneOf(env, 'ADMIN_UI', ['on', 'off'] as const, 'off') === 'on',
   };
+}
+
+/** Secrets that would be refused later, or accepted though copied from an example (secret-checks.ts). */
+function checkSecrets(env: Env, production: boolean, host: string, adminToken: string | undefined): void {
+  if (production) {
+    const placeholders = placeholderSecrets(env);
+    if (placeholders.length > 0)
+      throw new ConfigError(
+        `${placeholders.join(', ')}: still the example value of the documentation; set a secret of your own (NODE_ENV=production refuses examples).`,
+      );
+  }
+  const problem = adminTokenProblem(host, adminToken) ?? secretsKeyProblem(env.SECRETS_KEY);
+  if (problem !== undefined) throw new ConfigError(problem);
 }
 
 const MAX_RATE = 1_000_000;
@@ -261,12 +285,37 @@ function replaySettings(env: Env, simulatorOn: boolean): ReplaySettings | undefi
   return { file: path, speed: integer(env, 'SIMULATOR_REPLAY_SPEED', 1, 1, 1000), pair };
 }
 
+/**
+ * CATALOGUE_FILE: read and parsed now, so a missing or malformed file stops the start before the
+ * store is created. Each entry is checked when seeded, through the admin API's own validation.
+ */
+function catalogueFile(raw: string | undefined): string | undefined {
+  const file = raw?.trim();
+  if (file === undefined || file === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    const why =
+      (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+    throw new ConfigError(`CATALOGUE_FILE ${resolve(file)} cannot be read as JSON (${why}).`);
+  }
+  const catalogue = parsed as { assets?: unknown; markets?: unknown } | null;
+  if (
+    typeof catalogue !== 'object' ||
+    catalogue === null ||
+    !Array.isArray(catalogue.assets) ||
+    !Array.isArray(catalogue.markets)
+  )
+    throw new ConfigError(
+      `CATALOGUE_FILE ${resolve(file)} must be an object with "assets" and "markets" arrays.`,
+    );
+  return file;
+}
+
 function publicUrl(raw: string | undefined): string | undefined {
   if (raw === undefined || raw.trim() === '') return undefined;
   if (!/^https?:\/\/[^/?#\s]+$/.test(raw.trim()))
     throw new ConfigError(`PUBLIC_URL must be an origin such as https://api.example.com, got "${raw}".`);
   return raw.trim();
 }
-
-export const isLoopback = (host: string): boolean =>
-  host === 'localhost' || host === '::1' || host.startsWith('127.') || host === '[::1]';

@@ -83,9 +83,13 @@ export interface ExchangeOptions {
    * commands must use the same, so they are given once here and used at every restore.
    */
   readonly engine?: EngineOptions;
+  /** How long one commit may be pending before the exchange stops saying it is ready. Default 3000 ms. */
+  readonly commitOverdueMs?: number;
 }
 
 const DEFAULT_PROBE_INTERVAL_MS = 1000;
+/** "A few seconds": a commit takes milliseconds; one pending this long is stuck (a lock, a silent network). */
+const DEFAULT_COMMIT_OVERDUE_MS = 3000;
 
 /**
  * Turns of the event loop a flush may be put off while commands keep arriving. Under load, the
@@ -143,6 +147,16 @@ export interface LocalExchange extends Exchange {
    * while writable.
    */
   unavailableCause(): unknown;
+  /**
+   * What /readyz reports: writable, and also not merely writable again. After a failed commit,
+   * the probe's empty commit lets commands in, but readiness waits for a commit that wrote
+   * something (an empty one may fit where no real one does: a WAL that filled the disk); and a
+   * commit pending longer than `commitOverdueMs` (a lock held in PostgreSQL) makes it not ready
+   * at once, while it waits.
+   */
+  isReady(): boolean;
+  /** Why not ready, as unavailableCause says it (store.ts, unavailableReason); undefined when ready. */
+  notReadyCause(): unknown;
   /** The commit log the sequencer loads from and commits to (for tools that inspect it). */
   readonly commitLog: CommitLog;
   /** The whole store (the composition root, tools and tests); adapters use `history` and `credentials`. */
@@ -255,8 +269,16 @@ class Sequencer implements LocalExchange {
   private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
-  /** The latest store failure while not writable (see unavailableCause). */
+  /**
+   * The latest store failure while not writable (see unavailableCause), kept once writable again
+   * until a commit that wrote something succeeds: until then it is why the exchange is not ready.
+   */
   private lastFailure: unknown;
+  /** False from a failed commit until a commit that wrote something succeeds (see isReady). */
+  private confirmed = true;
+  /** When the commit in flight started (performance.now()), if one is. */
+  private commitStartedAt: number | undefined;
+  private readonly commitOverdueMs: number;
   /**
    * True when a failed commit could not be followed by a rebuild: the engine (or the candle
    * aggregator) may hold uncommitted effects, so nothing may be applied or committed on top of it.
@@ -289,6 +311,9 @@ class Sequencer implements LocalExchange {
     this.deadlineTimer = new DeadlineTimer(this.clock, () => this.tick());
     if (!Number.isSafeInteger(this.probeIntervalMs) || this.probeIntervalMs <= 0)
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
+    this.commitOverdueMs = options.commitOverdueMs ?? DEFAULT_COMMIT_OVERDUE_MS;
+    if (!Number.isSafeInteger(this.commitOverdueMs) || this.commitOverdueMs <= 0)
+      throw new RangeError(`invalid commit overdue time: ${this.commitOverdueMs}`);
     this.engine = engine;
     this.references = references;
     this.feed = new InProcessFeed(this.logger);
@@ -306,6 +331,7 @@ class Sequencer implements LocalExchange {
     // reported unwritable from the start (/readyz 503) and probed until it can.
     if (!(await this.tryWrite())) {
       this.writable = false;
+      this.confirmed = false;
       this.logger?.warn('the store does not accept writes; commands are refused until it does');
       this.startProbing();
     }
@@ -652,8 +678,10 @@ class Sequencer implements LocalExchange {
       };
       // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
       // about the store either, so `writable` is left as it is.
-      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0)
-        await this.ports.commit(commit);
+      if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) {
+        await this.timedCommit(commit);
+        this.confirmed = true;
+      }
       return { results, events, changes, trades, touched, ledger, books };
     }
   }
@@ -758,6 +786,7 @@ class Sequencer implements LocalExchange {
 
   private async recoverFromFailedCommit(error: unknown): Promise<void> {
     this.writable = false;
+    this.confirmed = false;
     this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
@@ -850,15 +879,16 @@ class Sequencer implements LocalExchange {
     if (!(await this.tryWrite())) return; // still unavailable; the failure was logged when it began
     if (this.closed) return;
     this.writable = true;
-    this.lastFailure = undefined;
     this.stopProbing();
-    this.logger?.info('the store accepts writes again; commands are accepted');
+    this.logger?.info(
+      'the store accepts writes again; commands are accepted (ready again once one of them is committed)',
+    );
   }
 
   /** One empty commit: true when the store took it. */
   private async tryWrite(): Promise<boolean> {
     try {
-      await this.ports.commit(emptyBatch(this.engine.sequences()));
+      await this.timedCommit(emptyBatch(this.engine.sequences()));
       return true;
     } catch (error) {
       this.lastFailure = error;
@@ -925,6 +955,27 @@ class Sequencer implements LocalExchange {
 
   unavailableCause(): unknown {
     return this.writable ? undefined : this.lastFailure;
+  }
+
+  isReady(): boolean {
+    return this.notReadyCause() === undefined;
+  }
+
+  notReadyCause(): unknown {
+    if (!this.writable || !this.confirmed) return this.lastFailure ?? UNCONFIRMED;
+    if (this.commitStartedAt !== undefined && performance.now() - this.commitStartedAt > this.commitOverdueMs)
+      return COMMIT_OVERDUE;
+    return undefined;
+  }
+
+  /** The store's commit, timed: a commit pending too long makes the exchange not ready (isReady). */
+  private async timedCommit(batch: CommitBatch): Promise<void> {
+    this.commitStartedAt = performance.now();
+    try {
+      await this.ports.commit(batch);
+    } finally {
+      this.commitStartedAt = undefined;
+    }
   }
 
   onRestored(listener: () => void): () => void {
@@ -1060,6 +1111,13 @@ interface AppliedBatch {
   /** Per market whose levels changed: its numbered level changes and its new (committed) book sequence. */
   readonly books: FeedBookChanges[];
 }
+
+const COMMIT_OVERDUE = new StoreUnavailableError('a commit has been pending for too long', {
+  reason: 'commit pending too long',
+});
+const UNCONFIRMED = new StoreUnavailableError('no commit has succeeded since the last failure', {
+  reason: 'the store does not accept writes',
+});
 
 /** A commit that changes nothing but still takes the write lock and writes (the probe). */
 function emptyBatch(sequences: Sequences): CommitBatch {

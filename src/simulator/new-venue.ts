@@ -20,6 +20,7 @@ import type { Micros } from '../domain/types.js';
 import { seedCatalogue } from '../sequencer/seed.js';
 import { openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
+import { lockDataDir } from '../store/sqlite/data-dir-lock.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type HistorySummary, simulatedClock, simulateHistory } from './history.js';
 import { DEFAULT_REFERENCE_PRICES } from './index.js';
@@ -72,6 +73,16 @@ export async function simulateNewVenue(options: NewVenueOptions): Promise<NewVen
     throw new RangeError(`--days must be a whole number from 1 to ${MAX_DAYS}`);
   const started = Date.now();
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  // A server starting on this DATA_DIR meanwhile is refused until the history is in place.
+  const lock = lockDataDir(options.dataDir);
+  try {
+    return await simulateLocked(options, started);
+  } finally {
+    lock.release();
+  }
+}
+
+async function simulateLocked(options: NewVenueOptions, started: number): Promise<NewVenueSummary> {
   assertNewVenue(options.dataDir);
   const to = options.now ?? ((Date.now() * 1000) as Micros);
   const from = (to - options.days * 86_400_000_000) as Micros;

@@ -9,9 +9,11 @@ import { asyncStore } from './async-store.js';
 import type { AsyncStore } from './ports.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { type GatewayStore, PostgresReader } from './postgres/reader.js';
+import { lockDataDir } from './sqlite/data-dir-lock.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
-export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'>;
+export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'> &
+  Partial<Pick<Config, 'databaseCommitTimeoutMs'>>;
 
 export interface OpenedStore {
   readonly kind: 'sqlite' | 'postgres';
@@ -44,20 +46,50 @@ export async function openConfiguredStore(
     const wait = standby === undefined ? {} : { waitForLock: true, ...standby };
     return {
       kind: 'postgres',
-      store: await PostgresStore.open({ url: settings.databaseUrl, ...wait, onSuperseded }),
+      store: await PostgresStore.open({
+        url: settings.databaseUrl,
+        ...wait,
+        onSuperseded,
+        ...(settings.databaseCommitTimeoutMs === undefined
+          ? {}
+          : { commitTimeoutMs: settings.databaseCommitTimeoutMs }),
+      }),
     };
   }
   if (standby !== undefined)
     throw new Error(
       'a standby engine needs DATABASE_URL: it waits for the writer lock of a PostgreSQL database (an SQLite store belongs to one process)',
     );
-  const sqlite = SqliteStore.open({
-    path: inMemory ? ':memory:' : join(settings.dataDir, 'openspot.db'),
-    synchronous: settings.sqliteSynchronous,
-    // In memory, checkpoints are kept in memory too (nothing is written to DATA_DIR).
-    ...(inMemory ? {} : { checkpointDir: join(settings.dataDir, 'checkpoints') }),
-  });
-  return { kind: 'sqlite', store: asyncStore(sqlite) };
+  if (inMemory)
+    // Checkpoints are kept in memory too: nothing is written to DATA_DIR.
+    return { kind: 'sqlite', store: asyncStore(SqliteStore.open({ path: ':memory:' })) };
+  // Before the database is touched: a second process on this DATA_DIR is refused, naming the first.
+  const lock = lockDataDir(settings.dataDir);
+  let sqlite: SqliteStore;
+  try {
+    sqlite = SqliteStore.open({
+      path: join(settings.dataDir, 'openspot.db'),
+      synchronous: settings.sqliteSynchronous,
+      checkpointDir: join(settings.dataDir, 'checkpoints'),
+    });
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  const store = asyncStore(sqlite);
+  return {
+    kind: 'sqlite',
+    store: {
+      ...store,
+      close: async () => {
+        try {
+          await store.close();
+        } finally {
+          lock.release();
+        }
+      },
+    },
+  };
 }
 
 /**

@@ -36,7 +36,7 @@ import { type LocalExchange, openExchange } from '../../src/sequencer/sequencer.
 import { asyncStore } from '../../src/store/async-store.js';
 import { toStoreError } from '../../src/store/sqlite/errors.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import { type Store, StoreUnavailableError } from '../../src/store/store.js';
+import { type Store, StoreUnavailableError, unavailableReason } from '../../src/store/store.js';
 import { checkLedger, readCommitted, replayCheck } from '../crash/committed-state.js';
 
 const PROBE_MS = 20;
@@ -47,6 +47,8 @@ const ioError = () => sqliteError('disk I/O error', 'SQLITE_IOERR_READ');
 
 interface Faults {
   commit?: () => Error;
+  /** Fails only commits that write something: the empty probe still fits (a WAL that filled the disk). */
+  realCommit?: () => Error;
   snapshot?: () => Error;
   findLedgerEntry?: () => Error;
   commits: number;
@@ -60,6 +62,8 @@ function faultyStore(store: SqliteStore, faults: Faults): Store {
         return (batch: Parameters<Store['commit']>[0]) => {
           faults.commits += 1;
           if (faults.commit !== undefined) throw faults.commit();
+          if (faults.realCommit !== undefined && batch.events.length + batch.changes.orders.length > 0)
+            throw faults.realCommit();
           target.commit(batch);
         };
       if (property === 'loadSnapshot')
@@ -199,6 +203,27 @@ test('a failed commit refuses the whole batch, restores the committed state, and
   assert.ok(result.events.some((e) => e.type === 'trade'));
   assert.equal(served(exchange), committed());
   assert.deepEqual(checkLedger(readCommitted(file)), []);
+});
+
+test('an empty probe commit that fits lets commands in, but readiness waits for a commit that writes', async () => {
+  faults.realCommit = diskFull;
+  await assert.rejects(place(3, 'buy', 301_000, 1_000_000), StoreUnavailableError);
+  assert.equal(exchange.isReady(), false);
+  // The probe's empty commit fits where no real one does: commands are let in again...
+  await until(() => exchange.isWritable());
+  // ...but /readyz stays down, saying why, as long as every real commit fails.
+  assert.equal(exchange.isReady(), false);
+  assert.equal(unavailableReason(exchange.notReadyCause()), 'disk full');
+  await assert.rejects(place(3, 'buy', 301_000, 1_000_000), StoreUnavailableError);
+  await until(() => exchange.isWritable());
+  assert.equal(exchange.isReady(), false, 'ready again after an empty commit while real ones fail');
+
+  faults.realCommit = undefined;
+  await new Promise((resolve) => setTimeout(resolve, PROBE_MS * 3));
+  assert.equal(exchange.isReady(), false, 'ready before any real commit succeeded');
+  assert.ok((await place(3, 'buy', 301_000, 1_000_000)).ok);
+  assert.equal(exchange.isReady(), true);
+  assert.equal(exchange.notReadyCause(), undefined);
 });
 
 test('when the rebuild fails too, nothing is applied or committed on top of the uncommitted state', async () => {

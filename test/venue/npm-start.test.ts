@@ -8,14 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
+import { groupMembers, PROC_SKIP, processes, within } from '../support/process-group.js';
 
 const REPO_ROOT = join(import.meta.dirname, '..', '..');
-const skip = process.platform !== 'linux' ? 'reads the process tree from /proc (Linux only)' : false;
+const skip = PROC_SKIP;
 
 let dir: string;
 const started: ChildProcess[] = [];
@@ -35,30 +36,6 @@ after(() => {
   }
   rmSync(dir, { recursive: true, force: true });
 });
-
-interface Stat {
-  readonly pid: number;
-  readonly ppid: number;
-  readonly pgid: number;
-}
-
-/** Every process on the machine: pid, parent and process group (fields 4 and 5 of /proc/pid/stat). */
-function processes(): Stat[] {
-  const list: Stat[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // The command name (field 2) may hold spaces and parentheses: split after its closing one.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (fields[0] === 'Z') continue; // a zombie is already dead, only not yet reaped
-      list.push({ pid: Number(name), ppid: Number(fields[1]), pgid: Number(fields[2]) });
-    } catch {
-      // exited while we were reading
-    }
-  }
-  return list;
-}
 
 function descendants(root: number): number[] {
   const all = processes();
@@ -81,6 +58,7 @@ function alive(pid: number): boolean {
 
 interface NpmStart {
   readonly child: ChildProcess;
+  readonly dataDir: string;
   readonly url: string;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output(): string;
@@ -135,19 +113,7 @@ async function npmStart(env: Record<string, string>): Promise<NpmStart> {
   });
   const ready = await fetch(`${url}/readyz`);
   assert.equal(ready.status, 200, 'the server is ready');
-  return { child, url, exited, output: () => lines.slice(-30).join('\n') };
-}
-
-async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return { child, dataDir, url, exited, output: () => lines.slice(-30).join('\n') };
 }
 
 /** SIGTERM to npm's pid only; then npm exits 0, no process of its tree remains, the port is closed. */
@@ -202,4 +168,28 @@ test('NODE_ENV=production `npm start` runs the existing build without rebuilding
   const run = await npmStart({ NODE_ENV: 'production' });
   assert.equal(statSync(main).mtimeMs, before, 'dist/ was rebuilt by a production start');
   await sigtermLeavesNothing(run);
+});
+
+test('Ctrl-C (SIGINT to the process group) of `npm start` stops the server cleanly; npm exits 0', {
+  skip,
+  timeout: 120_000,
+}, async () => {
+  // One Ctrl-C, and yet the server gets SIGINT twice: from the terminal, and forwarded by npm.
+  // The existing build (rebuilt by the first test) is run as it stands.
+  const run = await npmStart({ NODE_ENV: 'production' });
+  const group = run.child.pid!;
+  process.kill(-group, 'SIGINT');
+  const { code, signal } = await within(15_000, 'npm did not exit after Ctrl-C', run.exited);
+  assert.match(
+    run.output(),
+    /stopped cleanly/,
+    `the server was cut short by the second SIGINT:\n${run.output()}`,
+  );
+  assert.equal(code, 0, `npm start exited with ${code ?? signal}:\n${run.output()}`);
+  assert.deepEqual(groupMembers(group), [], 'nothing left in the process group');
+  assert.deepEqual(
+    readdirSync(run.dataDir).filter((name) => /-(wal|shm)$/.test(name)),
+    [],
+    'the store was closed: no -wal or -shm file left',
+  );
 });

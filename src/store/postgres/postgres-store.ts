@@ -65,6 +65,9 @@ import {
 import { migratePostgres } from './migrations.js';
 import { hasNul, LEDGER_SELECT, PostgresQueries } from './queries.js';
 
+/** A commit pending this long is failed (PostgresStoreOptions.commitTimeoutMs). */
+const DEFAULT_COMMIT_TIMEOUT_MS = 10_000;
+
 export interface PostgresStoreOptions {
   /** postgres://user[:password]@host[:port]/database (DATABASE_URL). */
   readonly url: string;
@@ -75,8 +78,9 @@ export interface PostgresStoreOptions {
   /** Reported in pg_stat_activity for the writer; default `openspot engine pid=… host=…`. */
   readonly applicationName?: string;
   /**
-   * A commit with no answer after this long (milliseconds, default 30000) fails as unavailable and
-   * its connection is dropped: a silent network partition must not hold the sequencer forever.
+   * A commit with no answer after this long (milliseconds, default 10000: DATABASE_COMMIT_TIMEOUT_MS)
+   * fails as unavailable and its session is ended: a silent network partition or a lock held by
+   * another session must not hold the sequencer, and every order queued behind it, for long.
    */
   readonly commitTimeoutMs?: number;
   /**
@@ -187,7 +191,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
       poolSize: options.poolSize ?? 4,
       connectTimeoutMs: options.connectTimeoutMs ?? 5000,
       applicationName: options.applicationName ?? engineApplicationName(),
-      commitTimeoutMs: options.commitTimeoutMs ?? 30_000,
+      commitTimeoutMs: options.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS,
     };
     const writer =
       options.waitForLock === true

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -164,6 +164,26 @@ describe('SqliteStore checkpoints', () => {
       }
     });
   }
+
+  test('checkpoints found readable by others (initial.db too) and their directory are narrowed at every open', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'openspot-checkpoint-modes-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const path = join(dir, 'openspot.db');
+    const checkpointDir = join(dir, 'checkpoints');
+    const first = SqliteStore.open({ path, checkpointDir });
+    first.saveCheckpoint('initial', T0);
+    first.saveCheckpoint('before', T0);
+    first.close();
+    // As an older version, a copy or a restored backup may have left them.
+    chmodSync(checkpointDir, 0o755);
+    for (const name of ['initial.db', 'before.db']) chmodSync(join(checkpointDir, name), 0o644);
+
+    const reopened = SqliteStore.open({ path, checkpointDir });
+    t.after(() => reopened.close());
+    assert.equal(statSync(checkpointDir).mode & 0o777, 0o700);
+    for (const name of ['initial.db', 'before.db'])
+      assert.equal(statSync(join(checkpointDir, name)).mode & 0o777, 0o600, name);
+  });
 
   test('a checkpoint saved by schema version 6 (before book sequences) still restores', (t) => {
     const { dir } = tempStore(t);

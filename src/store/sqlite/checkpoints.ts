@@ -27,6 +27,7 @@ import {
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Micros } from '../../domain/types.js';
+import { narrowToOwner, PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
 import { CHECKPOINT_NAME, CheckpointError, type CheckpointInfo } from '../store.js';
 import { guarded } from './errors.js';
 import { SCHEMA_VERSION, schemaVersion } from './migrations.js';
@@ -84,6 +85,22 @@ const ADVANCE_BOOK_SEQUENCES = `INSERT INTO main.book_sequences (market_id, sequ
 
 const SUFFIX = '.db';
 
+/**
+ * At every start: the directory and every checkpoint in it (`initial.db` too) narrowed to the
+ * owner, as the database is. Each is a whole copy of the venue, sealed secrets included; one
+ * left readable by an older version or a restored backup would stay so for good otherwise.
+ */
+function narrowExisting(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // none saved yet: created 0700 with the first
+  }
+  narrowToOwner(dir, PRIVATE_DIR);
+  for (const name of names) if (name.endsWith(SUFFIX)) narrowToOwner(join(dir, name), PRIVATE_FILE);
+}
+
 interface MemoryCheckpoint {
   readonly image: Buffer;
   readonly createdAt: Micros;
@@ -96,7 +113,9 @@ export class SqliteCheckpoints {
     private readonly db: Database.Database,
     /** Where checkpoint files go; undefined keeps them in memory. */
     private readonly dir: string | undefined,
-  ) {}
+  ) {
+    if (dir !== undefined) narrowExisting(dir);
+  }
 
   save(name: string, time: Micros): CheckpointInfo {
     checkName(name);

@@ -8,7 +8,7 @@
  * the next one resumes below the last id seen (keyset pagination), so memory stays bounded and
  * the connection is free between chunks.
  */
-import { accessSync, chmodSync, closeSync, constants, openSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type {
   AssetSpec,
@@ -22,6 +22,7 @@ import type {
 } from '../../domain/types.js';
 import type { EngineSnapshot, OrderState, Trade } from '../../engine/types.js';
 import { type Candle, INTERVALS, type Interval } from '../../market-data/candle.js';
+import { narrowToOwner, PRIVATE_FILE } from '../../private-files.js';
 import { ApiKeyCache } from '../api-key-cache.js';
 import {
   type ApiKeyRecord,
@@ -414,13 +415,8 @@ function createPrivately(path: string): void {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return; // SQLite reports it better
   }
-  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
-    try {
-      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
-    } catch {
-      // Absent (-wal, -shm) or not ours to change: SQLite decides what happens next.
-    }
-  }
+  // Absent (-wal, -shm) or not ours to change: SQLite decides what happens next.
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) narrowToOwner(file, PRIVATE_FILE);
 }
 
 function assertWritable(path: string): void {

@@ -21,6 +21,7 @@ import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
 import { lazyChildLogger } from './lazy-logger.js';
+import { PAGE_SECURITY_HEADERS } from './pages.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
 
 export interface HttpApiOptions {
@@ -106,7 +107,15 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     channelGrants: options.channelGrants,
   });
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
-  app.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });
+  // Swagger UI loads only files of its own (no inline script), so the pages' CSP fits it as it is.
+  // Every answer under /docs carries it with the other page headers, set in onSend: the static
+  // files' handler rewrites the headers set before it.
+  app.register(async (docs) => {
+    docs.addHook('onSend', async (_request, reply) => {
+      reply.headers(PAGE_SECURITY_HEADERS);
+    });
+    await docs.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });
+  });
   return app;
 }
 

@@ -48,7 +48,8 @@ test("every installed dependency accepts the README's Node.js (no EBADENGINE on 
     seen += 1;
     const range = (manifest.engines as { node?: unknown } | undefined)?.node;
     if (typeof range !== 'string') continue;
-    if (!semver.satisfies(node, range)) refusing.push(`${manifest.name}@${manifest.version} wants node ${range}`);
+    if (!semver.satisfies(node, range))
+      refusing.push(`${manifest.name}@${manifest.version} wants node ${range}`);
   }
   assert.ok(seen > 100, `node_modules holds the installed tree (${seen} packages found)`);
   assert.deepEqual(refusing, [], `these refuse Node.js ${node}`);

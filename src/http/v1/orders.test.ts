@@ -339,5 +339,24 @@ describe('orders', () => {
     assert.equal(body.data.length, 450);
     assert.equal(new Set(body.data.map((o) => o.id)).size, 450);
     assert.ok(body.data.every((o, i, all) => i === 0 || all[i - 1]!.id > o.id));
+
+    // The same bytes as one page holding everything (what the list was before it was streamed).
+    const paged = await h.request('GET', '/v1/open-orders?page-size=500', { as: erin });
+    const { meta: _meta, ...pagedBody } = paged.json as ListJson;
+    assert.equal(r.text, JSON.stringify(pagedBody));
+
+    // Other work runs while it is produced: a chain of setImmediate callbacks advances between
+    // its batches (450 orders: 5 batches, 4 pauses), where one long synchronous pass would hold it still.
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const again = await h.request('GET', '/v1/open-orders', { as: erin });
+    ticking = false;
+    assert.equal(again.text, r.text);
+    assert.ok(turns >= 4, `${turns} turns of the event loop while 450 orders were listed`);
   });
 });

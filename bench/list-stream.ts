@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   const url = `http://127.0.0.1:${port}`;
   const server = spawn(
     process.execPath,
-    ['--import', 'tsx', join(import.meta.dirname, '..', 'src', 'main.ts')],
+    ['--import', 'tsx', join(ROOT, 'src', 'main.ts')],
     {
       env: {
         ...process.env,

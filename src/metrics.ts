@@ -115,6 +115,16 @@ export class Metrics {
     this.wsRefused.inc({ reason });
   }
 
+  private readonly httpRefused = new Counter({
+    name: 'openspot_http_connections_refused_total',
+    help: 'HTTP connections refused because their address already had HTTP_MAX_CONNECTIONS_PER_IP open',
+    registers: [this.registry],
+  });
+
+  httpConnectionRefused(): void {
+    this.httpRefused.inc();
+  }
+
   private wsConnections: Gauge | undefined;
   private wsSubscriptions: Gauge | undefined;
   private readonly rateLimitFallbacks = new Counter({

@@ -14,6 +14,7 @@ import type { CatalogueFile } from './config/default-catalogue.js';
 import { keptSecret } from './config/kept-secret.js';
 import { adminTokenProblem } from './config/secret-checks.js';
 import { buildHttpApp } from './http/app.js';
+import { limitConnectionsPerIp } from './http/connection-limit.js';
 import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { mountProbes, type Readiness } from './http/probes.js';
@@ -259,8 +260,14 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
     vault,
     logger: logger as FastifyBaseLogger,
     clock: options.clock,
-    config: { ...config, ws, logRequests: config.logLevel === 'debug' || config.logLevel === 'trace' },
+    config: {
+      ...config,
+      ws,
+      logRequests: config.logLevel === 'debug' || config.logLevel === 'trace',
+      headersTimeoutSeconds: config.httpConnections.headersTimeoutSeconds,
+    },
   });
+  limitConnectionsPerIp(app.server, config.httpConnections.maxPerIp, () => metrics.httpConnectionRefused());
   // Per-IP limit on every request but /healthz and /readyz; the per-key limit runs in authenticate(),
   // in Redis when REDIS_URL is set (shared by every process serving the API), else in this process.
   // The Redis client is loaded only then (~0.1 s of start-up otherwise spent for nothing).

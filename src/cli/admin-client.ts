@@ -53,17 +53,36 @@ export async function adminRequest(
   path: string,
   body?: unknown,
 ): Promise<unknown> {
-  const response = await fetch(`${target.url}/admin/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${target.token}`,
-      accept: 'application/json',
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let response: Response;
+  try {
+    response = await fetch(`${target.url}/admin/v1${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${target.token}`,
+        accept: 'application/json',
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    throw unreachable(target.url, error);
+  }
   const text = await response.text();
   const parsed: unknown = text === '' ? null : JSON.parse(text);
   if (!response.ok) throw new AdminApiError(response.status, parsed);
   return parsed;
+}
+
+/** How to point the CLI at a server, said whenever it could not reach one. */
+export const URL_HINT =
+  'Is the server running there? Pass --url URL or set OPENSPOT_URL (the default is http://127.0.0.1:$PORT, PORT defaulting to 8080).';
+
+/**
+ * fetch says only "fetch failed": the error names the URL tried, the reason (ECONNREFUSED, a
+ * DNS failure…) from its cause, and how to choose another URL.
+ */
+export function unreachable(url: string, error: unknown): Error {
+  const cause = error instanceof Error ? (error.cause as { code?: unknown } | undefined)?.code : undefined;
+  const reason = typeof cause === 'string' ? cause : error instanceof Error ? error.message : String(error);
+  return new Error(`could not reach the server at ${url} (${reason}). ${URL_HINT}`, { cause: error });
 }

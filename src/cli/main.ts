@@ -8,6 +8,7 @@ import { type AdminTarget, adminRequest, resolveTarget } from './admin-client.js
 import { registerChaosCommands } from './chaos.js';
 import { registerCheckpointCommands } from './checkpoint.js';
 import { registerDbCommands } from './db.js';
+import { type LedgerAnswer, ledgerRow } from './ledger-format.js';
 import { registerSimulationCommands } from './simulation.js';
 import { table } from './table.js';
 import { registerTestVenueCommand } from './test-venue.js';
@@ -175,7 +176,7 @@ for (const [name, path] of [
         amount,
         ...(o.reference === undefined ? {} : { reference: o.reference }),
       });
-      print(body);
+      print(body, [ledgerRow(body as LedgerAnswer)]);
     });
 }
 

@@ -15,8 +15,9 @@
  */
 import { Argument, type Command, InvalidArgumentError, Option } from 'commander';
 import { OpenSpotClient } from '../client/client.js';
-import { OpenSpotApiError } from '../client/errors.js';
+import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
 import type { Side } from '../client/types.js';
+import { URL_HINT } from './admin-client.js';
 import { watchBook } from './book-watch.js';
 import { table } from './table.js';
 import { resolveTrader, type TraderTarget } from './trader-config.js';
@@ -77,6 +78,9 @@ export function registerTraderCommands(program: Command): void {
         await action(...args);
       } catch (error) {
         if (error instanceof OpenSpotApiError) throw new Error(describe(error), { cause: error });
+        // No answer at all (its message names the URL tried): say how to choose another one.
+        if (error instanceof OpenSpotTransportError && error.cause !== undefined)
+          throw new Error(`${error.message}. ${URL_HINT}`, { cause: error });
         throw error;
       }
     };

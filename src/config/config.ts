@@ -36,6 +36,13 @@ export interface Config {
     readonly upgradesPerSecondPerIp: number;
     readonly upgradeBurstPerIp: number;
   };
+  /** HTTP connections (slowloris): src/http/connection-limit.ts and the server's header timeout. */
+  readonly httpConnections: {
+    /** Open HTTP connections per client address (the TCP peer); 0: no limit. */
+    readonly maxPerIp: number;
+    /** A request's headers must arrive within this many seconds (else 408 and the connection closes). */
+    readonly headersTimeoutSeconds: number;
+  };
   /** HTTP rate limits (src/http/rate-limit.ts); a rate of 0 turns that limit off. */
   readonly rateLimit: {
     readonly ipPerSecond: number;
@@ -204,6 +211,10 @@ export function loadConfig(env: Env = process.env): Config {
       maxFramesPerSecond: integer(env, 'WS_MAX_FRAMES_PER_SECOND', 50, 0, 100_000),
       maxConnectionsPerIp: integer(env, 'WS_MAX_CONNECTIONS_PER_IP', 100, 0, 1_000_000),
       ...wsUpgradeRate(env),
+    },
+    httpConnections: {
+      maxPerIp: integer(env, 'HTTP_MAX_CONNECTIONS_PER_IP', 256, 0, 1_000_000),
+      headersTimeoutSeconds: integer(env, 'HTTP_HEADERS_TIMEOUT', 10, 1, 300),
     },
     rateLimit: rateLimits(env),
     balanceCurrency,

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { Exchange } from '../sequencer/ports.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { PAGE_CSP } from './pages.js';
 import { type Harness, startHarness, type Trader } from './testing/harness.js';
 
 const NOT_FOUND = { success: false, message: 'Not Found', error: { message: 'Not Found', code: 404 } };
@@ -147,6 +148,19 @@ describe('app: routing, limits, documents', () => {
     const page = await h.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(page.headers['content-type'] as string, /text\/html/);
+  });
+
+  test("/docs is sent with the pages' CSP and may not be framed, page, scripts and document alike", async () => {
+    for (const url of ['/docs', '/docs/', '/docs/static/swagger-ui-bundle.js', '/docs/json']) {
+      const r = await h.app.inject({ method: 'GET', url });
+      assert.ok(r.statusCode < 400, `${url}: ${r.statusCode}`);
+      assert.equal(r.headers['content-security-policy'], PAGE_CSP, url);
+      assert.equal(r.headers['x-frame-options'], 'DENY', url);
+      assert.equal(r.headers['x-content-type-options'], 'nosniff', url);
+    }
+    // The API itself is answered as before: no page headers.
+    const markets = await h.app.inject({ method: 'GET', url: '/v1/markets' });
+    assert.equal(markets.headers['content-security-policy'], undefined);
   });
 });
 

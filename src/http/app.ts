@@ -21,6 +21,7 @@ import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
 import { lazyChildLogger } from './lazy-logger.js';
+import { PAGE_SECURITY_HEADERS } from './pages.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
 
 export interface HttpApiOptions {
@@ -41,10 +42,13 @@ export interface HttpAppOptions extends HttpApiOptions {
     readonly trustProxy?: boolean;
     /** Log every request (Fastify's request/response lines); off by default. */
     readonly logRequests?: boolean;
+    /** Seconds a request's headers may take (slowloris); default 10. */
+    readonly headersTimeoutSeconds?: number;
   };
 }
 
 export const API_PREFIX = '/v1';
+const DEFAULT_HEADERS_TIMEOUT_SECONDS = 10;
 export const DOCS_PREFIX = '/docs';
 
 /** Adds /v1, /v1/openapi.json and /docs to `app`. Call before `app.ready()` / `listen()`. */
@@ -106,7 +110,15 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     channelGrants: options.channelGrants,
   });
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
-  app.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });
+  // Swagger UI loads only files of its own (no inline script), so the pages' CSP fits it as it is.
+  // Every answer under /docs carries it with the other page headers, set in onSend: the static
+  // files' handler rewrites the headers set before it.
+  app.register(async (docs) => {
+    docs.addHook('onSend', async (_request, reply) => {
+      reply.headers(PAGE_SECURITY_HEADERS);
+    });
+    await docs.register(fastifySwaggerUi, { routePrefix: DOCS_PREFIX });
+  });
   return app;
 }
 
@@ -132,7 +144,14 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     },
     // Node answers an HTTP/1.1 request without Host itself, with an empty 400; the hook below
     // gives the same answer in shape E.
-    http: { requireHostHeader: false },
+    // Headers that have not all arrived after headersTimeoutSeconds get 408 (shape E, below) and
+    // the connection is closed; Node's own 60 s, checked every 30 s, let half-sent requests hold
+    // descriptors for up to 90 s. Checked every second so the limit is what it says.
+    http: {
+      requireHostHeader: false,
+      headersTimeout: (config.headersTimeoutSeconds ?? DEFAULT_HEADERS_TIMEOUT_SECONDS) * 1000,
+      connectionsCheckingInterval: 1000,
+    },
     // Malformed URLs and the like are answered before routing: still JSON, still shape E.
     frameworkErrors: (_error, _request, reply: FastifyReply) => {
       reply

@@ -98,6 +98,8 @@ export const attribute = (field: string): string => field.replaceAll('_', ' ');
 /** Laravel's default English validation texts, for the rules this API applies. */
 export const rule = {
   required: (f: string) => `The ${attribute(f)} field is required.`,
+  /** Not one of Laravel's (PHP's json_decode keeps the last key silently): worded like them. */
+  repeated: (f: string) => `The ${attribute(f)} field appears more than once.`,
   requiredUnless: (f: string, other: string, values: readonly string[]) =>
     `The ${attribute(f)} field is required unless ${attribute(other)} is in ${values.join(', ')}.`,
   invalid: (f: string) => `The selected ${attribute(f)} is invalid.`,

@@ -184,6 +184,23 @@ describe('the operator console page', () => {
     await app.close();
   });
 
+  test('in production it is served only with ADMIN_UI=on, even to a client that looks local', async () => {
+    const off = await server({ production: true });
+    for (const request of [LOCAL, REMOTE]) {
+      const refused = await off.inject({ url: '/admin', ...request });
+      assert.equal(refused.statusCode, 403, request.remoteAddress);
+      assert.match(refused.body, /off in production\. Set ADMIN_UI=on/);
+    }
+    await off.close();
+    const on = await server({ production: true, adminUi: true });
+    for (const request of [LOCAL, REMOTE]) {
+      const served = await on.inject({ url: '/admin', ...request });
+      assert.equal(served.statusCode, 200, request.remoteAddress);
+      assert.match(served.body, /console/);
+    }
+    await on.close();
+  });
+
   test('ADMIN_UI=on serves it to any client', async () => {
     const app = await server({ adminUi: true });
     assert.equal((await app.inject({ url: '/admin', ...REMOTE })).statusCode, 200);

@@ -9,7 +9,8 @@
  * - CSP on the pages: scripts and styles from this origin only (no inline script, no eval),
  *   connections to this origin only (REST and the WebSocket), no framing.
  * - `/admin` (the page, not the `/admin/v1` API) answers only a local client — see
- *   `isLocalClient` — unless ADMIN_UI=on. The API itself still requires the admin token.
+ *   `isLocalClient` — unless ADMIN_UI=on; in production, only when ADMIN_UI=on. The API itself
+ *   still requires the admin token.
  * - `/ui/config.json`: what a page needs to connect (the WebSocket app key, valuation currency).
  * - `/ui/demo-credentials.json`: the demo account's key and secret, in development only, to a
  *   local client only (docs/operations.md, "Web pages").
@@ -58,13 +59,22 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const PAGE_HEADERS: Readonly<Record<string, string>> = {
+/**
+ * What every page of this origin is sent with: the CSP, no framing, no sniffing, no referrer.
+ * The API's browsable documentation (`/docs`, Swagger UI) gets them too: it runs on the origin of
+ * the terminal, whose remembered API secrets a script injected there could read.
+ */
+export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': PAGE_CSP,
-  'cache-control': 'no-cache',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'x-frame-options': 'DENY',
   'cross-origin-opener-policy': 'same-origin',
+};
+
+const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  ...PAGE_SECURITY_HEADERS,
+  'cache-control': 'no-cache',
 };
 
 /** dist/web of the package, from src/http (tsx) or dist/src/http (built). */
@@ -118,16 +128,20 @@ export async function pagesPlugin(app: FastifyInstance, options: PagesOptions): 
 
   app.get('/', { schema: { hide: true } }, (_request, reply) => sendPage(reply, 'terminal'));
 
+  // In production the peer address proves nothing: a proxy on the same host that adds no
+  // X-Forwarded-For (nginx's plain proxy_pass) makes every client look local. There the console is
+  // served only when the operator asked for it.
+  const adminRefusal = (request: FastifyRequest): string | undefined => {
+    if (options.adminUi) return undefined;
+    if (options.production)
+      return 'The operator console is off in production. Set ADMIN_UI=on to serve it (the admin API needs its token either way).\n';
+    if (isLocalClient(request)) return undefined;
+    return 'The operator console answers only on this machine (http://127.0.0.1). Set ADMIN_UI=on to serve it to other clients.\n';
+  };
   const adminPage = (request: FastifyRequest, reply: FastifyReply) => {
-    if (!options.adminUi && !isLocalClient(request)) {
-      return reply
-        .code(403)
-        .headers(PAGE_HEADERS)
-        .type('text/plain; charset=utf-8')
-        .send(
-          'The operator console answers only on this machine (http://127.0.0.1). Set ADMIN_UI=on to serve it to other clients.\n',
-        );
-    }
+    const refusal = adminRefusal(request);
+    if (refusal !== undefined)
+      return reply.code(403).headers(PAGE_HEADERS).type('text/plain; charset=utf-8').send(refusal);
     return sendPage(reply, 'admin');
   };
   app.get('/admin', { schema: { hide: true } }, adminPage);

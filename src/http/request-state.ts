@@ -19,6 +19,7 @@ export interface Caller {
 const rawBodies = new WeakMap<FastifyRequest, Buffer>();
 const malformed = new WeakSet<FastifyRequest>();
 const callers = new WeakMap<FastifyRequest, Caller>();
+const repeatedKeys = new WeakMap<FastifyRequest, string>();
 
 export const setRawBody = (request: FastifyRequest, body: Buffer): void => {
   rawBodies.set(request, body);
@@ -30,6 +31,12 @@ export const markMalformed = (request: FastifyRequest): void => {
   malformed.add(request);
 };
 export const isMalformed = (request: FastifyRequest): boolean => malformed.has(request);
+
+/** A key the JSON body repeats (src/http/duplicate-keys.ts): refused once the caller is known. */
+export const markRepeatedKey = (request: FastifyRequest, field: string): void => {
+  repeatedKeys.set(request, field);
+};
+export const repeatedKey = (request: FastifyRequest): string | undefined => repeatedKeys.get(request);
 
 export const setCaller = (request: FastifyRequest, caller: Caller): void => {
   callers.set(request, caller);

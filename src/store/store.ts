@@ -108,11 +108,15 @@ export interface OrderFilter {
   readonly userId: UserId;
   readonly status: 'open' | 'done';
   readonly marketId?: MarketId;
+  /** Only orders with a smaller id: where a newest-first list read in batches resumes (keyset). */
+  readonly beforeId?: number;
 }
 
 export interface TradeFilter {
   readonly userId: UserId;
   readonly marketIds?: readonly MarketId[];
+  /** Only trades with a smaller id: where a newest-first list read in batches resumes (keyset). */
+  readonly beforeId?: number;
 }
 
 export interface PublicTradeFilter {

@@ -523,6 +523,19 @@ export function storeContract(adapter: Adapter): void {
         ids(await store.listOrders({ userId: ALICE, status: 'done' }, { limit: 0, offset: 0 })),
         [],
       );
+      // Keyset continuation (an unpaginated list streamed in batches): below an id, by market too.
+      const below = done[40]!;
+      assert.deepEqual(
+        ids(
+          await store.listOrders({ userId: ALICE, status: 'done', beforeId: below }, { limit: 9, offset: 0 }),
+        ),
+        done.slice(41, 50),
+      );
+      assert.deepEqual(
+        ids(await store.listOrders({ userId: ALICE, status: 'done', marketId: ETHEUR, beforeId: below })),
+        expected('done', ETHEUR).filter((id) => id < below),
+      );
+      assert.deepEqual(ids(await store.listOrders({ userId: ALICE, status: 'done', beforeId: 1 })), []);
       assert.deepEqual(ids(await store.listOrders({ userId: BOB, status: 'open' })), [301]);
       assert.equal(await store.countOrders({ userId: CAROL, status: 'done' }), 0);
       assert.deepEqual([...(await store.listOrders({ userId: CAROL, status: 'done' }))], []);
@@ -582,6 +595,20 @@ export function storeContract(adapter: Adapter): void {
           (u) => u.trade.id,
         ),
         all.slice(100, 104).map((x) => x.id),
+      );
+
+      // Keyset continuation: below a trade id, with and without a market filter.
+      assert.deepEqual(
+        [...(await store.listUserTrades({ userId: ALICE, beforeId: 50 }, { limit: 6, offset: 0 }))].map(
+          (u) => u.trade.id,
+        ),
+        [49, 48, 47, 46, 45, 44],
+      );
+      assert.deepEqual(
+        [...(await store.listUserTrades({ userId: ALICE, marketIds: [ETHEUR], beforeId: 13 }))].map(
+          (u) => u.trade.id,
+        ),
+        [12, 9, 6, 3],
       );
 
       const asTaker = await store.getUserTrade(ALICE, 8 as TradeId);

@@ -108,6 +108,47 @@ describe('orders', () => {
     }
   });
 
+  test('a signed body that repeats a key is refused (422 shape D) and changes nothing', async () => {
+    const openBefore = await h.request('GET', '/v1/open-orders', { as: alice });
+    const buyThenSell =
+      '{"order_direction":"buy","order_type":"limit","pair":"BTC/EUR","volume":"0.01","price":"20000.0","order_direction":"sell"}';
+    const r = await h.request('POST', '/v1/orders', { as: alice, body: buyThenSell });
+    assert.equal(r.status, 422);
+    const message = 'The order direction field appears more than once.';
+    assert.deepEqual(r.json, { message, errors: { order_direction: [message] } });
+    // Escaped spellings of one key are the same key.
+    const escaped = await h.request('POST', '/v1/orders', {
+      as: alice,
+      body: '{"pair":"BTC/EUR","p\\u0061ir":"ETH/EUR","order_direction":"buy","order_type":"market","volume":"0.01"}',
+    });
+    assert.equal(escaped.status, 422);
+    assert.deepEqual(Object.keys((escaped.json as { errors: object }).errors), ['pair']);
+    // A cancel body too: its order id must be read one way only.
+    const id = await create(alice, order());
+    const cancel = await h.request('DELETE', `/v1/orders/${id}`, {
+      as: alice,
+      body: `{"order_id":${id},"order_id":${id + 1}}`,
+    });
+    assert.equal(cancel.status, 422);
+    assert.deepEqual(Object.keys((cancel.json as { errors: object }).errors), ['order_id']);
+    assert.equal(((await get(alice, id)).json as { data: OrderJson }).data.status, 'open');
+    // Without a valid signature the caller learns nothing about the body: Invalid Signature first.
+    const unsigned = await h.request('POST', '/v1/orders', {
+      as: alice,
+      body: buyThenSell,
+      signBody: '{}',
+    });
+    assert.equal(unsigned.status, 422);
+    assert.deepEqual(unsigned.json, { error: 'Invalid Signature' });
+    const openAfter = await h.request('GET', '/v1/open-orders', { as: alice });
+    assert.equal(
+      (openAfter.json as ListJson).data.length,
+      (openBefore.json as ListJson).data.length + 1,
+      'only the order placed to be cancelled is open',
+    );
+    assert.equal((await h.request('DELETE', `/v1/orders/${id}`, { as: alice })).status, 200);
+  });
+
   test('create: the engine refusing for funds is a 422 on volume', async () => {
     const poor = await h.trader({ EUR: '10' });
     const r = await h.request('POST', '/v1/orders', { as: poor, body: order({ volume: '1' }) });
@@ -298,5 +339,24 @@ describe('orders', () => {
     assert.equal(body.data.length, 450);
     assert.equal(new Set(body.data.map((o) => o.id)).size, 450);
     assert.ok(body.data.every((o, i, all) => i === 0 || all[i - 1]!.id > o.id));
+
+    // The same bytes as one page holding everything (what the list was before it was streamed).
+    const paged = await h.request('GET', '/v1/open-orders?page-size=500', { as: erin });
+    const { meta: _meta, ...pagedBody } = paged.json as ListJson;
+    assert.equal(r.text, JSON.stringify(pagedBody));
+
+    // Other work runs while it is produced: a chain of setImmediate callbacks advances between
+    // its batches (450 orders: 5 batches, 4 pauses), where one long synchronous pass would hold it still.
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const again = await h.request('GET', '/v1/open-orders', { as: erin });
+    ticking = false;
+    assert.equal(again.text, r.text);
+    assert.ok(turns >= 4, `${turns} turns of the event loop while 450 orders were listed`);
   });
 });

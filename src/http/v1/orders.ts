@@ -297,7 +297,9 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const filter: OrderFilter = marketId === undefined ? { userId, status } : { userId, status, marketId };
       const page = pageRequest(request.query);
       if (page === undefined) {
-        return sendJsonStream(reply, await streamList(message, history.listOrders(filter), render));
+        const batch = (beforeId: number | undefined, limit: number) =>
+          history.listOrders({ ...filter, beforeId }, { limit, offset: 0 });
+        return sendJsonStream(reply, await streamList(message, batch, (o) => o.id, render));
       }
       const total = await history.countOrders(filter);
       const orders = [...(await history.listOrders(filter, pageWindow(page)))];

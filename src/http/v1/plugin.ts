@@ -14,6 +14,7 @@ import type {
 import type { ApiKeyScope } from '../../store/store.js';
 import { authenticate, requireScope } from '../authenticate.js';
 import type { V1Deps } from '../context.js';
+import { firstDuplicateKey } from '../duplicate-keys.js';
 import {
   type ErrorShape,
   errorC,
@@ -21,8 +22,18 @@ import {
   httpErrorHandler,
   INVALID_REQUEST,
   routeErrorShape,
+  rule,
+  validationError,
 } from '../errors.js';
-import { type Caller, isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
+import {
+  type Caller,
+  isMalformed,
+  markMalformed,
+  markRepeatedKey,
+  repeatedKey,
+  setCaller,
+  setRawBody,
+} from '../request-state.js';
 import { checkFirstValidatorCompiler } from '../validator.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
@@ -51,6 +62,10 @@ function admit(
     requireScope(who, scope);
     setCaller(request, who);
     if (isMalformed(request)) throw errorForShape(routeErrorShape(request), 400, INVALID_REQUEST);
+    // A signed body that two readers could read differently is refused (422 shape D, whatever
+    // the route's shape: it is a validation of the body; docs/interface-decisions.md 210).
+    const field = repeatedKey(request);
+    if (field !== undefined) throw validationError({ [field]: [rule.repeated(field)] });
   } catch (error) {
     done(error as Error);
     return;
@@ -84,6 +99,10 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
       }
       secureJson(request, text, (error, value) => {
         if (error) markMalformed(request);
+        else if (typeof value === 'object' && value !== null) {
+          const field = firstDuplicateKey(text);
+          if (field !== undefined) markRepeatedKey(request, field);
+        }
         done(null, error ? undefined : value);
       });
     },

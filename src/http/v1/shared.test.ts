@@ -10,10 +10,17 @@ const collect = async (stream: NodeJS.ReadableStream): Promise<string> => {
   return text;
 };
 
+/** A newest-first list of ids n..1 read the way the stores read it: below an id, at most a limit. */
+const idsDown = (n: number) => (beforeId: number | undefined, limit: number) => {
+  const below = beforeId ?? n + 1;
+  return Array.from({ length: Math.max(0, Math.min(limit, below - 1)) }, (_, i) => below - 1 - i);
+};
+
 test('streamList writes one valid envelope for any length, in order', async () => {
   for (const n of [0, 1, 3, 4, 9]) {
-    const items = Array.from({ length: n }, (_, i) => i);
-    const text = await collect(await streamList('m', items, (batch) => batch.map((i) => ({ i })), 3));
+    const items = Array.from({ length: n }, (_, i) => n - i);
+    const render = (batch: readonly number[]) => batch.map((i) => ({ i }));
+    const text = await collect(await streamList('m', idsDown(n), (i) => i, render, 3));
     assert.deepEqual(
       JSON.parse(text),
       { success: true, message: 'm', data: items.map((i) => ({ i })), code: 200 },
@@ -22,16 +29,41 @@ test('streamList writes one valid envelope for any length, in order', async () =
   }
 });
 
+test('streamList renders each batch in its own turn of the event loop', async () => {
+  const turns: number[] = [];
+  let turn = 0;
+  let ticking = true;
+  const tick = () => {
+    turn += 1;
+    if (ticking) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const render = (batch: readonly number[]) => {
+    turns.push(turn);
+    return batch;
+  };
+  const text = await collect(await streamList('m', idsDown(50), (i) => i, render, 10));
+  ticking = false;
+  assert.equal((JSON.parse(text) as { data: number[] }).data.length, 50);
+  // 50 items in batches of 10: 6 reads (the last one finds nothing), each in a later turn than the one before.
+  assert.equal(turns.length, 6);
+  assert.ok(
+    turns.every((t, i) => i === 0 || t > turns[i - 1]!),
+    `turns ${turns.join(',')}`,
+  );
+});
+
 test('streamList reads the first batch before returning, so an outage is still an error response', async () => {
-  const failing: Iterable<number> = {
-    [Symbol.iterator]: () => ({
-      next: () => {
-        throw new StoreUnavailableError('down');
-      },
-    }),
+  const failing = () => {
+    throw new StoreUnavailableError('down');
   };
   await assert.rejects(
-    streamList('m', failing, (b) => b),
+    streamList(
+      'm',
+      failing,
+      (i: number) => i,
+      (b) => b,
+    ),
     StoreUnavailableError,
   );
 });

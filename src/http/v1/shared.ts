@@ -1,5 +1,6 @@
 /** Small pieces shared by the v1 route modules. */
 import { Readable } from 'node:stream';
+import { setImmediate } from 'node:timers/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest } from '../../wire/serializers.js';
 import type { V1Deps } from '../context.js';
@@ -40,35 +41,47 @@ export function listPath(request: FastifyRequest, deps: Pick<V1Deps, 'config'>):
   return `${origin}${path}`;
 }
 
+/** Items of an unpaginated list read per store query and serialized per turn of the event loop. */
+export const LIST_BATCH = 100;
+
+/** One batch of a newest-first list: at most `limit` items with ids below `beforeId` (from the newest when undefined). */
+export type ListBatchReader<T> = (
+  beforeId: number | undefined,
+  limit: number,
+) => Iterable<T> | Promise<Iterable<T>>;
+
 /**
  * The success envelope of an unpaginated list, written batch by batch: the list can be the user's
- * whole history, so it is never built as one string. The store reads in keyset chunks and holds
- * no cursor between them, so pausing between batches (backpressure) blocks nothing else.
+ * whole history, so it is never built as one string nor read as one query. Each batch is read
+ * below the last id sent (keyset), rendered and serialized in its own turn of the event loop, so
+ * other requests are served between two batches whatever the list's length, and memory holds
+ * one batch plus what the client has not read yet (the stream waits for it: backpressure).
  *
  * The first batch is read before anything is sent, so a store that fails at request time still
  * gets a proper error response (503) instead of a truncated body.
  */
 export async function streamList<T>(
   message: string,
-  items: Iterable<T> | Promise<Iterable<T>>,
+  read: ListBatchReader<T>,
+  idOf: (item: T) => number,
   render: (batch: readonly T[]) => readonly unknown[] | Promise<readonly unknown[]>,
-  batchSize = 200,
+  batchSize = LIST_BATCH,
 ): Promise<Readable> {
-  const iterator = (await items)[Symbol.iterator]();
+  let beforeId: number | undefined;
   let exhausted = false;
   const nextText = async (): Promise<string> => {
-    const batch: T[] = [];
-    while (!exhausted && batch.length < batchSize) {
-      const step = iterator.next();
-      if (step.done === true) exhausted = true;
-      else batch.push(step.value);
-    }
+    const batch = [...(await read(beforeId, batchSize))];
+    const last = batch[batch.length - 1];
+    if (last === undefined || batch.length < batchSize) exhausted = true;
+    else beforeId = idOf(last);
     return (await render(batch)).map((record) => JSON.stringify(record)).join(',');
   };
   const first = await nextText();
   async function* chunks(): AsyncGenerator<string> {
     yield `{"success":true,"message":${JSON.stringify(message)},"data":[${first}`;
     while (!exhausted) {
+      // The next batch in a later turn: whatever else is waiting (other requests, timers) runs first.
+      await setImmediate();
       const text = await nextText();
       if (text !== '') yield `,${text}`;
     }

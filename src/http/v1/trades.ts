@@ -68,9 +68,11 @@ export async function tradeRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       const filter: TradeFilter = marketIds === undefined ? { userId } : { userId, marketIds };
       const page = pageRequest(request.query);
       if (page === undefined) {
+        const batch = (beforeId: number | undefined, limit: number) =>
+          history.listUserTrades({ ...filter, beforeId }, { limit, offset: 0 });
         return sendJsonStream(
           reply as FastifyReply,
-          await streamList(MESSAGES.trades, history.listUserTrades(filter), render),
+          await streamList(MESSAGES.trades, batch, (t) => t.trade.id, render),
         );
       }
       const total = await history.countUserTrades(filter);

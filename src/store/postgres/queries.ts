@@ -339,13 +339,26 @@ function orderConditions(filter: OrderFilter): [string, unknown[]] {
     params.push(filter.marketId);
     where += ` AND market_id = $${params.length}`;
   }
+  if (filter.beforeId !== undefined) {
+    params.push(checkCount(filter.beforeId, 'beforeId'));
+    where += ` AND id < $${params.length}`;
+  }
   return [where, params];
 }
 
 /** An empty market list matches nothing; undefined means no filter. */
 function userTradeConditions(filter: TradeFilter): [string, unknown[]] {
-  if (filter.marketIds === undefined) return ['', [filter.userId]];
-  return [' AND market_id = ANY($2::bigint[])', [filter.userId, [...filter.marketIds]]];
+  const params: unknown[] = [filter.userId];
+  let where = '';
+  if (filter.marketIds !== undefined) {
+    params.push([...filter.marketIds]);
+    where += ` AND market_id = ANY($${params.length}::bigint[])`;
+  }
+  if (filter.beforeId !== undefined) {
+    params.push(checkCount(filter.beforeId, 'beforeId'));
+    where += ` AND id < $${params.length}`;
+  }
+  return [where, params];
 }
 
 function checkCount(value: number, name: string): number {

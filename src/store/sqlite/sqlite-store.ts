@@ -302,6 +302,7 @@ export class SqliteStore implements Store {
       page,
       (before, limit, offset) => stmt.all({ ...params, before, limit, offset }),
       orderFromRow,
+      filter.beforeId,
     );
   }
 
@@ -342,6 +343,7 @@ export class SqliteStore implements Store {
       page,
       (before, limit, offset) => stmt.all({ ...params, before, limit, offset }),
       (row) => userTradeFromRow(row, filter.userId),
+      filter.beforeId,
     );
   }
 
@@ -962,14 +964,17 @@ function newestFirst<R extends { readonly id: number }, T>(
   page: Page | undefined,
   fetch: (before: number, limit: number, offset: number) => readonly R[],
   map: (row: R) => T,
+  /** Only rows with a smaller id (OrderFilter.beforeId); undefined: from the newest. */
+  beforeId: number | undefined,
 ): Iterable<T> {
   const limit = page === undefined ? Number.POSITIVE_INFINITY : checkCount(page.limit, 'page limit');
   const offset = page === undefined ? 0 : checkCount(page.offset, 'page offset');
+  const start = beforeId === undefined ? Number.MAX_SAFE_INTEGER : checkCount(beforeId, 'beforeId');
   return {
     *[Symbol.iterator]() {
       let remaining = limit;
       let skip = offset;
-      let before = Number.MAX_SAFE_INTEGER;
+      let before = start;
       while (remaining > 0) {
         const want = Math.min(CHUNK_ROWS, remaining);
         const rows = guarded(() => fetch(before, want, skip));

@@ -24,6 +24,7 @@ import {
 } from '../errors.js';
 import { type Caller, isMalformed, markMalformed, setCaller, setRawBody } from '../request-state.js';
 import { checkFirstValidatorCompiler } from '../validator.js';
+import { accountRoutes } from './account.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
 import { orderRoutes } from './orders.js';
@@ -138,7 +139,14 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     clock: deps.clock,
     channelGrants: deps.channelGrants,
   };
-  for (const routes of [marketDataRoutes, walletRoutes, orderRoutes, tradeRoutes, broadcastingRoutes]) {
+  for (const routes of [
+    marketDataRoutes,
+    walletRoutes,
+    orderRoutes,
+    tradeRoutes,
+    broadcastingRoutes,
+    accountRoutes,
+  ]) {
     await app.register(routes, routeDeps);
   }
 }

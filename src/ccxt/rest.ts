@@ -78,7 +78,7 @@ export interface OpenSpotRest {
   privateGetClosedOrders(params?: Dict): Promise<Dict>;
   privateGetOrdersOrderId(params?: Dict): Promise<Dict>;
   privateGetTrades(params?: Dict): Promise<Dict>;
-  privatePostOrders(params?: Dict, headers?: Dict): Promise<Dict>;
+  privatePostOrders(params?: Dict): Promise<Dict>;
   privateDeleteOrdersOrderId(params?: Dict): Promise<Dict>;
   privatePostBroadcastingAuth(params?: Dict): Promise<Dict>;
 }
@@ -555,9 +555,14 @@ export class OpenSpotRest extends Exchange {
     // One key per call, kept across ccxt's own retries (maxRetriesOnFailure re-signs the same
     // request): a retried placement gets the original answer and places nothing (H37).
     const key = this.safeString(params, 'idempotencyKey') ?? randomUUID();
-    const response = await this.privatePostOrders(this.extend(request, this.omit(params, 'idempotencyKey')), {
-      'Idempotency-Key': key,
-    });
+    // The implicit privatePostOrders takes no headers: the same request, through ccxt's request().
+    const response: Dict = await this.request(
+      'orders',
+      'private',
+      'POST',
+      this.extend(request, this.omit(params, 'idempotencyKey')),
+      { 'Idempotency-Key': key },
+    );
     const id = this.safeString(response, 'location')?.split('/').pop();
     return this.orderAfter(id, market, { symbol: market.symbol, type, side, amount, price, status: 'open' });
   }

@@ -60,6 +60,10 @@ interface FeeRecord {
 }
 type Listed<T> = Envelope<T[]>;
 
+/** A resting order of another user (the venue's market maker), placed through the signed API. */
+const offer = (pair: string, direction: 'buy' | 'sell', price: string, volume: string) =>
+  venue.admin.placeRestingOrder({ pair, direction, price, volume });
+
 /** The one item a list must hold. */
 function first<T>(list: readonly T[]): T {
   const [item] = list;
@@ -157,18 +161,8 @@ describe('ccxt contract: markets and market data', () => {
   });
 
   test('fetchOrderBook, fetchTicker, fetchTickers: the venue’s book and tickers', async () => {
-    await venue.admin.placeRestingOrder({
-      pair: 'BTC/EUR',
-      direction: 'sell',
-      price: '50100.0',
-      volume: '0.4',
-    });
-    await venue.admin.placeRestingOrder({
-      pair: 'BTC/EUR',
-      direction: 'buy',
-      price: '49900.0',
-      volume: '0.7',
-    });
+    await offer('BTC/EUR', 'sell', '50100.0', '0.4');
+    await offer('BTC/EUR', 'buy', '49900.0', '0.7');
     const book = await exchange.fetchOrderBook('BTC/EUR');
     const rawBook = first(await raw<VenueOrderBook[]>('GET', '/orderbook?ticker_id=BTC/EUR&depth=0'));
     assert.deepEqual(book.asks, levels(rawBook.asks));
@@ -188,12 +182,7 @@ describe('ccxt contract: orders, fills, balances', () => {
   let partial: Order;
 
   test('createOrder: a limit buy partly filled stays open with filled, remaining, cost, fee and average', async () => {
-    await venue.admin.placeRestingOrder({
-      pair: 'BTC/EUR',
-      direction: 'sell',
-      price: '50000.0',
-      volume: '0.3',
-    });
+    await offer('BTC/EUR', 'sell', '50000.0', '0.3');
     partial = await exchange.createOrder('BTC/EUR', 'limit', 'buy', 0.5, 50000);
     assert.equal(partial.status, 'open');
     assert.equal(partial.filled, 0.3);
@@ -241,18 +230,8 @@ describe('ccxt contract: orders, fills, balances', () => {
   });
 
   test('a market order that fills: average and cost from its executions; fetchOrder agrees', async () => {
-    await venue.admin.placeRestingOrder({
-      pair: 'ETH/USD',
-      direction: 'sell',
-      price: '3000.00',
-      volume: '0.5',
-    });
-    await venue.admin.placeRestingOrder({
-      pair: 'ETH/USD',
-      direction: 'sell',
-      price: '3010.00',
-      volume: '0.5',
-    });
+    await offer('ETH/USD', 'sell', '3000.00', '0.5');
+    await offer('ETH/USD', 'sell', '3010.00', '0.5');
     const order = await exchange.createOrder('ETH/USD', 'market', 'buy', 0.8);
     assert.equal(order.status, 'closed');
     assert.equal(order.filled, 0.8);
@@ -416,21 +395,10 @@ describe('ccxt contract: watch* methods over the WebSocket', () => {
       await books.until(() => true, 'the snapshot');
       // Half of the book updates to every connection are lost from here on.
       await venue.chaos.set({ book_updates: { drop: 0.5 } });
-      for (let i = 1; i <= 12; i++)
-        await venue.admin.placeRestingOrder({
-          pair: 'BTC/EUR',
-          direction: 'sell',
-          price: String(52000 + i * 10),
-          volume: '0.1',
-        });
+      for (let i = 1; i <= 12; i++) await offer('BTC/EUR', 'sell', String(52000 + i * 10), '0.1');
       await venue.chaos.clear();
       // One more change after the faults: the copy must end equal to the venue's.
-      await venue.admin.placeRestingOrder({
-        pair: 'BTC/EUR',
-        direction: 'sell',
-        price: '53000.0',
-        volume: '0.1',
-      });
+      await offer('BTC/EUR', 'sell', '53000.0', '0.1');
       const rawBook = first(await raw<VenueOrderBook[]>('GET', '/orderbook?ticker_id=BTC/EUR&depth=0'));
       const expected = JSON.stringify([levels(rawBook.bids), levels(rawBook.asks)]);
       const book = await books.until((b) => JSON.stringify([b.bids, b.asks]) === expected, 'the REST book');
@@ -455,12 +423,7 @@ describe('ccxt contract: watch* methods over the WebSocket', () => {
       await tickers.until(() => true, 'the ticker snapshot');
       await trades.until(() => true, 'the trades snapshot');
       // Below the best ask and above the best bid: it rests, then the market buy takes it.
-      await venue.admin.placeRestingOrder({
-        pair: 'BTC/EUR',
-        direction: 'sell',
-        price: '50050.0',
-        volume: '0.05',
-      });
+      await offer('BTC/EUR', 'sell', '50050.0', '0.05');
       await exchange.createOrder('BTC/EUR', 'market', 'buy', 0.05);
       const history = await raw<HistoricalTrades>(
         'GET',
@@ -512,12 +475,7 @@ describe('ccxt contract: watch* methods over the WebSocket', () => {
     try {
       await orders.until((list) => list.some((o) => o.id === resting.id), 'the snapshot');
       assert.equal(watcher.uid, String(bot.userId));
-      await venue.admin.placeRestingOrder({
-        pair: 'ETH/EUR',
-        direction: 'sell',
-        price: '2000.00',
-        volume: '0.3',
-      });
+      await offer('ETH/EUR', 'sell', '2000.00', '0.3');
       const placed = await exchange.createOrder('ETH/EUR', 'limit', 'buy', 0.5, 2000);
       const list = await orders.until(
         (l) => l.some((o) => o.id === placed.id && o.filled === 0.3),
@@ -554,12 +512,7 @@ describe('ccxt contract: watch* methods over the WebSocket', () => {
       await tickers.until(() => true, 'the snapshot');
       // Without pongs ccxt would close the connection after two missed intervals (300 ms).
       await sleep(1000);
-      await venue.admin.placeRestingOrder({
-        pair: 'BTC/EUR',
-        direction: 'buy',
-        price: '49950.0',
-        volume: '0.01',
-      });
+      await offer('BTC/EUR', 'buy', '49950.0', '0.01');
       const ticker = await tickers.until((t) => t.bid === 49950, 'the new best bid');
       const rawTicker = first(await raw<VenueTicker[]>('GET', '/tickers?ticker_id=BTC/EUR'));
       assert.equal(ticker.bid, Number(rawTicker.bid));

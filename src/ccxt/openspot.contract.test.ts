@@ -301,6 +301,13 @@ describe('ccxt contract: errors map to ccxt classes, and nothing is placed', () 
     assert.equal(await openCount(), before);
   });
 
+  test('a trade-only key loads the public markets (fees unknown), and reading is PermissionDenied', async () => {
+    const tradeOnly = openSpot(await venue.admin.createAccount({ scopes: ['trade'] }));
+    const markets = await tradeOnly.loadMarkets();
+    assert.equal(markets['BTC/EUR']?.maker, undefined);
+    await assert.rejects(tradeOnly.fetchBalance(), PermissionDenied);
+  });
+
   test('unknown order → OrderNotFound, on fetch and on cancel; canceling a canceled order too', async () => {
     await assert.rejects(exchange.fetchOrder('999999'), OrderNotFound);
     await assert.rejects(exchange.cancelOrder('999999'), OrderNotFound);

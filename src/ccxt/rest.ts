@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ArgumentsRequired,
+  AuthenticationError,
   type Balances,
   type Dict,
   Exchange,
@@ -22,6 +23,7 @@ import {
   type OrderBook,
   type OrderSide,
   type OrderType,
+  PermissionDenied,
   Precise,
   type Str,
   type Strings,
@@ -256,10 +258,17 @@ export class OpenSpotRest extends Exchange {
   override async fetchMarkets(params: Dict = {}): Promise<Market[]> {
     const response = await this.publicGetMarkets(params);
     const data = this.safeDict(response, 'data', {}) ?? {};
-    // Fees are per market and private: with credentials, ask the venue rather than guess.
+    // Fees are per market and private: with credentials, ask the venue rather than guess. A key
+    // that may not read them (no `read` scope, a wrong secret) leaves them unknown: markets are
+    // public, and the key's own trouble shows on the private call that needs it.
     let fees: Dict = {};
-    if (this.checkRequiredCredentials(false))
-      fees = this.safeDict(await this.privateGetFees(), 'data', {}) ?? {};
+    if (this.checkRequiredCredentials(false)) {
+      try {
+        fees = this.safeDict(await this.privateGetFees(), 'data', {}) ?? {};
+      } catch (error) {
+        if (!(error instanceof PermissionDenied || error instanceof AuthenticationError)) throw error;
+      }
+    }
     return Object.values(data).map((market) =>
       this.parseMarket({ ...(market as Dict), fees: fees[(market as Dict).altname] }),
     );

@@ -27,6 +27,7 @@ import { checkFirstValidatorCompiler } from '../validator.js';
 import { accountRoutes } from './account.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
+import { orderControlRoutes } from './order-controls.js';
 import { orderRoutes } from './orders.js';
 import { tradeRoutes } from './trades.js';
 import { walletRoutes } from './wallet.js';
@@ -143,6 +144,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     marketDataRoutes,
     walletRoutes,
     orderRoutes,
+    orderControlRoutes,
     tradeRoutes,
     broadcastingRoutes,
     accountRoutes,

@@ -16,6 +16,7 @@ import {
   OrderNotFound,
   PermissionDenied,
   RateLimitExceeded,
+  type Str,
 } from 'ccxt';
 import { signRequest } from '../client/sign.js';
 import type {
@@ -354,6 +355,74 @@ describe('ccxt contract: errors map to ccxt classes, and nothing is placed', () 
     );
     await exchange.cancelOrder(order.id as string);
     await retrying.close();
+  });
+});
+
+describe('ccxt contract: order controls', () => {
+  /** The control fields of GET /orders/:id (H163): shown when not the default. */
+  type Controlled = VenueOrder & {
+    client_order_id: string | null;
+    post_only?: boolean;
+    time_in_force?: string;
+  };
+  const controls = async (id: Str) => (await raw<Envelope<Controlled>>('GET', `/orders/${id}`)).data;
+  let resting: Order;
+
+  test('createOrder maps clientOrderId, postOnly and timeInForce to the venue’s fields', async () => {
+    resting = await exchange.createOrder('BTC/EUR', 'limit', 'buy', 0.01, 30000, {
+      clientOrderId: 'ccxt-1',
+      postOnly: true,
+    });
+    const venueOrder = await controls(resting.id);
+    assert.equal(venueOrder.client_order_id, 'ccxt-1');
+    assert.equal(venueOrder.post_only, true);
+    assert.equal(resting.clientOrderId, 'ccxt-1');
+    assert.equal(resting.postOnly, true);
+    await assertSameOrder(resting);
+    // Nothing rests at 40000 or below on the ask side: a fill-or-kill buy ends at once.
+    const fok = await exchange.createOrder('BTC/EUR', 'limit', 'buy', 0.5, 40000, { timeInForce: 'FOK' });
+    assert.equal(fok.timeInForce, 'FOK');
+    assert.equal(fok.status, 'canceled');
+    assert.equal((await controls(fok.id)).time_in_force, 'FOK');
+    await assertSameOrder(fok);
+  });
+
+  test('a post-only order that would take ends canceled with nothing filled, and never rests', async () => {
+    const before = (await raw<Listed<VenueOrder>>('GET', '/open-orders')).data.length;
+    const [ask] = (await exchange.fetchOrderBook('BTC/EUR', 1)).asks;
+    const order = await exchange.createOrder('BTC/EUR', 'limit', 'buy', 0.01, ask![0]!, { postOnly: true });
+    assert.equal(order.status, 'canceled');
+    assert.equal(order.filled, 0);
+    assert.equal(order.postOnly, true);
+    await assertSameOrder(order);
+    assert.equal((await raw<Listed<VenueOrder>>('GET', '/open-orders')).data.length, before);
+  });
+
+  test('editOrder: a new price and amount, as the venue then shows the order', async () => {
+    const amended = await exchange.editOrder(resting.id as string, 'BTC/EUR', 'limit', 'buy', 0.02, 30500);
+    assert.equal(amended.price, 30500);
+    assert.equal(amended.amount, 0.02);
+    assert.equal(amended.clientOrderId, 'ccxt-1');
+    await assertSameOrder(amended);
+  });
+
+  test('createOrders: each order placed or refused on its own', async () => {
+    const [placed, refused] = await exchange.createOrders([
+      { symbol: 'BTC/EUR', type: 'limit', side: 'buy', amount: 0.01, price: 31000 },
+      { symbol: 'BTC/EUR', type: 'limit', side: 'buy', amount: 0.00001, price: 31000 },
+    ]);
+    assert.equal(placed?.status, 'open');
+    await assertSameOrder(placed!);
+    assert.equal(refused?.status, 'rejected');
+  });
+
+  test('cancelAllOrders: every open order of the pair, and only of that pair', async () => {
+    const other = await exchange.createOrder('ETH/EUR', 'limit', 'buy', 0.01, 1000);
+    await exchange.cancelAllOrders('BTC/EUR');
+    assert.deepEqual((await raw<Listed<VenueOrder>>('GET', '/open-orders?pair=BTC/EUR')).data, []);
+    const open = (await raw<Listed<VenueOrder>>('GET', '/open-orders')).data.map((o) => String(o.id));
+    assert.ok(open.includes(other.id as string));
+    await exchange.cancelOrder(other.id as string);
   });
 });
 

@@ -21,6 +21,7 @@ import {
   type OHLCV,
   type Order,
   type OrderBook,
+  type OrderRequest,
   type OrderSide,
   type OrderType,
   PermissionDenied,
@@ -82,6 +83,9 @@ export interface OpenSpotRest {
   privateGetTrades(params?: Dict): Promise<Dict>;
   privatePostOrders(params?: Dict): Promise<Dict>;
   privateDeleteOrdersOrderId(params?: Dict): Promise<Dict>;
+  privateDeleteOrders(params?: Dict): Promise<Dict>;
+  privatePatchOrdersOrderId(params?: Dict): Promise<Dict>;
+  privatePostOrdersBatch(params?: Dict): Promise<Dict>;
   privatePostBroadcastingAuth(params?: Dict): Promise<Dict>;
 }
 
@@ -124,10 +128,11 @@ export class OpenSpotRest extends Exchange {
         fetchCurrencies: false,
         fetchTime: false,
         // Order controls and conditional orders are not offered by this venue (yet).
-        cancelAllOrders: false,
-        createOrders: false,
-        editOrder: false,
-        createPostOnlyOrder: false,
+        // Order controls (H160-H167): time in force, post-only, client ids, cancel-all, amend, batches.
+        cancelAllOrders: true,
+        createOrders: true,
+        editOrder: true,
+        createPostOnlyOrder: true,
         createStopOrder: false,
         createTriggerOrder: false,
         createStopLossOrder: false,
@@ -169,8 +174,9 @@ export class OpenSpotRest extends Exchange {
             'orders/{order_id}',
             'trades',
           ],
-          post: ['orders', 'broadcasting/auth'],
-          delete: ['orders/{order_id}'],
+          post: ['orders', 'orders/batch', 'broadcasting/auth'],
+          patch: ['orders/{order_id}'],
+          delete: ['orders/{order_id}', 'orders'],
         },
       },
       requiredCredentials: { apiKey: true, secret: true, uid: false },
@@ -209,6 +215,8 @@ export class OpenSpotRest extends Exchange {
       const text = this.urlencodeWithArrayRepeat(query);
       if (text.length > 0) url += `?${text}`;
     } else if (Object.keys(query).length > 0 || this.safeBool(this.options, 'sendNonce', false)) {
+      // DELETE /orders?pair= reads the pair from the query; the signed body repeats it (H164).
+      if (method === 'DELETE' && Object.keys(query).length > 0) url += `?${this.urlencode(query)}`;
       const withNonce = this.safeBool(this.options, 'sendNonce', false)
         ? { ...query, nonce: this.nonce() }
         : query;
@@ -540,6 +548,32 @@ export class OpenSpotRest extends Exchange {
   ): Promise<Order> {
     await this.loadMarkets();
     const market = this.market(symbol);
+    const request = this.orderRequest(symbol, type, side, amount, price, params);
+    // One key per call, kept across ccxt's own retries (maxRetriesOnFailure re-signs the same
+    // request): a retried placement gets the original answer and places nothing (H37).
+    const key = this.safeString(params, 'idempotencyKey') ?? randomUUID();
+    // The implicit privatePostOrders takes no headers: the same request, through ccxt's request().
+    const response: Dict = await this.request('orders', 'private', 'POST', request, {
+      'Idempotency-Key': key,
+    });
+    const id = this.safeString(response, 'location')?.split('/').pop();
+    return this.orderAfter(id, market, { symbol: market.symbol, type, side, amount, price, status: 'open' });
+  }
+
+  /**
+   * The body of one order: the five fields of the interface, then ccxt's unified controls mapped
+   * to the venue's (H160): `timeInForce` (GTC, IOC, FOK, GTD with `expireTime` in ms; `PO` is
+   * post-only), `postOnly`, `clientOrderId`. Other params pass through as venue fields.
+   */
+  protected orderRequest(
+    symbol: string,
+    type: OrderType,
+    side: OrderSide,
+    amount: number,
+    price: Num,
+    params: Dict,
+  ): Dict {
+    const market = this.market(symbol);
     const request: Dict = {
       pair: market.symbol,
       order_direction: side,
@@ -551,19 +585,75 @@ export class OpenSpotRest extends Exchange {
         throw new ArgumentsRequired(`${this.id} createOrder() requires a price for a limit order`);
       request.price = this.priceToPrecision(market.symbol, price);
     }
-    // One key per call, kept across ccxt's own retries (maxRetriesOnFailure re-signs the same
-    // request): a retried placement gets the original answer and places nothing (H37).
-    const key = this.safeString(params, 'idempotencyKey') ?? randomUUID();
-    // The implicit privatePostOrders takes no headers: the same request, through ccxt's request().
-    const response: Dict = await this.request(
-      'orders',
-      'private',
-      'POST',
-      this.extend(request, this.omit(params, 'idempotencyKey')),
-      { 'Idempotency-Key': key },
+    let timeInForce = this.safeStringUpper(params, 'timeInForce');
+    let postOnly = this.safeBool(params, 'postOnly', false) as boolean;
+    if (timeInForce === 'PO') {
+      postOnly = true;
+      timeInForce = undefined;
+    }
+    if (timeInForce !== undefined) request.time_in_force = timeInForce;
+    if (postOnly) request.post_only = true;
+    const clientOrderId = this.safeString(params, 'clientOrderId');
+    if (clientOrderId !== undefined) request.client_order_id = clientOrderId;
+    const expireTime = this.safeInteger(params, 'expireTime');
+    if (expireTime !== undefined) request.expire_time = String(Math.floor(expireTime / 1000));
+    return this.extend(
+      request,
+      this.omit(params, ['timeInForce', 'postOnly', 'clientOrderId', 'expireTime', 'idempotencyKey']),
     );
-    const id = this.safeString(response, 'location')?.split('/').pop();
-    return this.orderAfter(id, market, { symbol: market.symbol, type, side, amount, price, status: 'open' });
+  }
+
+  /** POST /orders/batch (H166): each order placed or refused on its own, in one engine step. */
+  override async createOrders(orders: OrderRequest[], params: Dict = {}): Promise<Order[]> {
+    await this.loadMarkets();
+    const bodies = orders.map((o) =>
+      this.orderRequest(o.symbol, o.type, o.side, o.amount as number, o.price, o.params ?? {}),
+    );
+    const response = await this.privatePostOrdersBatch(this.extend({ orders: bodies }, params));
+    const results = this.safeList(response, 'data', []) ?? [];
+    const answered: Order[] = [];
+    for (const [i, item] of results.entries()) {
+      const wanted = orders[i];
+      const market = wanted === undefined ? undefined : this.market(wanted.symbol);
+      if (this.safeBool(item, 'success') === true) {
+        answered.push(
+          await this.orderAfter(this.safeString(item, 'id'), market, { ...wanted, status: 'open' }),
+        );
+      } else {
+        // ccxt's convention for an order of a batch that the exchange refused.
+        answered.push(this.safeOrder({ info: item, status: 'rejected', symbol: market?.symbol }, market));
+      }
+    }
+    return answered;
+  }
+
+  /** PATCH /orders/:id (H167): a new price and/or a new total amount; answers the amended order. */
+  override async editOrder(
+    id: string,
+    symbol: string,
+    _type: OrderType,
+    _side: OrderSide,
+    amount: Num = undefined,
+    price: Num = undefined,
+    params: Dict = {},
+  ): Promise<Order> {
+    await this.loadMarkets();
+    const market = this.market(symbol);
+    const request: Dict = { order_id: id };
+    if (amount !== undefined) request.volume = this.amountToPrecision(market.symbol, amount);
+    if (price !== undefined) request.price = this.priceToPrecision(market.symbol, price);
+    const clientOrderId = this.safeString(params, 'clientOrderId');
+    if (clientOrderId !== undefined) request.client_order_id = clientOrderId;
+    await this.privatePatchOrdersOrderId(this.extend(request, this.omit(params, 'clientOrderId')));
+    return this.orderAfter(id, market, { id, symbol: market.symbol, status: 'open' });
+  }
+
+  /** DELETE /orders[?pair=] (H164): the venue answers how many it canceled, not which. */
+  override async cancelAllOrders(symbol: Str = undefined, params: Dict = {}): Promise<Order[]> {
+    await this.loadMarkets();
+    const request: Dict = symbol === undefined ? {} : { pair: this.market(symbol).symbol };
+    const response = await this.privateDeleteOrders(this.extend(request, params));
+    return [this.safeOrder({ info: response })];
   }
 
   override async cancelOrder(id: string, symbol: Str = undefined, params: Dict = {}): Promise<Order> {
@@ -650,7 +740,7 @@ export class OpenSpotRest extends Exchange {
     return this.safeOrder(
       {
         id: this.safeString(order, 'id'),
-        clientOrderId: undefined,
+        clientOrderId: this.safeString(order, 'client_order_id'),
         info: order,
         timestamp: this.safeTimestamp(order, 'open_time'),
         datetime: this.iso8601(this.safeTimestamp(order, 'open_time')),
@@ -659,8 +749,9 @@ export class OpenSpotRest extends Exchange {
         status: this.safeString(ORDER_STATUSES, this.safeString(order, 'status') ?? ''),
         symbol: resolved.symbol,
         type,
-        timeInForce: type === 'market' ? 'IOC' : 'GTC',
-        postOnly: false,
+        // Shown only when not the default (H163): GTC for a limit order; a market order is IOC.
+        timeInForce: this.safeString(order, 'time_in_force') ?? (type === 'market' ? 'IOC' : 'GTC'),
+        postOnly: this.safeBool(order, 'post_only', false),
         side: this.safeString(order, 'type'),
         price: type === 'limit' ? this.safeString(description, 'price') : undefined,
         average:

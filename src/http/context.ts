@@ -16,6 +16,8 @@ export interface HttpConfig {
    * own scheme and Host are used, which is right unless a proxy rewrites them.
    */
   readonly publicUrl?: string;
+  /** The per-key request limit (config RATE_LIMIT_KEY_*), reported by GET /account; absent: none. */
+  readonly rateLimit?: { readonly keyPerSecond: number; readonly keyBurst: number };
 }
 
 export interface SecretOpener {
@@ -47,4 +49,6 @@ export const MESSAGES = {
   closedOrders: 'Closed orders retrieved successfully.',
   trades: 'Trades retrieved successfully.',
   trade: 'Trade retrieved successfully.',
+  account: 'Account retrieved successfully.',
+  fees: 'Fees retrieved successfully.',
 } as const;

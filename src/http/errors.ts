@@ -111,6 +111,8 @@ export const rule = {
   gt: (f: string, value: string) => `The ${attribute(f)} field must be greater than ${value}.`,
   min: (f: string, min: string) => `The ${attribute(f)} field must be at least ${min}.`,
   max: (f: string, max: string) => `The ${attribute(f)} field must not be greater than ${max}.`,
+  between: (f: string, min: number, max: number) =>
+    `The ${attribute(f)} field must be between ${min} and ${max}.`,
   maxLength: (f: string, max: number) =>
     `The ${attribute(f)} field must not be greater than ${max} characters.`,
   /** Laravel's `decimal:0,n` message reads "must have 0-n decimal places". */

@@ -35,8 +35,8 @@ export function asyncStore(store: Store): AsyncStore {
     listUserTrades: (filter, page) => settled(() => store.listUserTrades(filter, page)),
     countUserTrades: (filter) => settled(() => store.countUserTrades(filter)),
     listPublicTrades: (filter) => settled(() => store.listPublicTrades(filter)),
-    listCandles: (marketId, interval, since, limit) =>
-      settled(() => store.listCandles(marketId, interval, since, limit)),
+    listCandles: (marketId, interval, since, limit, keep) =>
+      settled(() => store.listCandles(marketId, interval, since, limit, keep)),
     latestCandles: (marketId) => settled(() => store.latestCandles(marketId)),
     findLedgerEntry: (userId, kind, reference) =>
       settled(() => store.findLedgerEntry(userId, kind, reference)),

@@ -20,6 +20,7 @@ import type { Candle, Interval } from '../market-data/candle.js';
 import type {
   ApiKeyRecord,
   BookSequence,
+  CandleEnd,
   CheckpointInfo,
   CommitBatch,
   IdempotencyRecord,
@@ -83,11 +84,17 @@ export interface HistoryQueries {
   listUserTrades(filter: TradeFilter, page?: Page): Promise<Iterable<UserTrade>>;
   countUserTrades(filter: TradeFilter): Promise<number>;
 
-  /** Newest first. */
+  /** Newest first (oldest first with `oldestFirst`). */
   listPublicTrades(filter: PublicTradeFilter): Promise<Trade[]>;
 
-  /** Candles with start > since (exclusive), oldest first, at most `limit` of the most recent. */
-  listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Promise<Candle[]>;
+  /** Candles with start > since (exclusive), oldest first, at most `limit`: the newest or the oldest (`keep`). */
+  listCandles(
+    marketId: MarketId,
+    interval: Interval,
+    since: number,
+    limit: number,
+    keep?: CandleEnd,
+  ): Promise<Candle[]>;
   /** The newest candle of each interval of a market (to resume aggregation after a restart). */
   latestCandles(marketId: MarketId): Promise<Candle[]>;
 

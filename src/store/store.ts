@@ -126,7 +126,15 @@ export interface PublicTradeFilter {
   readonly since?: Micros;
   /** At most this many, newest first; undefined means all. */
   readonly limit?: number;
+  /**
+   * Keep the oldest trades (from `since` on) rather than the newest, and list them oldest first:
+   * a client pages forward through history with it (GET /historical_trades with start_time).
+   */
+  readonly oldestFirst?: boolean;
 }
+
+/** Which end of a candle range a limit keeps: the most recent (the default) or the oldest. */
+export type CandleEnd = 'newest' | 'oldest';
 
 /** A user's trade seen from that user's side. */
 export interface UserTrade {
@@ -248,11 +256,20 @@ export interface Store {
   listUserTrades(filter: TradeFilter, page?: Page): Iterable<UserTrade>;
   countUserTrades(filter: TradeFilter): number;
 
-  /** Newest first. */
+  /** Newest first (oldest first with `oldestFirst`). */
   listPublicTrades(filter: PublicTradeFilter): Trade[];
 
-  /** Candles with start > since (exclusive), oldest first, at most `limit` of the most recent. */
-  listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Candle[];
+  /**
+   * Candles with start > since (exclusive), oldest first, at most `limit` of them: the most
+   * recent (`keep` 'newest', the default) or the oldest ('oldest', for paging forward).
+   */
+  listCandles(
+    marketId: MarketId,
+    interval: Interval,
+    since: number,
+    limit: number,
+    keep?: CandleEnd,
+  ): Candle[];
   /** The newest candle of each interval of a market (to resume aggregation after a restart). */
   latestCandles(marketId: MarketId): Candle[];
 

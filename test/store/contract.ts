@@ -278,6 +278,11 @@ export function storeContract(adapter: Adapter): void {
       assert.deepEqual(await store.listCandles(BTCEUR, 1, 0, 1), [
         candle(120, { close: 15 as Price, count: 3 }),
       ]);
+      // Paging forward keeps the oldest after `since`, still oldest first.
+      assert.deepEqual(await store.listCandles(BTCEUR, 1, 0, 1, 'oldest'), [candle(60)]);
+      assert.deepEqual(await store.listCandles(BTCEUR, 1, 60, 1, 'oldest'), [
+        candle(120, { close: 15 as Price, count: 3 }),
+      ]);
       assert.deepEqual(await store.latestCandles(BTCEUR), [
         candle(120, { close: 15 as Price, count: 3 }),
         candle(60, { interval: 5 }),
@@ -635,6 +640,15 @@ export function storeContract(adapter: Adapter): void {
       assert.deepEqual(
         await store.listPublicTrades({ marketId: BTCEUR, since }),
         btc.filter((x) => x.time >= since),
+      );
+      const fromSince = [...btc.filter((x) => x.time >= since)].reverse();
+      assert.deepEqual(
+        await store.listPublicTrades({ marketId: BTCEUR, since, limit: 3, oldestFirst: true }),
+        fromSince.slice(0, 3),
+      );
+      assert.deepEqual(
+        await store.listPublicTrades({ marketId: BTCEUR, limit: 2, oldestFirst: true }),
+        [...btc].reverse().slice(0, 2),
       );
       assert.deepEqual(await store.listPublicTrades({ marketId: 9 as MarketId }), []);
     });

@@ -34,7 +34,8 @@ function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStor
     listUserTrades: (filter, page) => reader.listUserTrades(filter, page),
     countUserTrades: (filter) => reader.countUserTrades(filter),
     listPublicTrades: (filter) => reader.listPublicTrades(filter),
-    listCandles: (marketId, interval, since, limit) => reader.listCandles(marketId, interval, since, limit),
+    listCandles: (marketId, interval, since, limit, keep) =>
+      reader.listCandles(marketId, interval, since, limit, keep),
     latestCandles: (marketId) => reader.latestCandles(marketId),
     findLedgerEntry: (userId, kind, reference) => reader.findLedgerEntry(userId, kind, reference),
     createUser: (email, time) => reader.createUser(email, time),

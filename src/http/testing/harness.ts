@@ -77,6 +77,8 @@ async function ok(exchange: LocalExchange, command: Command) {
 export interface HarnessOptions {
   readonly bodyLimitBytes?: number;
   readonly publicUrl?: string;
+  /** What GET /account reports as the per-key limit (the harness itself limits nothing). */
+  readonly rateLimit?: { readonly keyPerSecond: number; readonly keyBurst: number };
   readonly logger?: pino.Logger;
   /** What the HTTP app sees instead of the exchange itself (fault injection). */
   readonly wrap?: (exchange: LocalExchange) => Exchange;
@@ -127,6 +129,7 @@ export async function startHarness(config: HarnessOptions = {}): Promise<Harness
       balanceCurrency: 'EUR',
       bodyLimitBytes: config.bodyLimitBytes ?? 16 * 1024,
       ...(config.publicUrl === undefined ? {} : { publicUrl: config.publicUrl }),
+      ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
     },
     clock,
   });

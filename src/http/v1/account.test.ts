@@ -180,3 +180,77 @@ describe('wallet, trades and channel authorization', () => {
     assert.deepEqual([unsigned.status, unsigned.json], [422, { error: 'Invalid Signature' }]);
   });
 });
+
+describe('GET /account and GET /fees', () => {
+  let h: Harness;
+  let trader: Trader;
+  let reader: Trader;
+  before(async () => {
+    h = await startHarness({ rateLimit: { keyPerSecond: 7, keyBurst: 9 } });
+    trader = await h.trader();
+    reader = await h.trader({}, ['read']);
+  });
+  after(() => h.close());
+
+  test('GET /account: the signing key’s user, scopes and limits', async () => {
+    const r = await h.request('GET', '/v1/account', { as: trader });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json, {
+      success: true,
+      message: 'Account retrieved successfully.',
+      data: {
+        user_id: trader.userId,
+        scopes: ['read', 'trade'],
+        nonce_required: false,
+        rate_limit: { per_second: 7, burst: 9 },
+      },
+      code: 200,
+    });
+    const read = (await h.request('GET', '/v1/account', { as: reader })).json as { data: object };
+    assert.deepEqual(read.data, {
+      user_id: reader.userId,
+      scopes: ['read'],
+      nonce_required: false,
+      rate_limit: { per_second: 7, burst: 9 },
+    });
+  });
+
+  test('GET /fees: each market’s maker and taker rates, exactly', async () => {
+    const r = await h.request('GET', '/v1/fees', { as: reader });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.json, {
+      success: true,
+      message: 'Fees retrieved successfully.',
+      data: {
+        BTCEUR: { wsname: 'BTC/EUR', maker_fee: '0.00100000', taker_fee: '0.00200000' },
+        ETHBTC: { wsname: 'ETH/BTC', maker_fee: '0.00100000', taker_fee: '0.00200000' },
+      },
+      code: 200,
+    });
+  });
+
+  test('both are private: unsigned or badly signed is 422 Invalid Signature', async () => {
+    for (const path of ['/v1/account', '/v1/fees']) {
+      const unsigned = await h.request('GET', path);
+      assert.equal(unsigned.status, 422, path);
+      assert.deepEqual(unsigned.json, { error: 'Invalid Signature' });
+      const forged = await h.request('GET', path, { as: { ...trader, apiSecret: reader.apiSecret } });
+      assert.deepEqual(forged.json, { error: 'Invalid Signature' });
+    }
+  });
+});
+
+describe('GET /account without a per-key limit', () => {
+  test('rate_limit is null', async () => {
+    const h = await startHarness();
+    try {
+      const trader = await h.trader();
+      const r = (await h.request('GET', '/v1/account', { as: trader })).json as {
+        data: { rate_limit: unknown };
+      };
+      assert.equal(r.data.rate_limit, null);
+    } finally {
+      await h.close();
+    }
+  });
+});

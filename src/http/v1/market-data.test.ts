@@ -219,3 +219,93 @@ describe('public market data', () => {
     );
   });
 });
+
+describe('public market data: paging forward through history', () => {
+  let h: Harness;
+  /** 725 one-minute candles: more than one answer of 720 holds. */
+  const MINUTES = 725;
+  const first = Math.floor(START / 60_000_000) * 60;
+  before(async () => {
+    h = await startHarness();
+    const maker = await h.trader({ BTC: '10' });
+    const taker = await h.trader();
+    await h.submit(limit(maker.userId, h.btceur, 'sell', 300_000, 1_000_000_000));
+    for (let minute = 0; minute < MINUTES; minute++) {
+      await h.submit(limit(taker.userId, h.btceur, 'buy', 300_000, 100_000));
+      h.advance(60_000_000);
+    }
+  });
+  after(() => h.close());
+
+  const times = async (url: string) => {
+    const r = await h.request('GET', url);
+    assert.equal(r.status, 200, r.text);
+    return (r.json as { time: number }[]).map((c) => c.time);
+  };
+  const minute = (n: number) => first + 60 * n;
+
+  test('GET /ohlc with since: the oldest 720 after it, ascending, and the next page from the last', async () => {
+    const page1 = await times(`/v1/ohlc?ticker_id=BTC/EUR&since=${first - 1}`);
+    assert.equal(page1.length, 720);
+    assert.equal(page1[0], minute(0));
+    assert.equal(page1.at(-1), minute(719));
+    const page2 = await times(`/v1/ohlc?ticker_id=BTC/EUR&since=${page1.at(-1)}`);
+    assert.deepEqual(page2, [minute(720), minute(721), minute(722), minute(723), minute(724)]);
+    assert.deepEqual(await times(`/v1/ohlc?ticker_id=BTC/EUR&since=${minute(10)}&limit=2`), [
+      minute(11),
+      minute(12),
+    ]);
+  });
+
+  test('GET /ohlc without since: the most recent, as before; limit keeps the newest', async () => {
+    const latest = await times('/v1/ohlc?ticker_id=BTC/EUR');
+    assert.equal(latest.length, 720);
+    assert.equal(latest[0], minute(5));
+    assert.equal(latest.at(-1), minute(724));
+    assert.deepEqual(await times('/v1/ohlc?ticker_id=BTC/EUR&limit=2'), [minute(723), minute(724)]);
+  });
+
+  test('GET /ohlc: a limit outside 1 to 720 is 422 shape B', async () => {
+    for (const bad of ['0', '721', '999999999']) {
+      const r = await h.request('GET', `/v1/ohlc?ticker_id=BTC/EUR&limit=${bad}`);
+      assert.equal(r.status, 422, bad);
+      assert.deepEqual(r.json, B('The limit field must be between 1 and 720.'), bad);
+    }
+  });
+
+  test('GET /historical_trades with start_time: the oldest from it, oldest first, paged by limit', async () => {
+    const page = async (start: number, count: number) => {
+      const r = await h.request(
+        'GET',
+        `/v1/historical_trades?ticker_id=BTC/EUR&start_time=${start}&limit=${count}&type=buy`,
+      );
+      assert.equal(r.status, 200, r.text);
+      return (r.json as { buy: { trade_id: number; trade_timestamp: string }[] }).buy;
+    };
+    const all = await page(first, 0);
+    assert.equal(all.length, MINUTES);
+    const ids = all.map((t) => t.trade_id);
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => a - b),
+    );
+    const oldest = await page(minute(3), 3);
+    assert.deepEqual(
+      oldest.map((t) => Number(t.trade_timestamp)),
+      [minute(3), minute(4), minute(5)].map((m) => m + (START / 1_000_000 - first)),
+    );
+    const next = await page(Number(oldest.at(-1)!.trade_timestamp) + 1, 2);
+    assert.deepEqual(
+      next.map((t) => t.trade_id),
+      [oldest.at(-1)!.trade_id + 1, oldest.at(-1)!.trade_id + 2],
+    );
+    // Without start_time: newest first, as before.
+    const newest = (await h.request('GET', '/v1/historical_trades?ticker_id=BTC/EUR&limit=2')).json as {
+      buy: { trade_id: number }[];
+    };
+    assert.deepEqual(
+      newest.buy.map((t) => t.trade_id),
+      [ids.at(-1), ids.at(-2)],
+    );
+  });
+});

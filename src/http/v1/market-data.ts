@@ -36,7 +36,7 @@ import type { V1RouteConfig } from './plugin.js';
 import { type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
 import { envelope, sendJson } from './shared.js';
 
-/** Kraken: at most the 720 most recent candles. */
+/** Kraken: at most 720 candles (the most recent; the oldest after `since` when paging forward). */
 export const OHLC_MAX_CANDLES = 720;
 /** Kraken's default interval, in minutes. */
 export const OHLC_DEFAULT_INTERVAL: Interval = 1;
@@ -154,10 +154,17 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       config: config({ errorShape: 'B' }),
       schema: {
         tags: ['market data'],
-        summary: `Candles, oldest first, at most the ${OHLC_MAX_CANDLES} most recent`,
+        summary: `Candles, oldest first: the most recent, or with \`since\` the oldest after it; at most ${OHLC_MAX_CANDLES}`,
         querystring: Type.Object({
           ticker_id: TickerId,
-          since: Type.Optional(UnixTime),
+          since: Type.Optional(
+            Type.String({
+              ...UnixTime,
+              description:
+                'Unix time in seconds, exclusive: the oldest candles starting after it (a page forward)',
+            }),
+          ),
+          limit: Type.Optional(Count(`candles, 1 to ${OHLC_MAX_CANDLES}; default ${OHLC_MAX_CANDLES}`)),
           interval: Type.Optional(
             StringEnum(
               INTERVALS.map((i) => String(i)),
@@ -169,13 +176,18 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       },
     },
     async (request) => {
-      const { ticker_id, since, interval } = request.query;
+      const { ticker_id, since, interval, limit } = request.query;
       const market = tickerMarket(deps, ticker_id);
       const minutes = (interval === undefined ? OHLC_DEFAULT_INTERVAL : Number(interval)) as Interval;
       // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
       if (after === undefined) throw errorB(422, [rule.format('since')]);
-      const candles = await exchange.history.listCandles(market.id, minutes, after, OHLC_MAX_CANDLES);
+      const count = limit === undefined ? OHLC_MAX_CANDLES : parseIntInRange(limit, 1, OHLC_MAX_CANDLES);
+      if (count === undefined) throw errorB(422, [rule.between('limit', 1, OHLC_MAX_CANDLES)]);
+      // With `since` a client pages forward through history: the oldest candles after it, so the
+      // next page starts after the last one received (decision H190). Without it, the most recent.
+      const keep = since === undefined ? 'newest' : 'oldest';
+      const candles = await exchange.history.listCandles(market.id, minutes, after, count, keep);
       return candles.map((candle) => serializeCandle(candle, market));
     },
   );
@@ -228,7 +240,8 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       config: config({ errorShape: 'B' }),
       schema: {
         tags: ['market data'],
-        summary: 'Recent trades by taker side, newest first',
+        summary:
+          'Recent trades by taker side, newest first; with `start_time`, the oldest from it, oldest first',
         querystring: Type.Object({
           ticker_id: TickerId,
           type: Type.Optional(StringEnum(['buy', 'sell'], { description: 'taker side' })),
@@ -237,7 +250,13 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
               `per side; default ${HISTORICAL_DEFAULT_LIMIT}, at most ${HISTORICAL_MAX_LIMIT}; 0 = the maximum`,
             ),
           ),
-          start_time: Type.Optional(UnixTime),
+          start_time: Type.Optional(
+            Type.String({
+              ...UnixTime,
+              description:
+                'Unix time in seconds, inclusive: the oldest trades from it, oldest first (a page forward)',
+            }),
+          ),
         }),
         response: {
           200: Type.Object({ buy: Type.Array(PublicTradeSchema), sell: Type.Array(PublicTradeSchema) }),
@@ -265,7 +284,8 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
                 marketId: market.id,
                 takerSide,
                 limit: count,
-                ...(since === undefined ? {} : { since }),
+                // A page forward from `start_time` (decision H191); without it, the newest.
+                ...(since === undefined ? {} : { since, oldestFirst: true }),
               })
             ).map((trade) => serializePublicTrade(trade, market, view.catalogue));
       return { buy: await side('buy'), sell: await side('sell') };

@@ -35,6 +35,7 @@ import {
   setRawBody,
 } from '../request-state.js';
 import { checkFirstValidatorCompiler } from '../validator.js';
+import { accountRoutes } from './account.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
 import { orderControlRoutes } from './order-controls.js';
@@ -165,6 +166,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     orderControlRoutes,
     tradeRoutes,
     broadcastingRoutes,
+    accountRoutes,
   ]) {
     await app.register(routes, routeDeps);
   }

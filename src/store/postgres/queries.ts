@@ -38,6 +38,7 @@ import {
 import {
   type ApiKeyRecord,
   CANONICAL_NONCE,
+  type CandleEnd,
   type LedgerEntry,
   type LedgerKind,
   type NewApiKeyRecord,
@@ -166,20 +167,28 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
     const since = filter.since === undefined ? '' : ' AND time >= $4';
     const params: unknown[] = [filter.marketId, filter.takerSide ?? null, limit];
     if (filter.since !== undefined) params.push(filter.since);
+    // Forward paging keeps the oldest trades from `since` on, in time order (ids follow time).
+    const order = filter.oldestFirst !== true ? 'id DESC' : filter.since === undefined ? 'id' : 'time, id';
     const rows = await this.rows<TradeRow>(
       `SELECT ${TRADE_COLUMNS} FROM trades WHERE market_id = $1${since} AND ($2::text IS NULL OR taker_side = $2)
-       ORDER BY id DESC LIMIT $3`,
+       ORDER BY ${order} LIMIT $3`,
       params,
     );
     return rows.map(tradeFromRow);
   }
 
-  async listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Promise<Candle[]> {
+  async listCandles(
+    marketId: MarketId,
+    interval: Interval,
+    since: number,
+    limit: number,
+    keep: CandleEnd = 'newest',
+  ): Promise<Candle[]> {
+    const range = `SELECT ${CANDLE_SELECT} FROM candles WHERE market_id = $1 AND interval = $2 AND start > $3`;
     const rows = await this.rows<CandleRow>(
-      `SELECT ${CANDLE_SELECT} FROM (
-         SELECT ${CANDLE_SELECT} FROM candles WHERE market_id = $1 AND interval = $2 AND start > $3
-         ORDER BY start DESC LIMIT $4
-       ) recent ORDER BY start`,
+      keep === 'oldest'
+        ? `${range} ORDER BY start LIMIT $4`
+        : `SELECT ${CANDLE_SELECT} FROM (${range} ORDER BY start DESC LIMIT $4) recent ORDER BY start`,
       [marketId, interval, since, checkCount(limit, 'limit')],
     );
     return rows.map(candleFromRow);

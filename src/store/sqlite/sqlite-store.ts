@@ -28,6 +28,7 @@ import {
   type ApiKeyRecord,
   type BookSequence,
   CANONICAL_NONCE,
+  type CandleEnd,
   type CheckpointInfo,
   type CommitBatch,
   type IdempotencyRecord,
@@ -356,13 +357,28 @@ export class SqliteStore implements Store {
   listPublicTrades(filter: PublicTradeFilter): Trade[] {
     const limit = filter.limit === undefined ? -1 : checkCount(filter.limit, 'limit');
     const params = { market: filter.marketId, side: filter.takerSide ?? null, since: filter.since, limit };
-    const stmt = filter.since === undefined ? this.#read.publicTrades.recent : this.#read.publicTrades.since;
-    return guarded(() => stmt.all(params)).map(tradeFromRow);
+    const trades = this.#read.publicTrades;
+    const stmt =
+      filter.since === undefined
+        ? filter.oldestFirst === true
+          ? trades.oldest
+          : trades.recent
+        : filter.oldestFirst === true
+          ? trades.sinceOldest
+          : trades.since;
+    return guarded(() => stmt.all({ ...params, since: filter.since ?? 0 })).map(tradeFromRow);
   }
 
-  listCandles(marketId: MarketId, interval: Interval, since: number, limit: number): Candle[] {
+  listCandles(
+    marketId: MarketId,
+    interval: Interval,
+    since: number,
+    limit: number,
+    keep: CandleEnd = 'newest',
+  ): Candle[] {
     const params = { market: marketId, interval, since, limit: checkCount(limit, 'limit') };
-    return guarded(() => this.#read.candles.all(params)).map(candleFromRow);
+    const stmt = keep === 'oldest' ? this.#read.oldestCandles : this.#read.candles;
+    return guarded(() => stmt.all(params)).map(candleFromRow);
   }
 
   latestCandles(marketId: MarketId): Candle[] {
@@ -827,6 +843,10 @@ function prepareReads(db: Database.Database) {
     publicTrades: {
       recent: db.prepare<PublicTradeParams, TradeRow>(publicTradesSql('trades_by_market', false)),
       since: db.prepare<PublicTradeParams, TradeRow>(publicTradesSql('trades_by_market_time', true)),
+      oldest: db.prepare<PublicTradeParams, TradeRow>(oldestPublicTradesSql('trades_by_market', false)),
+      sinceOldest: db.prepare<PublicTradeParams, TradeRow>(
+        oldestPublicTradesSql('trades_by_market_time', true),
+      ),
     },
 
     candles: db.prepare<{ market: number; interval: number; since: number; limit: number }, CandleRow>(
@@ -835,6 +855,11 @@ function prepareReads(db: Database.Database) {
          WHERE market_id = @market AND interval = @interval AND start > @since
          ORDER BY start DESC LIMIT @limit
        ) ORDER BY start`,
+    ),
+    oldestCandles: db.prepare<{ market: number; interval: number; since: number; limit: number }, CandleRow>(
+      `SELECT ${CANDLE_COLUMNS} FROM candles
+       WHERE market_id = @market AND interval = @interval AND start > @since
+       ORDER BY start LIMIT @limit`,
     ),
     latestCandle: db.prepare<{ market: number; interval: number }, CandleRow>(
       `SELECT ${CANDLE_COLUMNS} FROM candles WHERE market_id = @market AND interval = @interval
@@ -913,6 +938,18 @@ export function publicTradesSql(
   return `SELECT ${TRADE_COLUMNS} FROM trades INDEXED BY ${index}
     WHERE market_id = @market${since} AND (@side IS NULL OR taker_side = @side)
     ORDER BY id DESC LIMIT @limit`;
+}
+
+/** The forward page of publicTradesSql: the oldest trades (from `since`), oldest first. */
+export function oldestPublicTradesSql(
+  index: 'trades_by_market' | 'trades_by_market_time',
+  bySince: boolean,
+): string {
+  const since = bySince ? ' AND time >= @since' : '';
+  const order = bySince ? 'time, id' : 'id';
+  return `SELECT ${TRADE_COLUMNS} FROM trades INDEXED BY ${index}
+    WHERE market_id = @market${since} AND (@side IS NULL OR taker_side = @side)
+    ORDER BY ${order} LIMIT @limit`;
 }
 
 const MARKET_FILTER = ' AND market_id IN (SELECT value FROM json_each(@markets))';

@@ -209,6 +209,8 @@ export interface InterfaceOptions {
   readonly storeName: string;
   /** Called while `exchange.isWritable()` is false: why, for /readyz, in a fixed phrase. */
   readonly unavailableReason: () => string;
+  /** A gateway's: a recent message from NATS it refused (in a ready /readyz's body). */
+  readonly alarm?: () => string | undefined;
 }
 
 export interface MountedInterface {
@@ -287,6 +289,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
     isWritable: () => exchange.isWritable(),
     storeName: options.storeName,
     unavailableReason: options.unavailableReason,
+    ...(options.alarm === undefined ? {} : { alarm: options.alarm }),
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,

@@ -29,6 +29,7 @@ import {
   openGateway,
   silent,
   submitAll,
+  TEST_CLUSTER_KEY,
   testStream,
   withoutSequence,
 } from './test-support.js';
@@ -92,7 +93,12 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     const encodeMs = performance.now() - encodeStart;
     assert.ok(size > 2 * maxPayload, `the snapshot (${size} bytes) is well over max_payload (${maxPayload})`);
 
-    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger });
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger,
+    });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
     const openStart = performance.now();
@@ -133,7 +139,12 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     // The engine starts again on the same stream: its reset (this snapshot) is too large too.
     await served.close();
     servedClosed = true;
-    const again = await serveCluster(exchange, nc, { stream, subjects: names, logger });
+    const again = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger,
+    });
     let againClosed = false;
     t.after(() => (againClosed ? undefined : again.close()));
     await until(() => dropped.length === 3, 'the dropped reset of the new start');
@@ -175,7 +186,12 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
     const gatewayNc = await natsConnection(t, 'gateway');
     const cluster = testStream(t, 'SNAPSHOT_RETRY');
     const { name, stream, names } = cluster;
-    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger: silent,
+    });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
     // A snapshot service of this test's own on another subject, in small chunks, that damages the

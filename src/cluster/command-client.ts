@@ -20,8 +20,12 @@
  *
  * Every request carries a deadline (the gateway's clock + the timeout): the engine drops a request
  * that reaches it after the deadline (plus a tolerance for clock skew), so a command answered here
- * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late.
+ * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late. It also
+ * carries a unique id, and a MAC under the cluster key over the subject, the id, the deadline and
+ * the body: the engine refuses a request without a valid one, and answers an id it has seen with
+ * the first answer (a captured request replayed applies nothing).
  */
+import { randomBytes } from 'node:crypto';
 import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
 import type { Command } from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
@@ -36,6 +40,7 @@ import {
   readFrame,
   readHead,
 } from './chunked.js';
+import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import {
   type CommandReply,
   type CommandRequest,
@@ -51,6 +56,14 @@ export const DEFAULT_COMMAND_SUBJECT = 'openspot.engine.commands';
 export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 /** The header holding a request's deadline, in milliseconds since the Unix epoch (decimal text). */
 export const DEADLINE_HEADER = 'OpenSpot-Deadline';
+/** The header holding a request's unique id (16 random bytes, base64url): the engine answers an id once. */
+export const COMMAND_ID_HEADER = 'OpenSpot-Command-Id';
+export const COMMAND_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** What a command's MAC covers beside its body: where it goes, its id and its deadline. */
+export function commandMacFields(subject: string, id: string, deadline: string): string[] {
+  return [subject, id, deadline];
+}
 
 /** What a gateway needs of the engine: the write half of the Exchange port. */
 export interface CommandSubmitter {
@@ -87,6 +100,8 @@ export class RemoteCommandError extends Error {
 }
 
 export interface CommandClientOptions {
+  /** Every request carries a MAC under it; the engine refuses a request without a valid one. */
+  readonly key: ClusterKey;
   readonly subject?: string;
   readonly timeoutMs?: number;
   /** The clock for deadlines (tests). */
@@ -102,7 +117,7 @@ export class CommandClient implements CommandSubmitter {
 
   constructor(
     private readonly nc: NatsConnection,
-    options: CommandClientOptions = {},
+    private readonly options: CommandClientOptions,
   ) {
     this.subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
@@ -130,7 +145,11 @@ export class CommandClient implements CommandSubmitter {
     // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
     const body = encodeCommandRequest(request);
     const h = headers();
-    h.set(DEADLINE_HEADER, String(this.now() + this.timeoutMs));
+    const id = randomBytes(16).toString('base64url');
+    const deadline = String(this.now() + this.timeoutMs);
+    h.set(COMMAND_ID_HEADER, id);
+    h.set(DEADLINE_HEADER, deadline);
+    h.set(MAC_HEADER, this.options.key.mac('command', commandMacFields(this.subject, id, deadline), body));
     let data: Uint8Array;
     try {
       data = (

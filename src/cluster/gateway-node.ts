@@ -12,8 +12,10 @@ import { pagesPlugin } from '../http/pages.js';
 import { Metrics } from '../metrics.js';
 import { mountInterface } from '../server.js';
 import { openGatewayStore } from '../store/open-store.js';
-import { clusterSettings, connectNats, subjects } from './engine-node.js';
+import { ClusterKey } from './cluster-key.js';
+import { RefusalAlarm } from './refusal-alarm.js';
 import { RemoteExchange } from './remote-exchange.js';
+import { clusterSettings, connectNats, subjects } from './settings.js';
 
 export interface RunningGateway {
   readonly exchange: RemoteExchange;
@@ -29,14 +31,19 @@ export async function startGateway(
   const cluster = clusterSettings(env);
   const names = subjects(cluster.subjectPrefix);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const key = ClusterKey.fromEnvOrFile(config.dataDir, env, config.production);
+  const metrics = new Metrics();
+  const alarm = new RefusalAlarm(logger, metrics);
   const store = await openGatewayStore(config);
-  const nc = await connectNats(cluster.natsUrl, 'openspot-gateway');
+  const nc = await connectNats(cluster.nats, 'openspot-gateway');
   let exchange: RemoteExchange;
   try {
     exchange = await RemoteExchange.open({
       nc,
       store,
       logger,
+      key,
+      alarm,
       stream: cluster.stream,
       commandSubject: names.commands,
       snapshotSubject: names.snapshot,
@@ -47,7 +54,6 @@ export async function startGateway(
     await store.close();
     throw error;
   }
-  const metrics = new Metrics();
   metrics.watchExchange(exchange);
   let shuttingDown = false;
   const front = await mountInterface({
@@ -61,6 +67,7 @@ export async function startGateway(
     isShuttingDown: () => shuttingDown,
     storeName: 'postgresql',
     unavailableReason: () => 'engine unreachable',
+    alarm: () => alarm.current(),
   });
   const { app } = front;
   // A key revoked through the engine's admin API: its private subscriptions here end too.

@@ -31,6 +31,11 @@ export async function runClusterProcess(
           })
         : await (await import('./gateway-node.js')).startGateway(config, logger, process.env);
   } catch (error) {
+    // A setting found unusable only now (the cluster key, the NATS credentials): a configuration error.
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(
       `OpenSpot ${kind} failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
     );

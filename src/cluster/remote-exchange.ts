@@ -44,9 +44,11 @@ import {
   type BatchSubscription,
   consumeBatches,
 } from './batch-stream.js';
+import type { ClusterKey } from './cluster-key.js';
 import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import type { ExactValue } from './exact-json.js';
+import type { RefusalAlarm } from './refusal-alarm.js';
 import { type EngineSnapshot, fetchSnapshot, pingEngine } from './snapshot.js';
 
 type Logger = {
@@ -59,6 +61,10 @@ export interface RemoteExchangeOptions {
   readonly nc: NatsConnection;
   readonly store: GatewayStore;
   readonly logger: Logger;
+  /** Commands go out, and batches are taken, only with a MAC under this key. */
+  readonly key: ClusterKey;
+  /** Told of every stream message set aside (not verified under the key). */
+  readonly alarm?: RefusalAlarm;
   readonly clock?: Clock;
   readonly stream?: Partial<BatchStreamConfig>;
   readonly commandSubject?: string;
@@ -99,6 +105,7 @@ export class RemoteExchange implements Exchange {
     this.history = options.store;
     this.credentials = options.store;
     this.commands = new CommandClient(options.nc, {
+      key: options.key,
       ...(options.commandSubject === undefined ? {} : { subject: options.commandSubject }),
       ...(options.commandTimeoutMs === undefined ? {} : { timeoutMs: options.commandTimeoutMs }),
     });
@@ -135,6 +142,10 @@ export class RemoteExchange implements Exchange {
   private async follow(from: number): Promise<void> {
     this.subscription = await consumeBatches<FeedEntry>(this.options.nc, {
       from,
+      key: this.options.key,
+      onSetAside: ({ streamSequence, reason }) =>
+        this.options.alarm?.refused('batch', reason, { streamSequence }) ??
+        this.options.logger.warn({ streamSequence, reason }, 'a batch-stream message was set aside'),
       ...(this.options.stream === undefined ? {} : { config: this.options.stream }),
       readPayload: readFeedEntry,
       onBatch: (batch) => this.take(batch),

@@ -16,6 +16,8 @@ export interface ProbeOptions {
   readonly storeName: string;
   /** Called while not writable: why, in a fixed phrase (never a driver's message, which names hosts). */
   readonly unavailableReason: () => string;
+  /** Something an operator should see though the process works (a cluster process's refused messages). */
+  readonly alarm?: () => string | undefined;
 }
 
 /** Registers /healthz and /readyz on `app`; returns the readiness they report (for the admin health). */
@@ -25,7 +27,10 @@ export function mountProbes(app: FastifyInstance, options: ProbeOptions): () => 
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
     const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
+    if (status === 'ready') {
+      const alarm = options.alarm?.();
+      return reply.code(200).send(alarm === undefined ? { status } : { status, alarm });
+    }
     const reason = status === 'shutting down' ? 'shutting down' : options.unavailableReason();
     return reply.code(503).send({ status, store: options.storeName, reason });
   });
@@ -42,7 +47,17 @@ const PROBE_SCHEMAS = {
     tags: ['health'],
     summary: 'Readiness: the store accepts changes and the server is not shutting down',
     response: {
-      200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
+      200: {
+        type: 'object',
+        properties: {
+          status: { type: 'string', enum: ['ready'] },
+          alarm: {
+            type: 'string',
+            description:
+              'Cluster processes only, while recent: a message from NATS was refused or set aside (docs/cluster.md)',
+          },
+        },
+      },
       503: {
         type: 'object',
         description:

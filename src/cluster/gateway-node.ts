@@ -6,7 +6,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import { type Config, ConfigError } from '../config/config.js';
 import { listenOn } from '../http/listen.js';
 import { pagesPlugin } from '../http/pages.js';
 import { Metrics } from '../metrics.js';
@@ -15,6 +15,7 @@ import { openGatewayStore } from '../store/open-store.js';
 import { ClusterKey } from './cluster-key.js';
 import { RefusalAlarm } from './refusal-alarm.js';
 import { RemoteExchange } from './remote-exchange.js';
+import { SECRETS_KEY_MISMATCH, SecretsKeyCheck } from './secrets-check.js';
 import { clusterSettings, connectNats, subjects } from './settings.js';
 
 export interface RunningGateway {
@@ -66,10 +67,24 @@ export async function startGateway(
     metrics,
     isShuttingDown: () => shuttingDown,
     storeName: 'postgresql',
-    unavailableReason: () => 'engine unreachable',
+    unavailableReason: () => exchange.notReadyReason() ?? 'engine unreachable',
     alarm: () => alarm.current(),
   });
   const { app } = front;
+  // A SECRETS_KEY other than the engine's would refuse every signed request: refuse to start
+  // instead, and later stop being ready should a key appear that this one cannot open.
+  const secrets = new SecretsKeyCheck(front.vault, () => store.newestSealedSecret());
+  if (!(await secrets.check())) {
+    await app.close();
+    await exchange.close();
+    await nc.close();
+    await store.close();
+    throw new ConfigError(
+      `${SECRETS_KEY_MISMATCH}: the engine sealed them under another key; give this gateway the engine's SECRETS_KEY (or DATA_DIR/secrets.key).`,
+    );
+  }
+  secrets.watch();
+  exchange.addReadinessCheck(() => secrets.notReadyReason());
   // A key revoked through the engine's admin API: its private subscriptions here end too.
   const revocations = nc.subscribe(names.keyRevoked, {
     callback: (error, msg) => {
@@ -98,6 +113,7 @@ export async function startGateway(
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;
+      secrets.stop();
       revocations.unsubscribe();
       await app.close();
       await exchange.close();

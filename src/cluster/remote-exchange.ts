@@ -96,6 +96,7 @@ export class RemoteExchange implements Exchange {
   private engineReachable = true;
   private resnapshotting: Promise<void> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly readinessChecks: Array<() => string | undefined> = [];
 
   private constructor(
     private readonly options: RemoteExchangeOptions,
@@ -341,9 +342,27 @@ export class RemoteExchange implements Exchange {
   /** Nothing waits: each batch reaches every listener as it arrives. */
   publishCommitted(): void {}
 
-  /** Whether the engine answers (and NATS is connected): commands are refused with 503 otherwise. */
+  /**
+   * Whether this gateway should get traffic: the engine answers (and NATS is connected), and every
+   * readiness check added (addReadinessCheck) passes. /readyz answers 503 otherwise.
+   */
   isWritable(): boolean {
-    return !this.closed && !this.options.nc.isClosed() && this.engineReachable;
+    return this.notReadyReason() === undefined;
+  }
+
+  /** Why this gateway is not ready, in a fixed phrase for /readyz; undefined when it is. */
+  notReadyReason(): string | undefined {
+    if (this.closed || this.options.nc.isClosed() || !this.engineReachable) return 'engine unreachable';
+    for (const check of this.readinessChecks) {
+      const reason = check();
+      if (reason !== undefined) return reason;
+    }
+    return undefined;
+  }
+
+  /** A condition besides the engine's that takes this gateway out of its load balancer (a reason, or undefined). */
+  addReadinessCheck(check: () => string | undefined): void {
+    this.readinessChecks.push(check);
   }
 
   onRestored(listener: () => void): () => void {

@@ -81,11 +81,10 @@ export async function privateNatsServer(
     const from = log.length;
     // A configuration file names its own store directory (nats-server refuses it twice).
     const config = options.configFile === undefined ? ['-js', '-sd', storeDir] : ['-c', options.configFile];
-    const started = spawn(
-      NATS_SERVER_BIN,
-      [...config, '-a', '127.0.0.1', '-p', String(port)],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } },
-    );
+    const started = spawn(NATS_SERVER_BIN, [...config, '-a', '127.0.0.1', '-p', String(port)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     child = started;
     started.stdout?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
     started.stderr?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));

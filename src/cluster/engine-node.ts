@@ -243,7 +243,12 @@ export async function serveCluster(
     { sequence: () => streamOffset + exchange.view.sequence },
   );
   const takesCommands = options.takesCommands ?? (() => true);
-  const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);
+  const ping = servePing(
+    nc,
+    () => takesCommands() && exchange.isWritable(),
+    names.ping,
+    () => streamOffset + exchange.feed.head(),
+  );
   const service = await CommandService.start(nc, exchange, {
     subject: names.commands,
     key: options.key,

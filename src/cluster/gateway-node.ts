@@ -45,6 +45,7 @@ export async function startGateway(
       logger,
       key,
       alarm,
+      maxLagMs: cluster.maxLagMs,
       stream: cluster.stream,
       commandSubject: names.commands,
       snapshotSubject: names.snapshot,

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { natsConnection, natsSuite } from '../../test/support/nats.js';
 import { waitUntil } from '../../test/support/polling.js';
 import type { MarketId, UserId } from '../domain/types.js';
@@ -21,6 +22,7 @@ import { BatchPublisher } from './batch-stream.js';
 import { EngineUnavailableError } from './command-client.js';
 import { serveCluster } from './engine-node.js';
 import type { ExactValue } from './exact-json.js';
+import { LAGGING } from './remote-exchange.js';
 import { type EngineSnapshot, serveSnapshots } from './snapshot.js';
 import {
   asset,
@@ -47,6 +49,42 @@ const sell = (userId: number, price: number, volume: number) => limit(userId, ma
 const until = (check: () => boolean, what: string) => waitUntil(check, what, 5_000);
 
 describe('a gateway on a remote engine', natsSuite(), () => {
+  test('readiness tells the truth: a feed that stands still while the engine commits takes the gateway out after the lag, and back once it catches up', async (t) => {
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const cluster = testStream(t, 'GW_LAG');
+    const exchange = await engine(t);
+    await exchange.submit(deposit(7, 'BTC', 1_000));
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream: cluster.stream,
+      subjects: cluster.names,
+      logger: silent,
+    });
+    t.after(() => served.close());
+    const remote = await openGateway(t, gatewayNc, cluster, { pingIntervalMs: 100, maxLagMs: 600 });
+    assert.ok((await remote.submit(sell(7, 30_000, 1))).ok);
+    await until(() => remote.book(market, 1).asks.length === 1, 'the first order in the view');
+    assert.equal(remote.notReadyReason(), undefined);
+
+    // The stream stops taking the engine's batches (as garbage or a full disk would stop it):
+    // commands are still committed and answered, the gateway's book stands still.
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.update(cluster.stream.stream, { max_msg_size: 16 });
+    const stalledAt = Date.now();
+    assert.ok((await remote.submit(sell(7, 31_000, 1))).ok, 'the engine still commits');
+    await until(() => remote.notReadyReason() === LAGGING, 'not ready: behind the engine');
+    const after = Date.now() - stalledAt;
+    assert.ok(after >= 600, `not ready only after the lag allowed (${after} ms)`);
+    assert.equal(remote.isWritable(), false, '/readyz answers 503');
+    assert.equal(remote.book(market, 2).asks.length, 1, 'the book did stand still');
+
+    // The stream takes batches again: the view catches up and the gateway is ready again.
+    await jsm.streams.update(cluster.stream.stream, { max_msg_size: -1 });
+    await until(() => remote.book(market, 2).asks.length === 2, 'the view caught up');
+    await until(() => remote.notReadyReason() === undefined, 'ready again');
+  });
+
   test('commands go to the engine; the view follows its batches; an engine gone makes it unwritable', async (t) => {
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');

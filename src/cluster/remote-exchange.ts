@@ -49,7 +49,12 @@ import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import type { ExactValue } from './exact-json.js';
 import type { RefusalAlarm } from './refusal-alarm.js';
-import { type EngineSnapshot, fetchSnapshot, pingEngine } from './snapshot.js';
+import { type EngineSnapshot, fetchSnapshot, pingEngineStatus } from './snapshot.js';
+
+/** How long a gateway's view may stay behind a reported commit before it is not ready. */
+export const DEFAULT_MAX_LAG_MS = 5_000;
+/** /readyz's reason while the view lags the engine's commits. */
+export const LAGGING = 'view behind the engine';
 
 type Logger = {
   info(obj: object, msg: string): void;
@@ -71,8 +76,13 @@ export interface RemoteExchangeOptions {
   readonly snapshotSubject?: string;
   readonly pingSubject?: string;
   readonly commandTimeoutMs?: number;
-  /** How often the engine is asked whether it takes commands (ms, default 1000). */
+  /** How often the engine is asked whether it takes commands, and its last commit (ms, default 1000). */
   readonly pingIntervalMs?: number;
+  /**
+   * How long this view may stay behind a commit the engine reported before /readyz fails (ms,
+   * default 5000): a stalled, forked or frozen feed takes the gateway out of its load balancer.
+   */
+  readonly maxLagMs?: number;
   /** How long to wait for the engine's first snapshot before giving up (ms, default 60 s). */
   readonly startTimeoutMs?: number;
 }
@@ -97,6 +107,8 @@ export class RemoteExchange implements Exchange {
   private resnapshotting: Promise<void> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
   private readonly readinessChecks: Array<() => string | undefined> = [];
+  /** The oldest commit the engine reported that this view does not include yet, and when it was reported. */
+  private behind: { readonly sequence: number; readonly since: number } | undefined;
 
   private constructor(
     private readonly options: RemoteExchangeOptions,
@@ -353,6 +365,7 @@ export class RemoteExchange implements Exchange {
   /** Why this gateway is not ready, in a fixed phrase for /readyz; undefined when it is. */
   notReadyReason(): string | undefined {
     if (this.closed || this.options.nc.isClosed() || !this.engineReachable) return 'engine unreachable';
+    if (this.lagging()) return LAGGING;
     for (const check of this.readinessChecks) {
       const reason = check();
       if (reason !== undefined) return reason;
@@ -370,13 +383,31 @@ export class RemoteExchange implements Exchange {
     return () => this.restored.delete(listener);
   }
 
-  /** Asks the engine whether it takes commands, every `pingIntervalMs` (what isWritable reports). */
+  /**
+   * True when a commit the engine reported at least `maxLagMs` ago is still not in this view. The
+   * oldest commit not yet seen is kept with when it was first reported: only this side's clock.
+   */
+  private lagging(): boolean {
+    const behind = this.behind;
+    if (behind === undefined) return false;
+    if (this.engineSequence >= behind.sequence) {
+      this.behind = undefined;
+      return false;
+    }
+    return Date.now() - behind.since > (this.options.maxLagMs ?? DEFAULT_MAX_LAG_MS);
+  }
+
+  /** Asks the engine whether it takes commands, and its last commit, every `pingIntervalMs` (what isWritable reports). */
   private watchEngine(): void {
     const ping = async (): Promise<void> => {
-      this.engineReachable = await pingEngine(
+      const status = await pingEngineStatus(
         this.options.nc,
         this.options.pingSubject === undefined ? {} : { subject: this.options.pingSubject },
       );
+      this.engineReachable = status.takesCommands;
+      const { committed } = status;
+      if (committed !== undefined && committed > this.engineSequence && this.behind === undefined)
+        this.behind = { sequence: committed, since: Date.now() };
     };
     this.pingTimer = setInterval(() => void ping(), this.options.pingIntervalMs ?? 1_000);
     this.pingTimer.unref();

@@ -24,6 +24,7 @@ import {
 import { ConfigError } from '../config/config.js';
 import type { BatchStreamConfig } from './batch-stream.js';
 import { ConnectionWatch } from './connection-watch.js';
+import { DEFAULT_MAX_LAG_MS } from './remote-exchange.js';
 import { DEFAULT_PING_SUBJECT, DEFAULT_SNAPSHOT_SUBJECT } from './snapshot.js';
 
 /** How to reach and authenticate to NATS (no secret is logged: see `describeNats`). */
@@ -45,6 +46,8 @@ export interface ClusterSettings {
   readonly stream: Partial<BatchStreamConfig>;
   /** Prefix of the command, snapshot and ping subjects (OPENSPOT_SUBJECT_PREFIX; default `openspot.engine`). */
   readonly subjectPrefix: string;
+  /** A gateway: how long its view may lag a commit of the engine before /readyz fails (GATEWAY_MAX_LAG_MS). */
+  readonly maxLagMs: number;
 }
 
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -58,7 +61,18 @@ export function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
     nats: natsSettings(env),
     stream,
     subjectPrefix: env.OPENSPOT_SUBJECT_PREFIX?.trim() || 'openspot.engine',
+    maxLagMs: maxLag(env.GATEWAY_MAX_LAG_MS),
   };
+}
+
+function maxLag(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return DEFAULT_MAX_LAG_MS;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 100 || ms > 3_600_000)
+    throw new ConfigError(
+      `GATEWAY_MAX_LAG_MS must be milliseconds from 100 to 3600000, got ${JSON.stringify(text)}`,
+    );
+  return ms;
 }
 
 export function natsSettings(env: NodeJS.ProcessEnv): NatsSettings {

@@ -47,6 +47,7 @@ import type { ExactValue } from './exact-json.js';
 import { RefusalAlarm } from './refusal-alarm.js';
 import { clusterSettings, connectNats, describeNats, subjects } from './settings.js';
 import { servePing, serveSnapshots } from './snapshot.js';
+import { serveStandbyProbes } from './standby-probes.js';
 
 export interface RunningEngine {
   readonly exchange: LocalExchange;
@@ -69,6 +70,10 @@ export async function startEngine(
   const metrics = new Metrics();
   const alarm = new RefusalAlarm(logger, metrics);
   let fatal: (() => void) | undefined;
+  // A standby answers its probes while it waits, on the port it will serve from once it takes over.
+  const standby = options.standby ? await serveStandbyProbes(config.host, options.port) : undefined;
+  if (standby !== undefined) logger.info({ url: standby.url }, 'standby: probes listening (readyz: standby)');
+  const port = standby?.port ?? options.port;
   const { store } = await openConfiguredStore(
     config,
     false,
@@ -83,6 +88,7 @@ export async function startEngine(
     },
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
+  await standby?.close();
   let exchange: LocalExchange;
   try {
     exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
@@ -129,7 +135,7 @@ export async function startEngine(
     onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
-  const { url } = await listenOn(app, config.host, options.port);
+  const { url } = await listenOn(app, config.host, port);
   logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
 
   const close = async (): Promise<void> => {

@@ -9,8 +9,11 @@
  *   within the timeout): EngineUnavailableError — a StoreUnavailableError, so the HTTP layer
  *   answers 503 with Retry-After as it does for a store outage. Its `outcome` says whether the
  *   command may have been applied: `not_delivered` (certainly not) or `unknown` (it was sent, the
- *   answer was lost). The transport never sends a command twice: a caller resolves an unknown
- *   outcome itself (an Idempotency-Key retry through submitOnce, or a read of the order).
+ *   answer was lost). A command no engine received (NATS's no-responders: a failover, the standby
+ *   not subscribed yet) is sent again, byte for byte under the same id, every 50 ms for up to
+ *   `resendWindowMs` (2 s), so a failover is a pause rather than a 503; one that may have been
+ *   received is never sent again: a caller resolves an unknown outcome itself (an Idempotency-Key
+ *   retry through submitOnce, or a read of the order).
  * - the engine answered a reply too large for one NATS message with its head, and its chunks could
  *   not be fetched (the engine gone, the reply no longer held, a chunk missing or damaged, the
  *   connection lost): EngineUnavailableError, outcome `unknown` (the command was committed, or
@@ -26,6 +29,7 @@
  * the first answer (a captured request replayed applies nothing).
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
 import type { Command } from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
@@ -99,6 +103,14 @@ export class RemoteCommandError extends Error {
   }
 }
 
+/**
+ * How long a command that found no engine subscribed (NATS's no-responders: certainly not
+ * applied) is sent again, under the same id, before the gateway answers 503: covers a failover,
+ * where the standby subscribes some hundreds of milliseconds after the primary's connection died.
+ */
+export const DEFAULT_RESEND_WINDOW_MS = 2_000;
+const RESEND_PAUSE_MS = 50;
+
 export interface CommandClientOptions {
   /** Every request carries a MAC under it; the engine refuses a request without a valid one. */
   readonly key: ClusterKey;
@@ -106,6 +118,8 @@ export interface CommandClientOptions {
   readonly timeoutMs?: number;
   /** The clock for deadlines (tests). */
   readonly now?: () => number;
+  /** How long to resend a command no engine received (default DEFAULT_RESEND_WINDOW_MS; 0: never). */
+  readonly resendWindowMs?: number;
 }
 
 export class CommandClient implements CommandSubmitter {
@@ -151,15 +165,27 @@ export class CommandClient implements CommandSubmitter {
     h.set(DEADLINE_HEADER, deadline);
     h.set(MAC_HEADER, this.options.key.mac('command', commandMacFields(this.subject, id, deadline), body));
     let data: Uint8Array;
-    try {
-      data = (
-        await this.watch.request(
-          () => this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h }),
-          DISCONNECTED,
-        )
-      ).data;
-    } catch (error) {
-      throw error instanceof EngineUnavailableError ? error : unavailable(error);
+    const started = this.now();
+    const resendUntil = started + (this.options.resendWindowMs ?? DEFAULT_RESEND_WINDOW_MS);
+    for (;;) {
+      try {
+        const timeout = Math.max(1, Number(deadline) - this.now());
+        data = (
+          await this.watch.request(
+            () => this.nc.request(this.subject, body, { timeout, headers: h }),
+            DISCONNECTED,
+          )
+        ).data;
+        break;
+      } catch (error) {
+        const failure = error instanceof EngineUnavailableError ? error : unavailable(error);
+        // No engine subscribed (a failover under way): nothing was applied, so the very same
+        // request (same id, deadline and MAC) goes again until an engine takes it.
+        const noEngine = error instanceof errors.RequestError && error.isNoResponders();
+        if (!noEngine || this.now() + RESEND_PAUSE_MS >= Math.min(resendUntil, Number(deadline)))
+          throw failure;
+        await sleep(RESEND_PAUSE_MS);
+      }
     }
     // Only a reply too large for one message is a head followed by bytes.
     if (isChunkedFrame(data)) data = await this.fetchReply(data);

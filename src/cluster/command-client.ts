@@ -128,6 +128,8 @@ export class CommandClient implements CommandSubmitter {
   private readonly now: () => number;
   /** The connection's state: a request fails at once while it is down, or as soon as it drops. */
   private readonly watch: ConnectionWatch;
+  /** Requests sent and not yet answered: when, and how to fail one should its engine be lost. */
+  private readonly sent = new Set<{ readonly at: number; lost: (error: Error) => void }>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -155,6 +157,22 @@ export class CommandClient implements CommandSubmitter {
     throw new RemoteCommandError('bad_reply', `the engine answered a submitOnce with a ${reply.kind} reply`);
   }
 
+  /**
+   * The engine that was serving is gone (NATS answered no-responders to a ping sent at `since`):
+   * every request sent before then and still unanswered went to it and will never be answered,
+   * so it fails now, of unknown fate, instead of waiting out its timeout.
+   */
+  engineLost(since: number): void {
+    for (const request of this.sent)
+      if (request.at <= since)
+        request.lost(
+          new EngineUnavailableError(
+            'unknown',
+            'The engine was lost before it answered; the command may have been applied.',
+          ),
+        );
+  }
+
   private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
     // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
     const body = encodeCommandRequest(request);
@@ -168,16 +186,25 @@ export class CommandClient implements CommandSubmitter {
     const started = this.now();
     const resendUntil = started + (this.options.resendWindowMs ?? DEFAULT_RESEND_WINDOW_MS);
     for (;;) {
+      const sent = { at: this.now(), lost: (_: Error) => {} };
       try {
         const timeout = Math.max(1, Number(deadline) - this.now());
+        const lost = new Promise<never>((_, reject) => {
+          sent.lost = reject;
+        });
+        this.sent.add(sent);
         data = (
-          await this.watch.request(
-            () => this.nc.request(this.subject, body, { timeout, headers: h }),
-            DISCONNECTED,
-          )
+          await Promise.race([
+            this.watch.request(
+              () => this.nc.request(this.subject, body, { timeout, headers: h }),
+              DISCONNECTED,
+            ),
+            lost,
+          ])
         ).data;
         break;
       } catch (error) {
+        if (error instanceof EngineUnavailableError && error.outcome === 'unknown') throw error;
         const failure = error instanceof EngineUnavailableError ? error : unavailable(error);
         // No engine subscribed (a failover under way): nothing was applied, so the very same
         // request (same id, deadline and MAC) goes again until an engine takes it.
@@ -185,6 +212,8 @@ export class CommandClient implements CommandSubmitter {
         if (!noEngine || this.now() + RESEND_PAUSE_MS >= Math.min(resendUntil, Number(deadline)))
           throw failure;
         await sleep(RESEND_PAUSE_MS);
+      } finally {
+        this.sent.delete(sent);
       }
     }
     // Only a reply too large for one message is a head followed by bytes.

@@ -228,6 +228,34 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     assert.ok(took >= 250 && took < 1_500, `took ${took} ms`);
   });
 
+  test('an engine lost with a request in flight: the request fails at once as of unknown fate, not after the timeout', async (t) => {
+    const subject = uniqueName('cmd');
+    const engineNc = await natsConnection(t, 'doomed');
+    const doomed = heldSubmitter();
+    await CommandService.start(engineNc, doomed, { key: TEST_CLUSTER_KEY, subject });
+    const nc = await natsConnection(t);
+    const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 5_000 });
+    const answer = client.submit(buy(1));
+    await doomed.called();
+    await engineNc.close(); // its process died: the request it took will never be answered
+    const started = performance.now();
+    client.engineLost(Date.now()); // what a gateway does when its ping finds no engine
+    await assert.rejects(answer, (e: unknown) => {
+      assert.ok(e instanceof EngineUnavailableError, String(e));
+      assert.equal(e.outcome, 'unknown');
+      return true;
+    });
+    assert.ok(performance.now() - started < 200, 'at once');
+    // A request sent after the loss is not failed by it.
+    const later = client.submit(buy(2));
+    client.engineLost(Date.now() - 1_000);
+    const live = heldSubmitter();
+    const service = await CommandService.start(nc, live, { key: TEST_CLUSTER_KEY, subject });
+    t.after(() => service.stop());
+    (await live.called()).settle({ ok: true, events: [] });
+    assert.deepEqual(await later, { ok: true, events: [] });
+  });
+
   test('a failover: a command sent while no engine is subscribed is answered once the next one subscribes, applied once', async (t) => {
     const nc = await natsConnection(t);
     const subject = uniqueName('cmd');

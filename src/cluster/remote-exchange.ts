@@ -400,11 +400,14 @@ export class RemoteExchange implements Exchange {
   /** Asks the engine whether it takes commands, and its last commit, every `pingIntervalMs` (what isWritable reports). */
   private watchEngine(): void {
     const ping = async (): Promise<void> => {
+      const sentAt = Date.now();
       const status = await pingEngineStatus(
         this.options.nc,
         this.options.pingSubject === undefined ? {} : { subject: this.options.pingSubject },
       );
       this.engineReachable = status.takesCommands;
+      // No engine subscribed any more: commands sent before this ping went to one that is gone.
+      if (status.noEngine === true) this.commands.engineLost(sentAt);
       const { committed } = status;
       if (committed !== undefined && committed > this.engineSequence && this.behind === undefined)
         this.behind = { sequence: committed, since: Date.now() };

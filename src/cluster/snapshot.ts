@@ -31,7 +31,7 @@
  * instead of waiting out their timeouts: the NATS client answers neither.
  */
 import { randomBytes } from 'node:crypto';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { errors, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { MarketSnapshot } from '../sequencer/market-view.js';
 import {
   ChunkGoneError,
@@ -279,6 +279,8 @@ export interface EngineStatus {
   readonly takesCommands: boolean;
   /** The stream batch sequence of its last commit, when it said. */
   readonly committed: number | undefined;
+  /** NATS answered that nobody serves the ping: no engine is subscribed (one that was has died). */
+  readonly noEngine?: true;
 }
 
 /**
@@ -302,8 +304,9 @@ export async function pingEngineStatus(
       takesCommands: match[1] === '1',
       committed: committed !== undefined && Number.isSafeInteger(committed) ? committed : undefined,
     };
-  } catch {
-    return { takesCommands: false, committed: undefined };
+  } catch (error) {
+    const noEngine = error instanceof errors.RequestError && error.isNoResponders();
+    return { takesCommands: false, committed: undefined, ...(noEngine ? { noEngine } : {}) };
   }
 }
 

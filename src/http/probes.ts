@@ -25,7 +25,9 @@ export function mountProbes(app: FastifyInstance, options: ProbeOptions): () => 
   const readiness = (): Readiness =>
     options.isShuttingDown() ? 'shutting down' : options.isWritable() ? 'ready' : 'store unavailable';
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
+  // Only a process with alarms (engine, gateway) documents and sends `alarm`: `serve` is unchanged.
+  const schema = options.alarm === undefined ? PROBE_SCHEMAS.readyz : WITH_ALARM;
+  app.get('/readyz', { schema }, async (_request, reply) => {
     const status = readiness();
     if (status === 'ready') {
       const alarm = options.alarm?.();
@@ -47,17 +49,7 @@ const PROBE_SCHEMAS = {
     tags: ['health'],
     summary: 'Readiness: the store accepts changes and the server is not shutting down',
     response: {
-      200: {
-        type: 'object',
-        properties: {
-          status: { type: 'string', enum: ['ready'] },
-          alarm: {
-            type: 'string',
-            description:
-              'Cluster processes only, while recent: a message from NATS was refused or set aside (docs/cluster.md)',
-          },
-        },
-      },
+      200: { type: 'object', properties: { status: { type: 'string', enum: ['ready'] } } },
       503: {
         type: 'object',
         description:
@@ -66,6 +58,24 @@ const PROBE_SCHEMAS = {
           status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
           store: { type: 'string', enum: ['sqlite', 'postgresql'] },
           reason: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
+const WITH_ALARM = {
+  ...PROBE_SCHEMAS.readyz,
+  response: {
+    ...PROBE_SCHEMAS.readyz.response,
+    200: {
+      type: 'object',
+      properties: {
+        ...PROBE_SCHEMAS.readyz.response[200].properties,
+        alarm: {
+          type: 'string',
+          description:
+            'While recent: a message from NATS was refused or set aside (docs/cluster.md, "Locking NATS down")',
         },
       },
     },

@@ -130,7 +130,7 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     assert.equal(remote.book(btc, 0).asks.length, DEPTH, 'the gateway has not seen the sweep yet');
     // The next batch reveals the gap: the gateway re-snapshots, in chunks, to the engine's view.
     const repairStart = performance.now();
-    await remote.submit(deposit(1, 'EUR', 5));
+    await exchange.submit(deposit(1, 'EUR', 5));
     await until(() => restored === 1, 'the re-snapshot after the dropped sweep');
     const repairMs = performance.now() - repairStart;
     assert.equal(remote.book(btc, 0).asks.length, 0);
@@ -150,12 +150,12 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     await until(() => dropped.length === 3, 'the dropped reset of the new start');
     assert.equal(dropped[2]?.reason, 'too_large');
     await until(() => remote.isWritable(), 'the gateway writable again', 10_000);
-    await remote.submit(deposit(2, 'EUR', 7));
+    await exchange.submit(deposit(2, 'EUR', 7));
     await until(() => restored === 2, 'the reload after the dropped reset');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // A gateway starting now begins from the new engine's snapshot and follows its batches.
     const second = await openGateway(t, gatewayNc, { stream, names }, { logger });
-    await remote.submit(deposit(3, 'EUR', 9));
+    await exchange.submit(deposit(3, 'EUR', 9));
     const three = () => exchange.view.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available;
     await until(
       () => second.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available === three(),
@@ -233,7 +233,7 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
     assert.ok(chunkReplies > 6, `${chunkReplies} chunk replies`);
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // It follows the engine from there.
-    await remote.submit(deposit(4, 'BTC', 3));
+    await exchange.submit(deposit(4, 'BTC', 3));
     await until(
       () =>
         remote.balances(4 as UserId).find((b) => b.asset === 'BTC')?.available ===

@@ -409,6 +409,7 @@ export class RemoteExchange implements Exchange {
       // No engine subscribed any more: commands sent before this ping went to one that is gone.
       if (status.noEngine === true) this.commands.engineLost(sentAt);
       const { committed } = status;
+      this.lagging(); // forgets a commit already caught up with, so a newer one is tracked
       if (committed !== undefined && committed > this.engineSequence && this.behind === undefined)
         this.behind = { sequence: committed, since: Date.now() };
     };

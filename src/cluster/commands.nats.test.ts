@@ -10,7 +10,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { headers, type Msg } from '@nats-io/transport-node';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, MarketId, OrderId, Price, UserId, Volume } from '../domain/types.js';
+import type { Amount, AssetCode, MarketId, OrderId, UserId } from '../domain/types.js';
 import type { Command, CommandResult } from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
 import { openExchange } from '../sequencer/sequencer.js';
@@ -30,33 +30,17 @@ import {
   RemoteCommandError,
 } from './command-client.js';
 import { CommandService, type CommandServiceOptions, type DroppedReason } from './command-service.js';
-import { TEST_CLUSTER_KEY } from './test-support.js';
+import { limit, TEST_CLUSTER_KEY } from './test-support.js';
 
 /** A limit buy of `volume` lots: a command gateways send (an operator's, like a deposit, is refused over NATS). */
-const buy = (volume: number): Command => ({
-  kind: 'placeOrder',
-  userId: 7 as UserId,
-  marketId: 1 as MarketId,
-  side: 'buy',
-  type: 'limit',
-  price: 100 as Price,
-  volume: volume as Volume,
-});
+const buy = (volume: number): PlaceOrder => limit(7, 1 as MarketId, 'buy', 100, volume);
 const deposit = (amount: number): Command => ({
   kind: 'deposit',
   userId: 7 as UserId,
   asset: 'EUR' as AssetCode,
   amount: amount as Amount,
 });
-const order: PlaceOrder = {
-  kind: 'placeOrder',
-  userId: 7 as UserId,
-  marketId: 1 as MarketId,
-  side: 'buy',
-  type: 'limit',
-  price: 100 as Price,
-  volume: 3 as Volume,
-};
+const order = buy(3);
 
 interface Call {
   readonly op: 'submit' | 'submitOnce';

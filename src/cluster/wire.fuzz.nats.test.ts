@@ -14,7 +14,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
 import fc from 'fast-check';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { MarketId, Price, UserId, Volume } from '../domain/types.js';
+import type { MarketId } from '../domain/types.js';
 import type { Command } from '../engine/types.js';
 import { BATCH_SEQUENCE_HEADER, BatchPublisher, consumeBatches } from './batch-stream.js';
 import { ClusterKey, MAC_HEADER } from './cluster-key.js';
@@ -28,17 +28,9 @@ import {
 } from './command-client.js';
 import { CommandService } from './command-service.js';
 import type { ExactValue } from './exact-json.js';
-import { batchStream, TEST_CLUSTER_KEY } from './test-support.js';
+import { batchStream, limit, TEST_CLUSTER_KEY } from './test-support.js';
 
-const order = (volume: number): Command => ({
-  kind: 'placeOrder',
-  userId: 7 as UserId,
-  marketId: 1 as MarketId,
-  side: 'sell',
-  type: 'limit',
-  price: 100 as Price,
-  volume: volume as Volume,
-});
+const order = (volume: number): Command => limit(7, 1 as MarketId, 'sell', 100, volume);
 
 /** A genuine frame damaged: bytes flipped, cut, or spliced with random ones. */
 const mutated = (genuine: Uint8Array) =>

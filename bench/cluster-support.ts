@@ -148,6 +148,7 @@ export async function startBenchCluster(
     HOST: '127.0.0.1',
     ADMIN_TOKEN: adminToken,
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    CLUSTER_KEY: randomBytes(32).toString('base64'),
     WS_APP_SECRET: randomBytes(24).toString('hex'),
     ...LOCAL_VENUE_ENV,
     ...extraEnv,

@@ -23,6 +23,7 @@ import { encodeBatch } from '../src/cluster/codec.js';
 import { CommandClient } from '../src/cluster/command-client.js';
 import { CommandService } from '../src/cluster/command-service.js';
 import type { ExactValue } from '../src/cluster/exact-json.js';
+import { TEST_CLUSTER_KEY } from '../src/cluster/test-support.js';
 import type {
   Amount,
   MarketId,
@@ -111,17 +112,21 @@ const echo = nc.subscribe(`${subject}.raw`, { callback: (_e, m) => void m.respon
 const service = await CommandService.start(
   nc,
   { submit: async () => result, submitOnce: async () => ({ kind: 'mismatch' }) },
-  { subject: `${subject}.cmd` },
+  { key: TEST_CLUSTER_KEY, subject: `${subject}.cmd` },
 );
-const client = new CommandClient(nc, { subject: `${subject}.cmd` });
+const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject: `${subject}.cmd` });
 const jsm = await jetstreamManager(nc);
 const stream = `BENCH_CLUSTER_${process.pid}`;
-const publisher = await BatchPublisher.open(nc, {
-  ...DEFAULT_BATCH_STREAM,
-  stream,
-  subject: `${subject}.batches`,
-  storage: 'memory',
-});
+const publisher = await BatchPublisher.open(
+  nc,
+  {
+    ...DEFAULT_BATCH_STREAM,
+    stream,
+    subject: `${subject}.batches`,
+    storage: 'memory',
+  },
+  { key: TEST_CLUSTER_KEY },
+);
 let nextBatch = 1;
 
 const quantile = (sorted: number[], q: number) =>

@@ -139,6 +139,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly clusterRefused = new Counter({
+    name: 'openspot_cluster_messages_refused_total',
+    help: 'Cluster messages refused or set aside (docs/cluster.md, "What the engine and gateways trust"), by message (command, batch) and reason',
+    labelNames: ['message', 'reason'] as const,
+    registers: [this.registry],
+  });
+
+  /** A command or batch from NATS that was not taken: unverified, an operator command, unreadable, a replay. */
+  clusterMessageRefused(message: 'command' | 'batch', reason: string): void {
+    this.clusterRefused.inc({ message, reason });
+  }
+
   /** One injected fault (src/chaos). */
   rateLimitFallback(): void {
     this.rateLimitFallbacks.inc();

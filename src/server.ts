@@ -219,6 +219,8 @@ export interface InterfaceOptions {
   readonly isReady?: () => boolean;
   /** Called while not ready: why, for /readyz, in a fixed phrase. */
   readonly unavailableReason: () => string;
+  /** A gateway's: a recent message from NATS it refused (in a ready /readyz's body). */
+  readonly alarm?: () => string | undefined;
 }
 
 export interface MountedInterface {
@@ -303,6 +305,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
     isWritable: options.isReady ?? (() => exchange.isWritable()),
     storeName: options.storeName,
     unavailableReason: options.unavailableReason,
+    ...(options.alarm === undefined ? {} : { alarm: options.alarm }),
   });
   const chaos: InstalledChaos = await installChaos(app, {
     allowed: config.chaos,

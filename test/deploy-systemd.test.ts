@@ -23,7 +23,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { clusterSettings } from '../src/cluster/engine-node.js';
+import { ClusterKey } from '../src/cluster/cluster-key.js';
+import { clusterSettings } from '../src/cluster/settings.js';
 import { loadConfig } from '../src/config/config.js';
 import { DEFAULT_CATALOGUE } from '../src/config/default-catalogue.js';
 import {
@@ -71,6 +72,13 @@ function variablesRead(): Set<string> {
   const names = new Set([
     ...namesRead((env) => loadConfig(env)),
     ...namesRead((env) => clusterSettings(env)),
+    ...namesRead((env) => {
+      try {
+        ClusterKey.fromEnvOrFile('/nonexistent', env, true);
+      } catch {
+        // Only the names it reads matter here.
+      }
+    }),
   ]);
   const main = readFileSync(new URL('../src/cluster/main.ts', import.meta.url), 'utf8');
   for (const match of main.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)/g)) names.add(match[1]!);

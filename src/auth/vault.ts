@@ -36,6 +36,32 @@ export function decodeKey(text: string, origin: string): Buffer {
   return key;
 }
 
+/**
+ * A 32-byte server key: `fromEnv` (the base64 of 32 bytes, from the variable `envName`) when set,
+ * otherwise `<dataDir>/<fileName>`, created with mode 0600 on first use. An existing key file is
+ * never overwritten: losing it would make everything under the key unreadable. VaultError when
+ * the value is not such a key (the value is never echoed).
+ */
+export function keyFromEnvOrFile(
+  dataDir: string,
+  envName: string,
+  fromEnv: string | undefined,
+  fileName: string,
+): Buffer {
+  if (fromEnv !== undefined && fromEnv.trim() !== '') return decodeKey(fromEnv, envName);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, fileName);
+  try {
+    // 'wx' fails if the file exists, so two processes starting together cannot both create one.
+    writeFileSync(path, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  // A key file put in place by hand may be group- or world-readable: tighten it.
+  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  return decodeKey(readFileSync(path, 'utf8'), path);
+}
+
 export class CredentialVault {
   readonly #key: Buffer;
 
@@ -50,21 +76,7 @@ export class CredentialVault {
    * is never overwritten: losing it would make every stored secret unreadable.
    */
   static fromEnvOrFile(dataDir: string, env: Readonly<Record<string, string | undefined>>): CredentialVault {
-    const fromEnv = env.SECRETS_KEY;
-    if (fromEnv !== undefined && fromEnv.trim() !== '') {
-      return new CredentialVault(decodeKey(fromEnv, 'SECRETS_KEY'));
-    }
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const path = join(dataDir, KEY_FILE);
-    try {
-      // 'wx' fails if the file exists, so two processes starting together cannot both create one.
-      writeFileSync(path, `${randomBytes(KEY_BYTES).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    // A key file put in place by hand may be group- or world-readable: tighten it.
-    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
-    return new CredentialVault(decodeKey(readFileSync(path, 'utf8'), path));
+    return new CredentialVault(keyFromEnvOrFile(dataDir, 'SECRETS_KEY', env.SECRETS_KEY, KEY_FILE));
   }
 
   /** Encrypts a secret; every call gives a different text (fresh IV). */

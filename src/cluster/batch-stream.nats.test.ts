@@ -16,11 +16,13 @@ import {
   type BatchStreamConfig,
   consumeBatches,
   locateBatch,
+  type SetAside,
   StreamForkError,
 } from './batch-stream.js';
-import { type BatchEnvelope, WireFormatError } from './codec.js';
+import { ClusterKey, MAC_HEADER } from './cluster-key.js';
+import { type BatchEnvelope, encodeBatch, WireFormatError } from './codec.js';
 import type { ExactValue } from './exact-json.js';
-import { batchStream } from './test-support.js';
+import { batchStream, TEST_CLUSTER_KEY } from './test-support.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -58,6 +60,23 @@ function recorder() {
 const replacer = (_k: string, v: unknown) =>
   typeof v === 'bigint' ? `${v}n` : v instanceof Map ? [...v] : v;
 
+/**
+ * Writes a message on the batch subject as someone without the cluster key would (no MAC, or a
+ * MAC under another key), with the batch sequence header it claims.
+ */
+async function forge(
+  nc: Parameters<typeof jetstream>[0],
+  subject: string,
+  sequence: string,
+  body: Uint8Array,
+  otherKey?: ClusterKey,
+): Promise<void> {
+  const h = headers();
+  h.set(BATCH_SEQUENCE_HEADER, sequence);
+  if (otherKey !== undefined) h.set(MAC_HEADER, otherKey.mac('batch', [subject, sequence], body));
+  await jetstream(nc).publish(subject, body, { headers: h });
+}
+
 const payload = (n: number): ExactValue => ({
   trades: new Map<ExactValue, ExactValue>([[1, [{ price: n * 100, volume: 3 }]]]),
   notional: 10n ** 30n + BigInt(n),
@@ -67,7 +86,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('the stream is created when missing, with limits retention by age and bytes, dedup window and direct get', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t, { storage: 'file' });
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     assert.equal(publisher.lastPublished, undefined);
     const info = await (await jetstreamManager(nc)).streams.info(config.stream);
     assert.deepEqual(info.config.subjects, [config.subject]);
@@ -78,16 +97,21 @@ describe('committed batches over JetStream', natsSuite(), () => {
     assert.equal(info.config.duplicate_window, 120 * 1e9);
     assert.equal(info.config.allow_direct, true);
     // Opening again finds it as it is.
-    assert.equal((await BatchPublisher.open(nc, config)).lastPublished, undefined);
+    assert.equal((await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY })).lastPublished, undefined);
   });
 
   test('batches arrive in order and exactly as published (bigints, Maps), with nothing reported missing', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     for (let n = 1; n <= 5; n += 1) assert.equal((await publisher.publish(n, payload(n))).duplicate, false);
     const seen = recorder();
-    const sub = await consumeBatches(await natsConnection(t, 'gateway'), { from: 1, config, ...seen });
+    const sub = await consumeBatches(await natsConnection(t, 'gateway'), {
+      key: TEST_CLUSTER_KEY,
+      from: 1,
+      config,
+      ...seen,
+    });
     t.after(() => sub.stop());
     await seen.until(5);
     assert.deepEqual(
@@ -101,10 +125,10 @@ describe('committed batches over JetStream', natsSuite(), () => {
     const nc = await natsConnection(t);
     const config = testStream(t);
     const jsm = await jetstreamManager(nc);
-    const first = await BatchPublisher.open(nc, config);
+    const first = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await first.publish(1, payload(1));
     // A second publisher opened now (an engine restarting) sees batch 1 as the last one.
-    const restarted = await BatchPublisher.open(nc, config);
+    const restarted = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     const stored = await first.publish(2, payload(2));
     assert.deepEqual(await first.publish(2, payload(2)), {
       streamSequence: stored.streamSequence,
@@ -124,20 +148,20 @@ describe('committed batches over JetStream', natsSuite(), () => {
     const nc = await natsConnection(t);
     const config = testStream(t, { duplicateWindowMs: 300 });
     const jsm = await jetstreamManager(nc);
-    const primary = await BatchPublisher.open(nc, config);
+    const primary = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(1, payload(1));
-    const standby = await BatchPublisher.open(nc, config);
+    const standby = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(2, payload(2));
     await primary.publish(3, payload(3));
     // Within the dedup window: the server calls it a duplicate; the contents differ.
     await assert.rejects(standby.publish(2, { other: 'history' }), StreamForkError);
     // Past the window the server no longer knows batch 4's id: the expected-last-sequence check
     // catches the stale view, the publisher re-reads the stream and finds batch 4 there: still a fork.
-    const late = await BatchPublisher.open(nc, config);
+    const late = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(4, payload(4));
     await sleep(400);
     await assert.rejects(late.publish(4, { other: 'history' }), StreamForkError);
-    const sameAgain = await BatchPublisher.open(nc, config);
+    const sameAgain = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(5, payload(5));
     await sleep(400);
     assert.equal(
@@ -154,20 +178,20 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('a new engine’s first message goes after a batch the old one published late, instead of being taken for a fork', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t, { duplicateWindowMs: 300 });
-    const primary = await BatchPublisher.open(nc, config);
+    const primary = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(1, payload(1));
     // The standby reads the stream's end (batch 1); the dead primary's last batch lands after that.
-    const standby = await BatchPublisher.open(nc, config);
+    const standby = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(2, payload(2));
     // Past the dedup window too: then the expected-last-sequence check is what notices.
-    const late = await BatchPublisher.open(nc, config);
+    const late = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await primary.publish(3, payload(3));
     assert.equal(await standby.publishAtEnd({ reset: 'standby' }), 3 + 1);
     await sleep(400);
     await primary.publish(5, payload(5));
     assert.equal(await late.publishAtEnd({ reset: 'late' }), 6);
     const seen = recorder();
-    const sub = await consumeBatches(nc, { from: 1, config, ...seen });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 1, config, ...seen });
     t.after(() => sub.stop());
     await seen.until(6);
     assert.deepEqual(
@@ -182,10 +206,10 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('a gap at the source is reported before the batch after it is delivered', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     for (const n of [1, 2, 5, 6]) await publisher.publish(n, payload(n));
     const seen = recorder();
-    const sub = await consumeBatches(nc, { from: 1, config, ...seen });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 1, config, ...seen });
     t.after(() => sub.stop());
     await seen.until(5);
     assert.deepEqual(
@@ -197,13 +221,13 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('a reader resumes from a given batch, then follows live batches; from past the end, it waits', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     for (let n = 1; n <= 10; n += 1) await publisher.publish(n, payload(n));
     const resumed = recorder();
-    const sub = await consumeBatches(nc, { from: 7, config, ...resumed });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 7, config, ...resumed });
     t.after(() => sub.stop());
     const ahead = recorder();
-    const waiting = await consumeBatches(nc, { from: 12, config, ...ahead });
+    const waiting = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 12, config, ...ahead });
     t.after(() => waiting.stop());
     await resumed.until(4);
     assert.deepEqual(resumed.batches(), [7, 8, 9, 10]);
@@ -218,11 +242,11 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('batches aged out of the stream are reported as a gap to a reader that wanted them', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     for (let n = 1; n <= 8; n += 1) await publisher.publish(n, payload(n));
     await (await jetstreamManager(nc)).streams.purge(config.stream, { keep: 3 });
     const seen = recorder();
-    const sub = await consumeBatches(nc, { from: 2, config, ...seen });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 2, config, ...seen });
     t.after(() => sub.stop());
     await seen.until(4);
     assert.deepEqual(
@@ -231,18 +255,33 @@ describe('committed batches over JetStream', natsSuite(), () => {
     );
   });
 
-  test('an unreadable message in the stream is reported as a gap, and delivery goes on after it', async (t) => {
+  test('a message that is not ours (no valid MAC) is set aside unseen; a genuine batch that cannot be read is a gap', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await publisher.publish(1, payload(1));
-    const h = headers();
-    h.set(BATCH_SEQUENCE_HEADER, '2');
-    await jetstream(nc).publish(config.subject, '{"v":1,"t":"batch","b":{"sequence":2}}', { headers: h });
-    const later = await BatchPublisher.open(nc, config);
+    // Garbage, and a well-formed batch under another key, each claiming a number in the header.
+    await forge(nc, config.subject, '2', new TextEncoder().encode('{"v":1,"t":"batch","b":{"sequence":2}}'));
+    await forge(
+      nc,
+      config.subject,
+      String(2 ** 53 - 1),
+      encodeBatch({ sequence: 2 ** 53 - 1, payload: 0 }),
+      ClusterKey.random(),
+    );
+    // Batch 2, ours, whose body this reader cannot read (another wire version, say).
+    const later = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
+    await later.publishEncoded(2, new TextEncoder().encode('{"v":1,"t":"batch","b":{"sequence":2}}'));
     await later.publish(3, payload(3));
     const seen = recorder();
-    const sub = await consumeBatches(nc, { from: 1, config, ...seen });
+    const setAside: SetAside[] = [];
+    const sub = await consumeBatches(nc, {
+      key: TEST_CLUSTER_KEY,
+      from: 1,
+      config,
+      ...seen,
+      onSetAside: (s) => setAside.push(s),
+    });
     t.after(() => sub.stop());
     await seen.until(3);
     const [one, gap, three] = seen.log;
@@ -252,12 +291,48 @@ describe('committed batches over JetStream', natsSuite(), () => {
     assert.equal(gap.gap.expected, 2);
     assert.match(String(gap.gap.error?.message), /malformed message/);
     assert.ok(three !== undefined && 'batch' in three && three.batch.sequence === 3);
+    // Both forged messages (stream positions 2 and 3) set aside (when located, and when consumed).
+    assert.deepEqual([...new Set(setAside.map((s) => `${s.streamSequence} ${s.reason}`))].sort(), [
+      '2 unverified',
+      '3 unverified',
+    ]);
+    assert.equal(sub.position, 4);
+  });
+
+  test('forged messages on the stream stop no publisher: a new one starts after them, and a forged copy of the next batch is no fork', async (t) => {
+    const nc = await natsConnection(t);
+    const config = testStream(t);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
+    await publisher.publish(1, payload(1));
+    // Someone slips in "batch 2" (a 5,000-BTC bid, say) and garbage after it.
+    await forge(nc, config.subject, '2', encodeBatch({ sequence: 2, payload: payload(99) }));
+    await forge(nc, config.subject, 'x', new Uint8Array([0xff, 0x00]));
+    // The running engine publishes its real batch 2: no StreamForkError.
+    await publisher.publish(2, payload(2));
+    // An engine starting now reads past the garbage to its last batch, and goes on from it.
+    const setAside: SetAside[] = [];
+    await forge(nc, config.subject, '3', new Uint8Array([1, 2, 3]));
+    const restarted = await BatchPublisher.open(nc, config, {
+      key: TEST_CLUSTER_KEY,
+      onSetAside: (s) => setAside.push(s),
+    });
+    assert.equal(restarted.lastPublished, 2);
+    assert.ok(setAside.length >= 1);
+    assert.equal(await restarted.publishAtEnd(payload(3)), 3);
+    const seen = recorder();
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 1, config, ...seen });
+    t.after(() => sub.stop());
+    await seen.until(3);
+    assert.deepEqual(
+      seen.log,
+      [1, 2, 3].map((n) => ({ batch: { sequence: n, payload: structuredClone(payload(n)) } })),
+    );
   });
 
   test('a reader’s payload check refuses a batch it cannot use: reported as malformed, delivery goes on', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await publisher.publish(1, { trades: 'not a map' });
     await publisher.publish(2, { trades: new Map() });
     const seen = recorder();
@@ -266,7 +341,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
       if (!(trades instanceof Map)) throw new WireFormatError(`${path}.trades`, 'expected a map');
       return trades;
     };
-    const sub = await consumeBatches(nc, { from: 1, config, readPayload, ...seen });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 1, config, readPayload, ...seen });
     t.after(() => sub.stop());
     await seen.until(2);
     const [gap, two] = seen.log;
@@ -278,11 +353,12 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('a reader that throws ends its subscription (done rejects) instead of losing the batch or crashing', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     await publisher.publish(1, 1);
     await publisher.publish(2, 2);
     const delivered: number[] = [];
     const sub = await consumeBatches(nc, {
+      key: TEST_CLUSTER_KEY,
       from: 1,
       config,
       onBatch: (b) => {
@@ -301,7 +377,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
     const nc = await natsConnection(t);
     const config = testStream(t);
     const jsm = await jetstreamManager(nc);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     const published = [1, 2, 3, 7, 8, 9, 10, 15, 16, 20, 21, 22, 23, 30];
     const streamSeq = new Map<number, number>();
     for (const n of published) streamSeq.set(n, (await publisher.publish(n, n))!.streamSequence!);
@@ -309,7 +385,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
     await jsm.streams.deleteMessage(config.stream, streamSeq.get(16)!);
     const present = published.filter((n) => n !== 9 && n !== 16);
     for (let target = 1; target <= 31; target += 1) {
-      const { found } = await locateBatch(jsm, config, target);
+      const { found } = await locateBatch({ jsm, config, key: TEST_CLUSTER_KEY }, target);
       const expected = present.find((n) => n >= target);
       assert.equal(found?.batch, expected, `batch ${target}`);
       if (expected !== undefined) assert.equal(found?.streamSequence, streamSeq.get(expected));
@@ -319,7 +395,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('the publish queue publishes in order without blocking; a batch too large for NATS is dropped and seen as a gap', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     const dropped: Array<[number, string]> = [];
     const queue = new BatchPublishQueue(publisher, { onDropped: (n, reason) => dropped.push([n, reason]) });
     t.after(() => queue.close());
@@ -330,7 +406,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
     assert.equal(queue.backlog, 0);
     assert.deepEqual(dropped, [[20, 'too_large']]);
     const seen = recorder();
-    const sub = await consumeBatches(nc, { from: 1, config, ...seen });
+    const sub = await consumeBatches(nc, { key: TEST_CLUSTER_KEY, from: 1, config, ...seen });
     t.after(() => sub.stop());
     await seen.until(50);
     const gaps = seen.log.flatMap((e) => ('gap' in e ? [e.gap] : []));
@@ -341,7 +417,7 @@ describe('committed batches over JetStream', natsSuite(), () => {
   test('the publish queue keeps only the newest batches past its bound, and says which it dropped', async (t) => {
     const nc = await natsConnection(t);
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(nc, config);
+    const publisher = await BatchPublisher.open(nc, config, { key: TEST_CLUSTER_KEY });
     const dropped: number[] = [];
     const queue = new BatchPublishQueue(publisher, { maxQueued: 5, onDropped: (n) => dropped.push(n) });
     t.after(() => queue.close());

@@ -3,8 +3,16 @@
  * batch sequence number, to one stream; every gateway consumes it from the sequence it needs.
  *
  * On the stream, a batch is one message on `subject`, its body the codec's batch envelope, with
- * two headers: `Nats-Msg-Id` = the batch sequence (the server drops a republished batch within
- * the duplicate window) and `OpenSpot-Batch-Sequence` (read without decoding the body).
+ * three headers: `OpenSpot-Batch-Sequence` (read without decoding the body), `OpenSpot-Mac` (a MAC
+ * under the cluster key over the subject, that sequence and the body: cluster-key.ts) and
+ * `Nats-Msg-Id` = `<sequence>.<the MAC's first 16 characters>` (the server drops a republished
+ * batch within the duplicate window; a message someone else slipped in under the same sequence
+ * cannot take a genuine batch's id).
+ *
+ * Only batches whose MAC verifies are ours: a message on the subject that does not verify (forged,
+ * garbage, written under another key) is set aside — reported to `onSetAside`, never delivered,
+ * never taken for the stream's end or for a fork — so no message on the stream can stop or wedge
+ * a publisher or a consumer.
  *
  * The publisher keeps the stream's batch sequences strictly increasing, whoever publishes:
  * - every publish carries `Nats-Expected-Last-Sequence` (the stream's last message as this side
@@ -37,6 +45,7 @@ import {
   type StreamInfo,
 } from '@nats-io/jetstream';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import { type BatchEnvelope, batchSequence, decodeBatch, encodeBatch, WireFormatError } from './codec.js';
 import { ConnectionWatch, type RequestFailures } from './connection-watch.js';
 import type { ExactValue } from './exact-json.js';
@@ -151,12 +160,47 @@ async function streamInfo(jsm: JetStreamManager, stream: string): Promise<Stream
   }
 }
 
-/** The batch sequence a stored message carries (its header; the body when the header is missing). */
-function storedBatchSequence(header: MsgHdrs | undefined, data: Uint8Array): number {
-  const text = header?.get(BATCH_SEQUENCE_HEADER);
-  if (text !== undefined && text !== '' && /^[1-9]\d*$/.test(text))
-    return batchSequence(Number(text), 'header');
-  return decodeBatch(data).sequence;
+/**
+ * Reading the stream as its publisher wrote it: the cluster key verifies each message, and one that
+ * does not verify is set aside (`onSetAside`: the caller logs and counts it).
+ */
+export interface StreamAccess {
+  readonly jsm: JetStreamManager;
+  readonly config: BatchStreamConfig;
+  readonly key: ClusterKey;
+  readonly onSetAside?: (setAside: SetAside) => void;
+}
+
+/** A message on the batch subject that is not a batch of ours (its stream position and why). */
+export interface SetAside {
+  readonly streamSequence: number | undefined;
+  readonly reason: 'unverified' | 'malformed';
+}
+
+/** The fields a batch's MAC covers beside its body. */
+function batchMacFields(subject: string, sequence: string): string[] {
+  return [subject, sequence];
+}
+
+/**
+ * The batch sequence of a stored message when its MAC verifies (and its body says the same
+ * sequence); undefined for a message that is not ours.
+ */
+export function verifiedBatchSequence(
+  key: ClusterKey,
+  subject: string,
+  header: MsgHdrs | undefined,
+  data: Uint8Array,
+): { readonly sequence: number } | { readonly rejected: SetAside['reason'] } {
+  const text = header?.get(BATCH_SEQUENCE_HEADER) ?? '';
+  if (
+    !/^[1-9]\d{0,15}$/.test(text) ||
+    !key.verify('batch', batchMacFields(subject, text), data, header?.get(MAC_HEADER))
+  )
+    return { rejected: 'unverified' };
+  const sequence = Number(text);
+  if (!Number.isSafeInteger(sequence)) return { rejected: 'malformed' };
+  return { sequence };
 }
 
 interface Located {
@@ -165,39 +209,56 @@ interface Located {
   readonly data: Uint8Array;
 }
 
-/** The first batch stored at stream sequence `from` or later, or undefined past the end. */
-async function batchAtOrAfter(
-  jsm: JetStreamManager,
-  config: BatchStreamConfig,
-  from: number,
-): Promise<Located | undefined> {
-  const m: StoredMsg | null = await jsm.direct.getMessage(config.stream, {
-    seq: from,
-    next_by_subj: config.subject,
-  });
-  if (m === null) return undefined;
-  return { streamSequence: m.seq, batch: storedBatchSequence(m.header, m.data), data: m.data };
+function located(access: StreamAccess, m: StoredMsg): Located | undefined {
+  const verified = verifiedBatchSequence(access.key, access.config.subject, m.header, m.data);
+  if ('rejected' in verified) {
+    access.onSetAside?.({ streamSequence: m.seq, reason: verified.rejected });
+    return undefined;
+  }
+  return { streamSequence: m.seq, batch: verified.sequence, data: m.data };
 }
 
-/** The stream's last batch and the stream's last sequence (what the next publish expects). */
-async function streamEnd(
-  jsm: JetStreamManager,
-  config: BatchStreamConfig,
-): Promise<{
+/** The first batch of ours stored at stream sequence `from` or later, or undefined past the end. */
+async function batchAtOrAfter(access: StreamAccess, from: number): Promise<Located | undefined> {
+  for (let seq = from; ; ) {
+    const m: StoredMsg | null = await access.jsm.direct.getMessage(access.config.stream, {
+      seq,
+      next_by_subj: access.config.subject,
+    });
+    if (m === null) return undefined;
+    const batch = located(access, m);
+    if (batch !== undefined) return batch;
+    seq = m.seq + 1;
+  }
+}
+
+/**
+ * How many messages back from the stream's end a publisher looks for its last batch. Past it (a
+ * stream written under another key, a flood of forged messages), it numbers from 1 again; readers
+ * of the old messages restart (docs/cluster.md: change CLUSTER_KEY with the stream purged).
+ */
+export const MAX_SET_ASIDE_AT_END = 10_000;
+
+/** The stream's last batch of ours and the stream's last sequence (what the next publish expects). */
+async function streamEnd(access: StreamAccess): Promise<{
   readonly last: Located | undefined;
   readonly lastStreamSequence: number;
   readonly first: number;
 }> {
+  const { jsm, config } = access;
   const info = await jsm.streams.info(config.stream);
   const { state } = info;
   if (state.messages === 0)
     return { last: undefined, lastStreamSequence: state.last_seq, first: state.first_seq };
-  const m = await jsm.streams.getMessage(config.stream, { last_by_subj: config.subject });
-  const last =
-    m === null
-      ? undefined
-      : { streamSequence: m.seq, batch: storedBatchSequence(m.header, m.data), data: m.data };
-  return { last, lastStreamSequence: state.last_seq, first: state.first_seq };
+  const end = await jsm.streams.getMessage(config.stream, { last_by_subj: config.subject });
+  // Not ours at the end (forged, garbage, deleted): step back, message by message, to our last batch.
+  let seq = end?.seq ?? 0;
+  for (let looked = 0; seq >= state.first_seq && looked < MAX_SET_ASIDE_AT_END; looked += 1, seq -= 1) {
+    const m = looked === 0 ? end : await jsm.streams.getMessage(config.stream, { seq });
+    const last = m === null ? undefined : located(access, m);
+    if (last !== undefined) return { last, lastStreamSequence: state.last_seq, first: state.first_seq };
+  }
+  return { last: undefined, lastStreamSequence: state.last_seq, first: state.first_seq };
 }
 
 /**
@@ -207,17 +268,16 @@ async function streamEnd(
  * batch's position usually hits, and a binary search finds it otherwise.
  */
 export async function locateBatch(
-  jsm: JetStreamManager,
-  config: BatchStreamConfig,
+  access: StreamAccess,
   target: number,
 ): Promise<{ readonly found: Located | undefined; readonly lastStreamSequence: number }> {
-  const end = await streamEnd(jsm, config);
+  const end = await streamEnd(access);
   const { last } = end;
   if (last === undefined || last.batch < target)
     return { found: undefined, lastStreamSequence: end.lastStreamSequence };
   const guess = last.streamSequence - (last.batch - target);
   if (guess >= end.first) {
-    const hit = await batchAtOrAfter(jsm, config, guess);
+    const hit = await batchAtOrAfter(access, guess);
     if (hit !== undefined && hit.batch === target)
       return { found: hit, lastStreamSequence: end.lastStreamSequence };
   }
@@ -227,7 +287,7 @@ export async function locateBatch(
   let best: Located = last;
   while (lo <= hi) {
     const mid = lo + Math.floor((hi - lo) / 2);
-    const m = await batchAtOrAfter(jsm, config, mid);
+    const m = await batchAtOrAfter(access, mid);
     if (m !== undefined && m.batch >= target) {
       best = m;
       hi = mid - 1;
@@ -248,6 +308,14 @@ export interface PublishOutcome {
   readonly duplicate: boolean;
 }
 
+export interface PublisherOptions {
+  /** Every batch carries a MAC under it; only batches it verifies count as the stream's. */
+  readonly key: ClusterKey;
+  readonly timeoutMs?: number;
+  /** A message on the subject that is not a batch of ours, met while reading the stream. */
+  readonly onSetAside?: (setAside: SetAside) => void;
+}
+
 export class BatchPublisher {
   private lastBatch: number | undefined;
   private lastStreamSequence: number;
@@ -264,8 +332,7 @@ export class BatchPublisher {
 
   private constructor(
     private readonly nc: NatsConnection,
-    private readonly jsm: JetStreamManager,
-    readonly config: BatchStreamConfig,
+    private readonly access: StreamAccess,
     end: { readonly last: Located | undefined; readonly lastStreamSequence: number },
     private readonly timeoutMs: number,
   ) {
@@ -275,16 +342,29 @@ export class BatchPublisher {
     this.watch = ConnectionWatch.of(nc);
   }
 
-  /** Ensures the stream and reads where it ends. */
+  /**
+   * Ensures the stream and reads where it ends: its last batch of ours (messages after it that do
+   * not verify under the key are set aside, and the next publish goes after them).
+   */
   static async open(
     nc: NatsConnection,
-    config: Partial<BatchStreamConfig> = {},
-    options: { readonly timeoutMs?: number } = {},
+    config: Partial<BatchStreamConfig>,
+    options: PublisherOptions,
   ): Promise<BatchPublisher> {
     const full = { ...DEFAULT_BATCH_STREAM, ...config };
     const jsm = await jetstreamManager(nc);
     await ensureBatchStream(jsm, full);
-    return new BatchPublisher(nc, jsm, full, await streamEnd(jsm, full), options.timeoutMs ?? 5_000);
+    const access: StreamAccess = {
+      jsm,
+      config: full,
+      key: options.key,
+      ...(options.onSetAside === undefined ? {} : { onSetAside: options.onSetAside }),
+    };
+    return new BatchPublisher(nc, access, await streamEnd(access), options.timeoutMs ?? 5_000);
+  }
+
+  get config(): BatchStreamConfig {
+    return this.access.config;
   }
 
   /** The last batch sequence in the stream as this publisher knows it (undefined: none). */
@@ -336,12 +416,14 @@ export class BatchPublisher {
       if (this.lastBatch !== undefined && sequence <= this.lastBatch)
         return this.alreadyStored(sequence, bytes);
       const h = headers();
+      const mac = this.access.key.mac('batch', batchMacFields(this.config.subject, String(sequence)), bytes);
       h.set(BATCH_SEQUENCE_HEADER, String(sequence));
+      h.set(MAC_HEADER, mac);
       try {
         const ack = await this.watch.request(
           () =>
             this.js.publish(this.config.subject, bytes, {
-              msgID: String(sequence),
+              msgID: `${sequence}.${mac.slice(3, 19)}`,
               expect: { lastSequence: this.lastStreamSequence },
               headers: h,
               timeout: this.timeoutMs,
@@ -367,13 +449,13 @@ export class BatchPublisher {
   }
 
   private async refresh(): Promise<void> {
-    const end = await streamEnd(this.jsm, this.config);
+    const end = await streamEnd(this.access);
     this.lastBatch = end.last?.batch;
     this.lastStreamSequence = end.lastStreamSequence;
   }
 
   private async alreadyStored(sequence: number, bytes: Uint8Array): Promise<PublishOutcome> {
-    const { found } = await locateBatch(this.jsm, this.config, sequence);
+    const { found } = await locateBatch(this.access, sequence);
     if (found === undefined || found.batch !== sequence)
       return { streamSequence: undefined, duplicate: true };
     await this.sameAsStored(sequence, found.streamSequence, bytes);
@@ -381,7 +463,7 @@ export class BatchPublisher {
   }
 
   private async sameAsStored(sequence: number, streamSequence: number, bytes: Uint8Array): Promise<void> {
-    const stored = await this.jsm.streams.getMessage(this.config.stream, { seq: streamSequence });
+    const stored = await this.access.jsm.streams.getMessage(this.config.stream, { seq: streamSequence });
     if (stored !== null && Buffer.from(stored.data).equals(Buffer.from(bytes))) return;
     throw new StreamForkError(
       `batch ${sequence} is already in stream ${this.config.stream} with other contents: another engine has published a different history`,
@@ -511,6 +593,10 @@ export interface BatchGap {
 }
 
 export interface ConsumeOptions<P> {
+  /** Only batches with a MAC under this key are delivered; other messages are set aside. */
+  readonly key: ClusterKey;
+  /** A message on the subject that is not a batch of ours: skipped, no gap (nothing of ours is missing). */
+  readonly onSetAside?: (setAside: SetAside) => void;
   /** The first batch sequence wanted (the one after the reader's snapshot). */
   readonly from: number;
   /** Called for each batch in order; awaited before the next one (backpressure). */
@@ -534,8 +620,6 @@ type OpenAt = (from: number) => Promise<ConsumerMessages>;
 
 export class BatchSubscription {
   private expected: number;
-  /** After an unreadable message whose batch sequence is unknown: the next readable batch is the new start. */
-  private rebasing = false;
   private stopping = false;
   private messages: ConsumerMessages;
   private stopWatching: () => void = () => undefined;
@@ -548,6 +632,8 @@ export class BatchSubscription {
     private readonly openAt: OpenAt,
     private readonly nc: NatsConnection,
     private readonly options: ConsumeOptions<unknown>,
+    /** The batch subject (a batch's MAC covers it). */
+    private readonly subject: string,
   ) {
     this.messages = first;
     this.expected = from;
@@ -610,41 +696,37 @@ export class BatchSubscription {
   }
 
   private async take(m: JsMsg): Promise<void> {
+    // Verified first: a message that is not ours is never delivered, and its numbers (header or
+    // body) never move this reader's position.
+    const verified = verifiedBatchSequence(this.options.key, this.subject, m.headers, m.data);
+    if ('rejected' in verified) {
+      this.options.onSetAside?.({ streamSequence: m.seq, reason: verified.rejected });
+      return;
+    }
+    const { sequence } = verified;
+    if (sequence < this.expected) return; // already delivered: not news
     let envelope: BatchEnvelope<unknown>;
     try {
       envelope =
         this.options.readPayload === undefined
           ? decodeBatch(m.data)
           : decodeBatch(m.data, this.options.readPayload);
+      if (envelope.sequence !== sequence)
+        throw new WireFormatError(
+          '$.b.sequence',
+          `batch ${envelope.sequence} under the header of batch ${sequence}`,
+        );
     } catch (error) {
       if (!(error instanceof WireFormatError)) throw error;
-      await this.unreadable(m, error);
+      // Ours, yet unreadable here (another wire version): a gap, never skipped silently.
+      await this.options.onGap({ expected: this.expected, next: undefined, reason: 'malformed', error });
+      this.expected = sequence + 1;
       return;
     }
-    if (envelope.sequence < this.expected) return; // already delivered: not news
-    if (this.rebasing) {
-      // The gap was reported with the unreadable message; delivery resumes here.
-      this.rebasing = false;
-    } else if (envelope.sequence > this.expected) {
-      await this.options.onGap({ expected: this.expected, next: envelope.sequence, reason: 'missing' });
-    }
+    if (sequence > this.expected)
+      await this.options.onGap({ expected: this.expected, next: sequence, reason: 'missing' });
     await this.options.onBatch(envelope);
-    this.expected = envelope.sequence + 1;
-  }
-
-  /** A stored message that cannot be read: reported as a gap, never skipped silently. */
-  private async unreadable(m: JsMsg, error: WireFormatError): Promise<void> {
-    const text = m.headers?.get(BATCH_SEQUENCE_HEADER) ?? '';
-    const sequence = /^[1-9]\d{0,15}$/.test(text) ? Number(text) : undefined;
-    if (sequence !== undefined && sequence < this.expected) return;
-    if (!this.rebasing)
-      await this.options.onGap({ expected: this.expected, next: undefined, reason: 'malformed', error });
-    if (sequence === undefined) {
-      this.rebasing = true;
-    } else {
-      this.rebasing = false;
-      this.expected = sequence + 1;
-    }
+    this.expected = sequence + 1;
   }
 }
 
@@ -661,8 +743,14 @@ export async function consumeBatches<P = ExactValue>(
   const from = batchSequence(options.from, 'from');
   const jsm = await jetstreamManager(nc);
   await ensureBatchStream(jsm, config);
+  const access: StreamAccess = {
+    jsm,
+    config,
+    key: options.key,
+    ...(options.onSetAside === undefined ? {} : { onSetAside: options.onSetAside }),
+  };
   const openAt: OpenAt = async (batch) => {
-    const { found, lastStreamSequence } = await locateBatch(jsm, config, batch);
+    const { found, lastStreamSequence } = await locateBatch(access, batch);
     const consumer = await jetstream(nc).consumers.get(config.stream, {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: found?.streamSequence ?? lastStreamSequence + 1,
@@ -670,5 +758,12 @@ export async function consumeBatches<P = ExactValue>(
     return consumer.consume({ expires: options.pullExpiresMs ?? 5_000 });
   };
   const messages = await openAt(from);
-  return new BatchSubscription(messages, from, openAt, nc, options as ConsumeOptions<unknown>);
+  return new BatchSubscription(
+    messages,
+    from,
+    openAt,
+    nc,
+    options as ConsumeOptions<unknown>,
+    config.subject,
+  );
 }

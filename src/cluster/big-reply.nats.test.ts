@@ -18,7 +18,14 @@ import type { SubmitResult } from '../sequencer/sequencer.js';
 import { decodeCommandReply, encodeCommandReply } from './codec.js';
 import { CommandClient, type CommandSubmitter } from './command-client.js';
 import { CommandService } from './command-service.js';
-import { createEurMarkets, deposit, limit, memoryExchange, submitAll } from './test-support.js';
+import {
+  createEurMarkets,
+  deposit,
+  limit,
+  memoryExchange,
+  submitAll,
+  TEST_CLUSTER_KEY,
+} from './test-support.js';
 
 const MiB = 1024 * 1024;
 /** Bytes of the reply per filled maker (a trade event and the maker's closed order), about. */
@@ -74,9 +81,9 @@ describe('a command reply larger than max_payload', natsSuite(), () => {
       },
     };
     const subject = uniqueName('cmd');
-    const service = await CommandService.start(engineNc, engine, { subject });
+    const service = await CommandService.start(engineNc, engine, { key: TEST_CLUSTER_KEY, subject });
     t.after(() => service.stop());
-    const gateway = new CommandClient(gatewayNc, { subject });
+    const gateway = new CommandClient(gatewayNc, { key: TEST_CLUSTER_KEY, subject });
 
     // A small command first, for comparison (and to warm the path up).
     const smallStart = performance.now();

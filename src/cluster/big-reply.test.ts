@@ -17,6 +17,7 @@ import { ChunkHolder } from './chunked.js';
 import { encodeCommandReply } from './codec.js';
 import { CommandClient, type CommandSubmitter, EngineUnavailableError } from './command-client.js';
 import { CommandService } from './command-service.js';
+import { TEST_CLUSTER_KEY } from './test-support.js';
 
 const SUBJECT = 'test.commands';
 const MAX_PAYLOAD = 64 * 1024;
@@ -204,12 +205,13 @@ async function pair(
   t.after(() => nc.closing.abort());
   const failed: unknown[] = [];
   const service = await CommandService.start(connection, submitter, {
+    key: TEST_CLUSTER_KEY,
     subject: SUBJECT,
     onFailed: (error) => failed.push(error),
     ...options,
   });
   t.after(() => service.stop());
-  const client = new CommandClient(connection, { subject: SUBJECT, timeoutMs: 2_000 });
+  const client = new CommandClient(connection, { key: TEST_CLUSTER_KEY, subject: SUBJECT, timeoutMs: 2_000 });
   return {
     nc,
     service,
@@ -253,7 +255,7 @@ test('a reply larger than max_payload arrives whole and exact, in chunks that ea
   // submitOnce's reply takes the same path.
   const once = await p.client.submitOnce(place as Extract<Command, { kind: 'placeOrder' }>, {
     key: 'k',
-    fingerprint: 'f',
+    fingerprint: 'f'.repeat(64),
   });
   assert.deepEqual(once, { kind: 'executed', result });
   assert.deepEqual(p.failed, []);

@@ -29,6 +29,7 @@ import {
   openGateway,
   silent,
   submitAll,
+  TEST_CLUSTER_KEY,
   testStream,
   withoutSequence,
 } from './test-support.js';
@@ -92,7 +93,12 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     const encodeMs = performance.now() - encodeStart;
     assert.ok(size > 2 * maxPayload, `the snapshot (${size} bytes) is well over max_payload (${maxPayload})`);
 
-    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger });
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger,
+    });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
     const openStart = performance.now();
@@ -124,7 +130,7 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     assert.equal(remote.book(btc, 0).asks.length, DEPTH, 'the gateway has not seen the sweep yet');
     // The next batch reveals the gap: the gateway re-snapshots, in chunks, to the engine's view.
     const repairStart = performance.now();
-    await remote.submit(deposit(1, 'EUR', 5));
+    await exchange.submit(deposit(1, 'EUR', 5));
     await until(() => restored === 1, 'the re-snapshot after the dropped sweep');
     const repairMs = performance.now() - repairStart;
     assert.equal(remote.book(btc, 0).asks.length, 0);
@@ -133,18 +139,23 @@ describe('a venue whose snapshot is larger than max_payload', natsSuite(), () =>
     // The engine starts again on the same stream: its reset (this snapshot) is too large too.
     await served.close();
     servedClosed = true;
-    const again = await serveCluster(exchange, nc, { stream, subjects: names, logger });
+    const again = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger,
+    });
     let againClosed = false;
     t.after(() => (againClosed ? undefined : again.close()));
     await until(() => dropped.length === 3, 'the dropped reset of the new start');
     assert.equal(dropped[2]?.reason, 'too_large');
     await until(() => remote.isWritable(), 'the gateway writable again', 10_000);
-    await remote.submit(deposit(2, 'EUR', 7));
+    await exchange.submit(deposit(2, 'EUR', 7));
     await until(() => restored === 2, 'the reload after the dropped reset');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // A gateway starting now begins from the new engine's snapshot and follows its batches.
     const second = await openGateway(t, gatewayNc, { stream, names }, { logger });
-    await remote.submit(deposit(3, 'EUR', 9));
+    await exchange.submit(deposit(3, 'EUR', 9));
     const three = () => exchange.view.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available;
     await until(
       () => second.balances(3 as UserId).find((b) => b.asset === 'EUR')?.available === three(),
@@ -175,7 +186,12 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
     const gatewayNc = await natsConnection(t, 'gateway');
     const cluster = testStream(t, 'SNAPSHOT_RETRY');
     const { name, stream, names } = cluster;
-    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger: silent,
+    });
     let servedClosed = false;
     t.after(() => (servedClosed ? undefined : served.close()));
     // A snapshot service of this test's own on another subject, in small chunks, that damages the
@@ -217,7 +233,7 @@ describe('a snapshot transfer that fails over NATS', natsSuite(), () => {
     assert.ok(chunkReplies > 6, `${chunkReplies} chunk replies`);
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     // It follows the engine from there.
-    await remote.submit(deposit(4, 'BTC', 3));
+    await exchange.submit(deposit(4, 'BTC', 3));
     await until(
       () =>
         remote.balances(4 as UserId).find((b) => b.asset === 'BTC')?.available ===

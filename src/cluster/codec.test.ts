@@ -261,7 +261,11 @@ const resultArb: fc.Arbitrary<SubmitResult> = fc.oneof(
   ),
 );
 
-const idempotencyArb: fc.Arbitrary<IdempotencyRequest> = fc.record({ key: text, fingerprint: text });
+/** What the store accepts: a key of printable ASCII, a fingerprint in lowercase hex (anything else is refused). */
+const idempotencyArb: fc.Arbitrary<IdempotencyRequest> = fc.record({
+  key: fc.string({ minLength: 1, maxLength: 255, unit: fc.constantFrom(...' !"#~Az09-_') }),
+  fingerprint: fc.stringMatching(/^[0-9a-f]{64}$/),
+});
 
 const requestArb: fc.Arbitrary<CommandRequest> = fc.oneof(
   fc.record(

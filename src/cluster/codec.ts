@@ -133,6 +133,16 @@ function int<T extends number>(value: ExactValue, path: string): T {
   return value as T;
 }
 
+/** What the store accepts for an Idempotency-Key (src/http/idempotency-key.ts) and its fingerprint. */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+const FINGERPRINT = /^[0-9a-f]{64}$/;
+
+/** A string of the given form: a value the store would refuse fails here, before it reaches a commit. */
+function matching(value: ExactValue, path: string, form: RegExp, expected: string): string {
+  if (typeof value !== 'string' || !form.test(value)) throw new WireFormatError(path, `expected ${expected}`);
+  return value;
+}
+
 function oneOf<T extends string>(value: ExactValue, path: string, allowed: readonly T[]): T {
   if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value))
     throw new WireFormatError(path, `expected one of ${allowed.join(', ')}`);
@@ -316,6 +326,22 @@ const COMMAND_SHAPES = {
   tick: {},
 } satisfies { readonly [K in Command['kind']]: Shape<CommandOf<K>> };
 const COMMAND_KINDS = Object.keys(COMMAND_SHAPES) as Command['kind'][];
+
+/**
+ * The command kinds a gateway sends, the only ones the engine takes over NATS: a client's own
+ * orders. Deposits, withdrawals and catalogue changes are operator commands, taken only through
+ * the engine's admin API, so a stolen gateway credential (even with the cluster key) cannot mint
+ * money. A new client command is one more entry here.
+ */
+export const GATEWAY_COMMAND_KINDS: ReadonlySet<Command['kind']> = new Set<Command['kind']>([
+  'placeOrder',
+  'placeOrders',
+  'cancelOrder',
+  'cancelClientOrder',
+  'amendOrder',
+  'cancelAllOrders',
+  'cancelAllAfter',
+]);
 const COMMAND_FIELDS = [...new Set(COMMAND_KINDS.flatMap((k) => Object.keys(COMMAND_SHAPES[k])))];
 
 export function readCommand(value: ExactValue, path = '$.command'): Command {
@@ -536,10 +562,12 @@ export type CommandRequest =
  * Why the engine did not produce a result: `unavailable` — the store could not commit
  * (StoreUnavailableError; the command changed nothing, or its fate is what a local commit failure's
  * is); `failed` — a fault in the engine process (a 500 today too); `bad_request` — the engine could
- * not read the request (another wire version, a bug): nothing was applied.
+ * not read the request (another wire version, a bug): nothing was applied; `refused` — the request
+ * is not one the engine takes over NATS (no valid MAC under the cluster key, an operator command,
+ * a deadline too far ahead): nothing was applied.
  */
-export type RemoteErrorCode = 'unavailable' | 'failed' | 'bad_request';
-const REMOTE_ERROR_CODES: readonly RemoteErrorCode[] = ['unavailable', 'failed', 'bad_request'];
+export type RemoteErrorCode = 'unavailable' | 'failed' | 'bad_request' | 'refused';
+const REMOTE_ERROR_CODES: readonly RemoteErrorCode[] = ['unavailable', 'failed', 'bad_request', 'refused'];
 
 export type CommandReply =
   | { readonly kind: 'result'; readonly result: SubmitResult }
@@ -573,8 +601,13 @@ export function decodeCommandRequest(bytes: Uint8Array): CommandRequest {
     op,
     command,
     idempotency: {
-      key: str(i.key!, '$.b.idempotency.key'),
-      fingerprint: str(i.fingerprint!, '$.b.idempotency.fingerprint'),
+      key: matching(i.key!, '$.b.idempotency.key', IDEMPOTENCY_KEY, '1 to 255 printable ASCII characters'),
+      fingerprint: matching(
+        i.fingerprint!,
+        '$.b.idempotency.fingerprint',
+        FINGERPRINT,
+        'a SHA-256 in lowercase hex',
+      ),
     },
   };
 }

@@ -9,8 +9,11 @@
  *   within the timeout): EngineUnavailableError — a StoreUnavailableError, so the HTTP layer
  *   answers 503 with Retry-After as it does for a store outage. Its `outcome` says whether the
  *   command may have been applied: `not_delivered` (certainly not) or `unknown` (it was sent, the
- *   answer was lost). The transport never sends a command twice: a caller resolves an unknown
- *   outcome itself (an Idempotency-Key retry through submitOnce, or a read of the order).
+ *   answer was lost). A command no engine received (NATS's no-responders: a failover, the standby
+ *   not subscribed yet) is sent again, byte for byte under the same id, every 50 ms for up to
+ *   `resendWindowMs` (2 s), so a failover is a pause rather than a 503; one that may have been
+ *   received is never sent again: a caller resolves an unknown outcome itself (an Idempotency-Key
+ *   retry through submitOnce, or a read of the order).
  * - the engine answered a reply too large for one NATS message with its head, and its chunks could
  *   not be fetched (the engine gone, the reply no longer held, a chunk missing or damaged, the
  *   connection lost): EngineUnavailableError, outcome `unknown` (the command was committed, or
@@ -20,8 +23,13 @@
  *
  * Every request carries a deadline (the gateway's clock + the timeout): the engine drops a request
  * that reaches it after the deadline (plus a tolerance for clock skew), so a command answered here
- * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late.
+ * with a timeout is not applied much later, e.g. after a NATS reconnect delivered it late. It also
+ * carries a unique id, and a MAC under the cluster key over the subject, the id, the deadline and
+ * the body: the engine refuses a request without a valid one, and answers an id it has seen with
+ * the first answer (a captured request replayed applies nothing).
  */
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
 import type { Command } from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
@@ -36,6 +44,7 @@ import {
   readFrame,
   readHead,
 } from './chunked.js';
+import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import {
   type CommandReply,
   type CommandRequest,
@@ -51,6 +60,14 @@ export const DEFAULT_COMMAND_SUBJECT = 'openspot.engine.commands';
 export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 /** The header holding a request's deadline, in milliseconds since the Unix epoch (decimal text). */
 export const DEADLINE_HEADER = 'OpenSpot-Deadline';
+/** The header holding a request's unique id (16 random bytes, base64url): the engine answers an id once. */
+export const COMMAND_ID_HEADER = 'OpenSpot-Command-Id';
+export const COMMAND_ID = /^[A-Za-z0-9_-]{22}$/;
+
+/** What a command's MAC covers beside its body: where it goes, its id and its deadline. */
+export function commandMacFields(subject: string, id: string, deadline: string): string[] {
+  return [subject, id, deadline];
+}
 
 /** What a gateway needs of the engine: the write half of the Exchange port. */
 export interface CommandSubmitter {
@@ -86,11 +103,23 @@ export class RemoteCommandError extends Error {
   }
 }
 
+/**
+ * How long a command that found no engine subscribed (NATS's no-responders: certainly not
+ * applied) is sent again, under the same id, before the gateway answers 503: covers a failover,
+ * where the standby subscribes some hundreds of milliseconds after the primary's connection died.
+ */
+export const DEFAULT_RESEND_WINDOW_MS = 2_000;
+const RESEND_PAUSE_MS = 50;
+
 export interface CommandClientOptions {
+  /** Every request carries a MAC under it; the engine refuses a request without a valid one. */
+  readonly key: ClusterKey;
   readonly subject?: string;
   readonly timeoutMs?: number;
   /** The clock for deadlines (tests). */
   readonly now?: () => number;
+  /** How long to resend a command no engine received (default DEFAULT_RESEND_WINDOW_MS; 0: never). */
+  readonly resendWindowMs?: number;
 }
 
 export class CommandClient implements CommandSubmitter {
@@ -99,10 +128,12 @@ export class CommandClient implements CommandSubmitter {
   private readonly now: () => number;
   /** The connection's state: a request fails at once while it is down, or as soon as it drops. */
   private readonly watch: ConnectionWatch;
+  /** Requests sent and not yet answered: when, and how to fail one should its engine be lost. */
+  private readonly sent = new Set<{ readonly at: number; lost: (error: Error) => void }>();
 
   constructor(
     private readonly nc: NatsConnection,
-    options: CommandClientOptions = {},
+    private readonly options: CommandClientOptions,
   ) {
     this.subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
@@ -126,21 +157,64 @@ export class CommandClient implements CommandSubmitter {
     throw new RemoteCommandError('bad_reply', `the engine answered a submitOnce with a ${reply.kind} reply`);
   }
 
+  /**
+   * The engine that was serving is gone (NATS answered no-responders to a ping sent at `since`):
+   * every request sent before then and still unanswered went to it and will never be answered,
+   * so it fails now, of unknown fate, instead of waiting out its timeout.
+   */
+  engineLost(since: number): void {
+    for (const request of this.sent)
+      if (request.at <= since)
+        request.lost(
+          new EngineUnavailableError(
+            'unknown',
+            'The engine was lost before it answered; the command may have been applied.',
+          ),
+        );
+  }
+
   private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
     // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
     const body = encodeCommandRequest(request);
     const h = headers();
-    h.set(DEADLINE_HEADER, String(this.now() + this.timeoutMs));
+    const id = randomBytes(16).toString('base64url');
+    const deadline = String(this.now() + this.timeoutMs);
+    h.set(COMMAND_ID_HEADER, id);
+    h.set(DEADLINE_HEADER, deadline);
+    h.set(MAC_HEADER, this.options.key.mac('command', commandMacFields(this.subject, id, deadline), body));
     let data: Uint8Array;
-    try {
-      data = (
-        await this.watch.request(
-          () => this.nc.request(this.subject, body, { timeout: this.timeoutMs, headers: h }),
-          DISCONNECTED,
-        )
-      ).data;
-    } catch (error) {
-      throw error instanceof EngineUnavailableError ? error : unavailable(error);
+    const started = this.now();
+    const resendUntil = started + (this.options.resendWindowMs ?? DEFAULT_RESEND_WINDOW_MS);
+    for (;;) {
+      const sent = { at: this.now(), lost: (_: Error) => {} };
+      try {
+        const timeout = Math.max(1, Number(deadline) - this.now());
+        const lost = new Promise<never>((_, reject) => {
+          sent.lost = reject;
+        });
+        this.sent.add(sent);
+        data = (
+          await Promise.race([
+            this.watch.request(
+              () => this.nc.request(this.subject, body, { timeout, headers: h }),
+              DISCONNECTED,
+            ),
+            lost,
+          ])
+        ).data;
+        break;
+      } catch (error) {
+        if (error instanceof EngineUnavailableError && error.outcome === 'unknown') throw error;
+        const failure = error instanceof EngineUnavailableError ? error : unavailable(error);
+        // No engine subscribed (a failover under way): nothing was applied, so the very same
+        // request (same id, deadline and MAC) goes again until an engine takes it.
+        const noEngine = error instanceof errors.RequestError && error.isNoResponders();
+        if (!noEngine || this.now() + RESEND_PAUSE_MS >= Math.min(resendUntil, Number(deadline)))
+          throw failure;
+        await sleep(RESEND_PAUSE_MS);
+      } finally {
+        this.sent.delete(sent);
+      }
     }
     // Only a reply too large for one message is a head followed by bytes.
     if (isChunkedFrame(data)) data = await this.fetchReply(data);

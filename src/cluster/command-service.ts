@@ -21,6 +21,14 @@
  * Nothing a gateway sends can crash the engine: an unreadable request is answered with a
  * `bad_request` error and applies nothing; a request without a reply subject, or reaching the
  * engine after its deadline, is dropped unapplied (nobody is waiting for its answer any more).
+ *
+ * Nothing that merely reaches NATS is trusted (docs/cluster.md, "What the engine and gateways
+ * trust"): a request is taken only with a MAC under the cluster key over its subject, id, deadline
+ * and body, a deadline no further ahead than MAX_DEADLINE_AHEAD_MS, and a command kind gateways
+ * send (GATEWAY_COMMAND_KINDS); anything else is answered `refused` and applies nothing. An id is
+ * remembered until its deadline (plus the tolerance) has passed, after which the request would be
+ * dropped as late anyway: a request seen again meanwhile — a capture replayed, a retry — gets the
+ * first one's answer and applies nothing.
  */
 import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -28,11 +36,27 @@ import type { OnceResult } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { ChunkHolder, DEFAULT_MAX_PAYLOAD, type HeldTransfer } from './chunked.js';
-import { type CommandReply, type CommandRequest, decodeCommandRequest, encodeCommandReply } from './codec.js';
-import { type CommandSubmitter, DEADLINE_HEADER, DEFAULT_COMMAND_SUBJECT } from './command-client.js';
+import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
+import {
+  type CommandReply,
+  type CommandRequest,
+  decodeCommandRequest,
+  encodeCommandReply,
+  GATEWAY_COMMAND_KINDS,
+} from './codec.js';
+import {
+  COMMAND_ID,
+  COMMAND_ID_HEADER,
+  type CommandSubmitter,
+  commandMacFields,
+  DEADLINE_HEADER,
+  DEFAULT_COMMAND_SUBJECT,
+} from './command-client.js';
 
 /** How far past its deadline a request is still applied: room for clock skew between machines. */
 export const DEFAULT_LATE_TOLERANCE_MS = 2_000;
+/** The furthest ahead a deadline may be: bounds how long an id must be remembered. */
+export const MAX_DEADLINE_AHEAD_MS = 60_000;
 
 /** How long an oversized reply is held after its last use (its head or one of its chunks was sent). */
 export const REPLY_HOLD_MS = 10_000;
@@ -41,9 +65,21 @@ export const MAX_HELD_REPLIES = 64;
 /** Bytes of oversized replies held at once, summed (the newest is always kept). */
 export const MAX_HELD_REPLY_BYTES = 256 * 1024 * 1024;
 
-export type DroppedReason = 'bad_request' | 'no_reply_subject' | 'expired';
+/**
+ * Why a request was not applied: unreadable, nowhere to answer, too late, no valid MAC
+ * (`unverified`), not a gateway's command (`operator_command`), or an id already answered (`replay`).
+ */
+export type DroppedReason =
+  | 'bad_request'
+  | 'no_reply_subject'
+  | 'expired'
+  | 'unverified'
+  | 'operator_command'
+  | 'replay';
 
 export interface CommandServiceOptions {
+  /** The cluster key every request's MAC must verify under. */
+  readonly key: ClusterKey;
   readonly subject?: string;
   readonly lateToleranceMs?: number;
   readonly now?: () => number;
@@ -66,6 +102,12 @@ export class CommandService {
   private readonly chunkSub: Subscription;
   private readonly now: () => number;
   private readonly lateToleranceMs: number;
+  private readonly subject: string;
+  /** The answer to each id seen, until its deadline (plus the tolerance) has passed; oldest first. */
+  private readonly answered = new Map<
+    string,
+    { readonly expires: number; readonly reply: Promise<CommandReply> }
+  >();
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -75,6 +117,7 @@ export class CommandService {
     this.now = options.now ?? Date.now;
     this.lateToleranceMs = options.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
     const subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
+    this.subject = subject;
     this.sub = nc.subscribe(subject, {
       callback: (error, msg) => {
         if (error === null) this.handle(msg);
@@ -110,7 +153,7 @@ export class CommandService {
   static async start(
     nc: NatsConnection,
     submitter: CommandSubmitter,
-    options: CommandServiceOptions = {},
+    options: CommandServiceOptions,
   ): Promise<CommandService> {
     const service = new CommandService(nc, submitter, options);
     await nc.flush();
@@ -159,11 +202,32 @@ export class CommandService {
       this.options.onDropped?.('no_reply_subject');
       return;
     }
-    // A request without a readable deadline (another client) is taken as it comes.
+    const now = this.now();
+    this.forgetExpired(now);
+    const id = msg.headers?.get(COMMAND_ID_HEADER) ?? '';
     const deadlineText = msg.headers?.get(DEADLINE_HEADER) ?? '';
-    const deadline = /^\d{1,15}$/.test(deadlineText) ? Number(deadlineText) : undefined;
-    if (deadline !== undefined && this.now() > deadline + this.lateToleranceMs) {
+    const mac = msg.headers?.get(MAC_HEADER);
+    if (
+      !COMMAND_ID.test(id) ||
+      !/^\d{1,15}$/.test(deadlineText) ||
+      !this.options.key.verify('command', commandMacFields(this.subject, id, deadlineText), msg.data, mac)
+    ) {
+      this.refuse(msg, 'unverified', 'the request carries no valid MAC under the cluster key');
+      return;
+    }
+    const deadline = Number(deadlineText);
+    if (now > deadline + this.lateToleranceMs) {
       this.options.onDropped?.('expired');
+      return;
+    }
+    if (deadline > now + MAX_DEADLINE_AHEAD_MS) {
+      this.refuse(msg, 'unverified', 'the request’s deadline is too far ahead');
+      return;
+    }
+    const seen = this.answered.get(id);
+    if (seen !== undefined) {
+      this.options.onDropped?.('replay');
+      this.track(seen.reply.then((reply) => this.respond(msg, reply)));
       return;
     }
     let request: CommandRequest;
@@ -178,10 +242,39 @@ export class CommandService {
       });
       return;
     }
+    if (
+      !GATEWAY_COMMAND_KINDS.has(request.command.kind) ||
+      (request.op === 'submit' && request.ledger !== undefined)
+    ) {
+      this.refuse(
+        msg,
+        'operator_command',
+        `${request.command.kind} is taken only through the engine's admin API`,
+      );
+      return;
+    }
     // The submitter is called now, in arrival order; only its answer is awaited.
-    const answered = this.answer(request).then((reply) => this.respond(msg, reply));
+    const reply = this.answer(request);
+    this.answered.set(id, { expires: deadline + this.lateToleranceMs, reply });
+    this.track(reply.then((r) => this.respond(msg, r)));
+  }
+
+  private track(answered: Promise<void>): void {
     this.inFlight.add(answered);
     void answered.finally(() => this.inFlight.delete(answered));
+  }
+
+  /** Forgets ids whose requests would now be dropped as late anyway (oldest first; a few out of order wait a little). */
+  private forgetExpired(now: number): void {
+    for (const [id, { expires }] of this.answered) {
+      if (expires >= now) return;
+      this.answered.delete(id);
+    }
+  }
+
+  private refuse(msg: Msg, reason: 'unverified' | 'operator_command', message: string): void {
+    this.options.onDropped?.(reason);
+    this.respond(msg, { kind: 'error', code: 'refused', message });
   }
 
   private async answer(request: CommandRequest): Promise<CommandReply> {

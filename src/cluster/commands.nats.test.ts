@@ -5,42 +5,42 @@
  * command is never sent twice by the transport.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { headers } from '@nats-io/transport-node';
+import { headers, type Msg } from '@nats-io/transport-node';
 import { natsConnection, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, MarketId, OrderId, Price, UserId, Volume } from '../domain/types.js';
+import type { Amount, AssetCode, MarketId, OrderId, UserId } from '../domain/types.js';
 import type { Command, CommandResult } from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
 import { openExchange } from '../sequencer/sequencer.js';
 import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { StoreUnavailableError } from '../store/store.js';
+import { ClusterKey, MAC_HEADER } from './cluster-key.js';
 import { decodeCommandReply, encodeCommandRequest, WireFormatError } from './codec.js';
 import {
+  COMMAND_ID_HEADER,
   CommandClient,
   type CommandClientOptions,
   type CommandSubmitter,
+  commandMacFields,
+  DEADLINE_HEADER,
   EngineUnavailableError,
   RemoteCommandError,
 } from './command-client.js';
 import { CommandService, type CommandServiceOptions, type DroppedReason } from './command-service.js';
+import { limit, TEST_CLUSTER_KEY } from './test-support.js';
 
+/** A limit buy of `volume` lots: a command gateways send (an operator's, like a deposit, is refused over NATS). */
+const buy = (volume: number): PlaceOrder => limit(7, 1 as MarketId, 'buy', 100, volume);
 const deposit = (amount: number): Command => ({
   kind: 'deposit',
   userId: 7 as UserId,
   asset: 'EUR' as AssetCode,
   amount: amount as Amount,
 });
-const order: PlaceOrder = {
-  kind: 'placeOrder',
-  userId: 7 as UserId,
-  marketId: 1 as MarketId,
-  side: 'buy',
-  type: 'limit',
-  price: 100 as Price,
-  volume: 3 as Volume,
-};
+const order = buy(3);
 
 interface Call {
   readonly op: 'submit' | 'submitOnce';
@@ -87,25 +87,35 @@ const settled = async (promise: Promise<unknown>, ms: number) =>
 /** A command service on its own subject, serving `engine` (stopped after the test), and a client of it. */
 async function served(
   t: TestContext,
-  serviceOptions: Omit<CommandServiceOptions, 'subject'> = {},
-  clientOptions: Omit<CommandClientOptions, 'subject'> = {},
+  serviceOptions: Partial<Omit<CommandServiceOptions, 'subject'>> = {},
+  clientOptions: Partial<Omit<CommandClientOptions, 'subject'>> = {},
 ) {
   const nc = await natsConnection(t);
   const subject = uniqueName('cmd');
   const engine = heldSubmitter();
-  const service = await CommandService.start(nc, engine, { subject, ...serviceOptions });
+  const service = await CommandService.start(nc, engine, {
+    key: TEST_CLUSTER_KEY,
+    subject,
+    ...serviceOptions,
+  });
   t.after(() => service.stop());
-  return { nc, subject, engine, service, client: new CommandClient(nc, { subject, ...clientOptions }) };
+  return {
+    nc,
+    subject,
+    engine,
+    service,
+    client: new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject, ...clientOptions }),
+  };
 }
 
 describe('commands over NATS request/reply', natsSuite(), () => {
   test('a submit is answered with the engine’s result only after the submitter resolves, exactly', async (t) => {
     const { engine, client } = await served(t);
 
-    const answer = client.submit(deposit(2 ** 53 - 1), { reference: 'wire-42' });
+    const answer = client.submit(buy(2 ** 53 - 1));
     const call = await engine.called();
-    assert.deepEqual(call.command, deposit(2 ** 53 - 1));
-    assert.deepEqual(call.meta, { reference: 'wire-42' });
+    assert.deepEqual(call.command, buy(2 ** 53 - 1));
+    assert.equal(call.meta, undefined);
     assert.equal(await settled(answer, 150), false, 'no answer before the commit');
     const result: CommandResult = {
       ok: true,
@@ -125,10 +135,10 @@ describe('commands over NATS request/reply', natsSuite(), () => {
 
   test('requests reach the submitter in order without waiting for each other (group commit stays possible)', async (t) => {
     const { engine, client } = await served(t);
-    const answers = [1, 2, 3].map((n) => client.submit(deposit(n)));
+    const answers = [1, 2, 3].map((n) => client.submit(buy(n)));
     while (engine.calls.length < 3) await engine.called();
     assert.deepEqual(
-      engine.calls.map((c) => (c.command as { amount: number }).amount),
+      engine.calls.map((c) => (c.command as { volume: number }).volume),
       [1, 2, 3],
     );
     // Settled in reverse: each answer goes back to its own request whatever the order.
@@ -164,7 +174,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     const failures: unknown[] = [];
     const { engine, client } = await served(t, { onFailed: (e) => failures.push(e) });
 
-    const outage = client.submit(deposit(1));
+    const outage = client.submit(buy(1));
     (await engine.called()).settle(new StoreUnavailableError('The store could not commit; retry later.'));
     await assert.rejects(outage, (e: unknown) => {
       assert.ok(e instanceof StoreUnavailableError && !(e instanceof EngineUnavailableError));
@@ -172,7 +182,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       return true;
     });
 
-    const fault = client.submit(deposit(2));
+    const fault = client.submit(buy(2));
     (await engine.called()).settle(new Error('secret internals: password=hunter2'));
     await assert.rejects(fault, (e: unknown) => {
       assert.ok(e instanceof RemoteCommandError);
@@ -183,24 +193,83 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     assert.equal(failures.length, 1, 'the engine keeps the cause for its own log');
   });
 
-  test('no engine subscribed: EngineUnavailableError (not delivered) at once, not after the timeout', async (t) => {
+  test('no engine subscribed: EngineUnavailableError (not delivered) after the resend window, not after the timeout', async (t) => {
     const nc = await natsConnection(t);
-    const client = new CommandClient(nc, { subject: uniqueName('cmd'), timeoutMs: 5_000 });
+    const client = new CommandClient(nc, {
+      key: TEST_CLUSTER_KEY,
+      subject: uniqueName('cmd'),
+      timeoutMs: 5_000,
+      resendWindowMs: 300,
+    });
     const started = performance.now();
-    await assert.rejects(client.submit(deposit(1)), (e: unknown) => {
+    await assert.rejects(client.submit(buy(1)), (e: unknown) => {
       assert.ok(e instanceof EngineUnavailableError, String(e));
       assert.ok(e instanceof StoreUnavailableError, 'mapped to 503 like a store outage');
       assert.equal(e.outcome, 'not_delivered');
       return true;
     });
-    assert.ok(performance.now() - started < 1_000, `took ${performance.now() - started} ms`);
+    const took = performance.now() - started;
+    assert.ok(took >= 250 && took < 1_500, `took ${took} ms`);
+  });
+
+  test('an engine lost with a request in flight: the request fails at once as of unknown fate, not after the timeout', async (t) => {
+    const subject = uniqueName('cmd');
+    const engineNc = await natsConnection(t, 'doomed');
+    const doomed = heldSubmitter();
+    await CommandService.start(engineNc, doomed, { key: TEST_CLUSTER_KEY, subject });
+    const nc = await natsConnection(t);
+    const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 5_000 });
+    const answer = client.submit(buy(1));
+    await doomed.called();
+    await engineNc.close(); // its process died: the request it took will never be answered
+    const started = performance.now();
+    client.engineLost(Date.now()); // what a gateway does when its ping finds no engine
+    await assert.rejects(answer, (e: unknown) => {
+      assert.ok(e instanceof EngineUnavailableError, String(e));
+      assert.equal(e.outcome, 'unknown');
+      return true;
+    });
+    assert.ok(performance.now() - started < 200, 'at once');
+    // A request sent after the loss is not failed by it.
+    const later = client.submit(buy(2));
+    client.engineLost(Date.now() - 1_000);
+    const live = heldSubmitter();
+    const service = await CommandService.start(nc, live, { key: TEST_CLUSTER_KEY, subject });
+    t.after(() => service.stop());
+    (await live.called()).settle({ ok: true, events: [] });
+    assert.deepEqual(await later, { ok: true, events: [] });
+  });
+
+  test('a failover: a command sent while no engine is subscribed is answered once the next one subscribes, applied once', async (t) => {
+    const nc = await natsConnection(t);
+    const subject = uniqueName('cmd');
+    const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 5_000 });
+    const engine = heldSubmitter();
+    const dropped: DroppedReason[] = [];
+    const started = performance.now();
+    const answer = client.submit(buy(9));
+    // The standby takes over 400 ms later (as after a SIGKILL of the primary: about 0.3-0.8 s).
+    await sleep(400);
+    const standby = await CommandService.start(await natsConnection(t, 'standby'), engine, {
+      key: TEST_CLUSTER_KEY,
+      subject,
+      onDropped: (reason) => dropped.push(reason),
+    });
+    t.after(() => standby.stop());
+    (await engine.called()).settle({ ok: true, events: [] });
+    assert.deepEqual(await answer, { ok: true, events: [] }, 'the normal answer, no 503');
+    const took = performance.now() - started;
+    assert.ok(took < 1_400, `answered ${took} ms after it was sent: within a second of the takeover`);
+    await sleep(100);
+    assert.equal(engine.calls.length, 1, 'applied once');
+    assert.deepEqual(dropped, []);
   });
 
   test('a closed NATS connection: EngineUnavailableError (not delivered) at once', async (t) => {
     const nc = await natsConnection(t);
-    const client = new CommandClient(nc, { subject: uniqueName('cmd') });
+    const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject: uniqueName('cmd') });
     await nc.close();
-    await assert.rejects(client.submit(deposit(1)), (e: unknown) => {
+    await assert.rejects(client.submit(buy(1)), (e: unknown) => {
       assert.ok(e instanceof EngineUnavailableError, String(e));
       assert.equal(e.outcome, 'not_delivered');
       return true;
@@ -209,7 +278,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
 
   test('no answer in time: EngineUnavailableError (outcome unknown), and the command is not sent again', async (t) => {
     const { engine, service, client } = await served(t, {}, { timeoutMs: 200 });
-    await assert.rejects(client.submit(deposit(5)), (e: unknown) => {
+    await assert.rejects(client.submit(buy(5)), (e: unknown) => {
       assert.ok(e instanceof EngineUnavailableError);
       assert.equal(e.outcome, 'unknown');
       return true;
@@ -227,8 +296,13 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       onDropped: (reason) => dropped.push(reason),
     });
     // A gateway whose clock says the request expired long ago (as a request delivered late would be).
-    const late = new CommandClient(nc, { subject, timeoutMs: 200, now: () => Date.now() - 60_000 });
-    await assert.rejects(late.submit(deposit(1)), EngineUnavailableError);
+    const late = new CommandClient(nc, {
+      key: TEST_CLUSTER_KEY,
+      subject,
+      timeoutMs: 200,
+      now: () => Date.now() - 60_000,
+    });
+    await assert.rejects(late.submit(buy(1)), EngineUnavailableError);
     nc.publish(subject, new Uint8Array([1, 2, 3]));
     await nc.flush();
     await sleep(50);
@@ -236,32 +310,24 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     assert.equal(engine.calls.length, 0);
   });
 
-  test('garbage on the command subject is answered bad_request and the engine keeps serving', async (t) => {
+  test('garbage under a valid MAC is answered bad_request and the engine keeps serving', async (t) => {
     const { nc, subject, engine, client } = await served(t);
     for (const junk of [
       '',
       '{"v":1,"t":"command","b":{"op":"\'submit","command":{"kind":"\'deposit"}}}',
       '\u0000\u00ff',
     ]) {
-      const reply = decodeCommandReply((await nc.request(subject, junk, { timeout: 2_000 })).data);
+      const body = new TextEncoder().encode(junk);
+      const reply = decodeCommandReply(
+        (await nc.request(subject, body, { timeout: 2_000, headers: signed(subject, body) })).data,
+      );
       assert.equal(reply.kind, 'error');
       assert.equal(reply.kind === 'error' && reply.code, 'bad_request');
     }
-    const answer = client.submit(deposit(3));
+    const answer = client.submit(buy(3));
     (await engine.called()).settle({ ok: true, events: [] });
     assert.deepEqual(await answer, { ok: true, events: [] });
     assert.equal(engine.calls.length, 1);
-    // A well-formed request from a client that sets other headers but no deadline is served.
-    const h = headers();
-    h.set('Other', 'x');
-    const [reply] = await Promise.all([
-      nc.request(subject, encodeCommandRequest({ op: 'submit', command: deposit(4) }), {
-        timeout: 2_000,
-        headers: h,
-      }),
-      engine.called().then((call) => call.settle({ ok: true, events: [] })),
-    ]);
-    assert.deepEqual(decodeCommandReply(reply.data), { kind: 'result', result: { ok: true, events: [] } });
   });
 
   test('a reply this gateway cannot read is a RemoteCommandError, not a crash', async (t) => {
@@ -272,17 +338,20 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     });
     t.after(() => sub.unsubscribe());
     await nc.flush();
-    await assert.rejects(new CommandClient(nc, { subject }).submit(deposit(1)), (e: unknown) => {
-      assert.ok(e instanceof RemoteCommandError);
-      assert.equal(e.code, 'bad_reply');
-      assert.ok(e.cause instanceof WireFormatError);
-      return true;
-    });
+    await assert.rejects(
+      new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject }).submit(buy(1)),
+      (e: unknown) => {
+        assert.ok(e instanceof RemoteCommandError);
+        assert.equal(e.code, 'bad_reply');
+        assert.ok(e.cause instanceof WireFormatError);
+        return true;
+      },
+    );
   });
 
   test('stop() lets the requests already taken finish and be answered', async (t) => {
     const { engine, service, client } = await served(t, {}, { timeoutMs: 500 });
-    const answer = client.submit(deposit(1));
+    const answer = client.submit(buy(1));
     const call = await engine.called();
     const stopped = service.stop();
     assert.equal(await settled(stopped, 50), false, 'stop waits for the answer in flight');
@@ -290,7 +359,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     await stopped;
     assert.deepEqual(await answer, { ok: true, events: [] });
     await assert.rejects(
-      client.submit(deposit(2)),
+      client.submit(buy(2)),
       (e: unknown) => e instanceof EngineUnavailableError && e.outcome === 'not_delivered',
     );
   });
@@ -303,7 +372,10 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       submitOnce: () => new Promise(() => undefined),
     };
     const subject = uniqueName('cmd');
-    const zombie = await CommandService.start(await natsConnection(t, 'frozen'), frozen, { subject });
+    const zombie = await CommandService.start(await natsConnection(t, 'frozen'), frozen, {
+      key: TEST_CLUSTER_KEY,
+      subject,
+    });
     t.after(() => void zombie.stop());
     let applied = 0;
     const live: CommandSubmitter = {
@@ -314,11 +386,11 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       submitOnce: async () => ({ kind: 'mismatch' }),
     };
     const nc = await natsConnection(t);
-    const service = await CommandService.start(nc, live, { subject });
+    const service = await CommandService.start(nc, live, { key: TEST_CLUSTER_KEY, subject });
     t.after(() => service.stop());
-    const client = new CommandClient(nc, { subject, timeoutMs: 2_000 });
+    const client = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 2_000 });
     const answered = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) => client.submit(deposit(i + 1))),
+      Array.from({ length: 20 }, (_, i) => client.submit(buy(i + 1))),
     );
     assert.deepEqual(
       answered.map((a) => a.status),
@@ -328,37 +400,152 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     assert.equal(applied, 20);
   });
 
-  test('with a real exchange behind it: a deposit, its duplicate reference and a refusal are answered as in one process', async (t) => {
+  test('with a real exchange behind it: an order is answered as in one process; deposits, withdrawals and catalogue changes are refused and change nothing', async (t) => {
     const nc = await natsConnection(t);
     const subject = uniqueName('cmd');
     const exchange = await openExchange({ store: asyncStore(SqliteStore.open({ path: ':memory:' })) });
     t.after(() => exchange.close());
-    const service = await CommandService.start(nc, exchange, { subject });
+    await exchange.submit({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 });
+    await exchange.submit(deposit(123_456));
+    const dropped: DroppedReason[] = [];
+    const service = await CommandService.start(nc, exchange, {
+      key: TEST_CLUSTER_KEY,
+      subject,
+      onDropped: (reason) => dropped.push(reason),
+    });
     t.after(() => service.stop());
-    const gateway = new CommandClient(nc, { subject });
-    const asset = await gateway.submit({
-      kind: 'createAsset',
-      code: 'EUR',
-      name: 'Euro',
-      type: 'fiat',
-      decimals: 2,
+    const gateway = new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject });
+    const refusedOrder = await gateway.submit(buy(1));
+    assert.equal(
+      !refusedOrder.ok && refusedOrder.error.code,
+      'unknown_market',
+      'a gateway’s order is applied',
+    );
+    const operatorCommands: Command[] = [
+      deposit(5_000_000),
+      { kind: 'withdraw', userId: 7 as UserId, asset: 'EUR' as AssetCode, amount: 1 as Amount },
+      { kind: 'createAsset', code: 'XXX', name: 'x', type: 'crypto', decimals: 8 },
+    ];
+    for (const command of operatorCommands)
+      await assert.rejects(gateway.submit(command, { reference: 'forged' }), (e: unknown) => {
+        assert.ok(e instanceof RemoteCommandError, String(e));
+        assert.equal(e.code, 'refused');
+        assert.match(e.message, /admin API/);
+        return true;
+      });
+    assert.deepEqual(dropped, ['operator_command', 'operator_command', 'operator_command']);
+    const balances = await exchange.readCommitted(() => exchange.balances(7 as UserId));
+    assert.deepEqual(
+      balances.map((b) => [b.asset, b.available]),
+      [['EUR', 123_456]],
+      'no money minted, none taken',
+    );
+    assert.equal(
+      exchange.catalogue.assets().some((a) => a.code === 'XXX'),
+      false,
+    );
+  });
+
+  test('a request without a valid MAC under the cluster key is refused and applies nothing', async (t) => {
+    const dropped: DroppedReason[] = [];
+    const { nc, subject, engine, client } = await served(t, { onDropped: (reason) => dropped.push(reason) });
+    const body = encodeCommandRequest({ op: 'submit', command: buy(1) });
+    const other = ClusterKey.random();
+    const deadline = String(Date.now() + 5_000);
+    const tampered = encodeCommandRequest({ op: 'submit', command: buy(2) });
+    const attempts: Array<[string, Uint8Array, ReturnType<typeof headers> | undefined]> = [
+      ['no headers at all', body, undefined],
+      ['signed under another key', body, signed(subject, body, { key: other })],
+      [
+        'another body under a genuine MAC',
+        tampered,
+        signed(subject, body, { deadline, into: signed(subject, tampered, { deadline }) }),
+      ],
+      [
+        'a later deadline under a genuine MAC',
+        body,
+        withHeader(
+          signed(subject, body, { deadline }),
+          'OpenSpot-Deadline',
+          String(Number(deadline) + 60_000),
+        ),
+      ],
+      ['signed for another subject', body, signed(`${subject}.other`, body)],
+      ['a deadline too far ahead', body, signed(subject, body, { deadline: String(Date.now() + 3_600_000) })],
+    ];
+    for (const [what, data, h] of attempts) {
+      const reply = decodeCommandReply(
+        (await nc.request(subject, data, { timeout: 2_000, ...(h === undefined ? {} : { headers: h }) }))
+          .data,
+      );
+      assert.equal(reply.kind === 'error' && reply.code, 'refused', what);
+    }
+    assert.deepEqual(dropped, Array(attempts.length).fill('unverified'));
+    assert.equal(engine.calls.length, 0, 'nothing reached the engine');
+    // The genuine client still gets through.
+    const answer = client.submit(buy(3));
+    (await engine.called()).settle({ ok: true, events: [] });
+    assert.deepEqual(await answer, { ok: true, events: [] });
+  });
+
+  test('a genuine request captured and replayed byte for byte applies nothing the second time: it gets the first answer', async (t) => {
+    const dropped: DroppedReason[] = [];
+    const { nc, subject, engine, client } = await served(t, { onDropped: (reason) => dropped.push(reason) });
+    // Someone who can read the command subject records what a gateway sends.
+    const captured: Msg[] = [];
+    const spyConnection = await natsConnection(t, 'spy');
+    spyConnection.subscribe(subject, {
+      callback: (_e, m) => {
+        captured.push(m);
+      },
     });
-    assert.equal(asset.ok, true);
-    const first = await gateway.submit(deposit(123_456), { reference: 'ref-1' });
-    assert.equal(first.ok, true);
-    assert.equal(first.recorded?.amount, 123_456);
-    const again = await gateway.submit(deposit(123_456), { reference: 'ref-1' });
-    assert.equal(again.duplicate, true, 'the reference was already used: nothing new');
-    assert.deepEqual(again.recorded, first.recorded);
-    const [balance] = await exchange.readCommitted(() => exchange.balances(7 as UserId));
-    assert.equal(balance?.available, 123_456);
-    const refused = await gateway.submit({
-      kind: 'withdraw',
-      userId: 7 as UserId,
-      asset: 'EUR' as AssetCode,
-      amount: (10 ** 9) as Amount,
-    });
-    assert.equal(refused.ok, false);
-    assert.equal(!refused.ok && refused.error.code, 'insufficient_funds');
+    await spyConnection.flush();
+    const answer = client.submit(buy(4));
+    const call = await engine.called();
+    const result: CommandResult = { ok: false, error: { code: 'insufficient_funds', message: 'no' } };
+    call.settle(result);
+    assert.deepEqual(await answer, result);
+    await waitFor(() => captured.length === 1);
+    const genuine = captured[0]!;
+    const replayed = await nc.request(subject, genuine.data, { timeout: 2_000, headers: genuine.headers! });
+    assert.deepEqual(decodeCommandReply(replayed.data), { kind: 'result', result });
+    assert.equal(engine.calls.length, 1, 'applied once');
+    assert.deepEqual(dropped, ['replay']);
   });
 });
+
+/** Headers of a request signed as a CommandClient signs them (or with the given key, id, deadline). */
+function signed(
+  subject: string,
+  body: Uint8Array,
+  options: {
+    readonly key?: ClusterKey;
+    readonly deadline?: string;
+    readonly id?: string;
+    readonly into?: ReturnType<typeof headers>;
+  } = {},
+) {
+  const id = options.id ?? randomBytes(16).toString('base64url');
+  const deadline = options.deadline ?? String(Date.now() + 5_000);
+  const h = options.into ?? headers();
+  h.set(COMMAND_ID_HEADER, id);
+  h.set(DEADLINE_HEADER, deadline);
+  h.set(
+    MAC_HEADER,
+    (options.key ?? TEST_CLUSTER_KEY).mac('command', commandMacFields(subject, id, deadline), body),
+  );
+  return h;
+}
+
+function withHeader(h: ReturnType<typeof headers>, name: string, value: string) {
+  h.set(name, value);
+  return h;
+}
+
+async function waitFor(condition: () => boolean, ms = 2_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await sleep(10);
+  }
+}

@@ -19,7 +19,7 @@
  * A small HTTP port (ENGINE_PORT) serves /healthz, /readyz, /metrics and the admin API.
  */
 import { mkdirSync } from 'node:fs';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { resolveAdminToken } from '../admin/admin-token.js';
@@ -41,51 +41,13 @@ import {
   type BatchStreamConfig,
   StreamForkError,
 } from './batch-stream.js';
+import { ClusterKey } from './cluster-key.js';
 import { CommandService } from './command-service.js';
-import { ConnectionWatch } from './connection-watch.js';
 import type { ExactValue } from './exact-json.js';
-import { DEFAULT_PING_SUBJECT, DEFAULT_SNAPSHOT_SUBJECT, servePing, serveSnapshots } from './snapshot.js';
-
-export interface ClusterSettings {
-  readonly natsUrl: string;
-  /** Stream name and subject (OPENSPOT_STREAM, OPENSPOT_STREAM_SUBJECT; tests use their own). */
-  readonly stream: Partial<BatchStreamConfig>;
-  /** Prefix of the command, snapshot and ping subjects (OPENSPOT_SUBJECT_PREFIX; default `openspot.engine`). */
-  readonly subjectPrefix: string;
-}
-
-export function clusterSettings(env: NodeJS.ProcessEnv): ClusterSettings {
-  const stream: { stream?: string; subject?: string } = {};
-  if (env.OPENSPOT_STREAM) stream.stream = env.OPENSPOT_STREAM;
-  if (env.OPENSPOT_STREAM_SUBJECT) stream.subject = env.OPENSPOT_STREAM_SUBJECT;
-  return {
-    natsUrl: env.NATS_URL?.trim() || 'nats://127.0.0.1:4222',
-    stream,
-    subjectPrefix: env.OPENSPOT_SUBJECT_PREFIX?.trim() || 'openspot.engine',
-  };
-}
-
-export const subjects = (prefix: string) => ({
-  commands: `${prefix}.commands`,
-  snapshot: prefix === 'openspot.engine' ? DEFAULT_SNAPSHOT_SUBJECT : `${prefix}.snapshot`,
-  ping: prefix === 'openspot.engine' ? DEFAULT_PING_SUBJECT : `${prefix}.ping`,
-  /** `{"userId":…}` after a key is revoked: every gateway closes that user's private subscriptions. */
-  keyRevoked: `${prefix}.key-revoked`,
-});
-
-export async function connectNats(url: string, name: string): Promise<NatsConnection> {
-  // Reconnects for ever: NATS coming back must never need a restart of this process.
-  const nc = await connect({
-    servers: url,
-    name,
-    timeout: 5_000,
-    reconnectTimeWait: 250,
-    maxReconnectAttempts: -1,
-  });
-  // Watched from the start, so a request while disconnected fails at once (connection-watch.ts).
-  ConnectionWatch.of(nc);
-  return nc;
-}
+import { RefusalAlarm } from './refusal-alarm.js';
+import { clusterSettings, connectNats, describeNats, subjects } from './settings.js';
+import { servePing, serveSnapshots } from './snapshot.js';
+import { serveStandbyProbes } from './standby-probes.js';
 
 export interface RunningEngine {
   readonly exchange: LocalExchange;
@@ -104,8 +66,14 @@ export async function startEngine(
   const cluster = clusterSettings(env);
   const names = subjects(cluster.subjectPrefix);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const key = ClusterKey.fromEnvOrFile(config.dataDir, env, config.production);
   const metrics = new Metrics();
+  const alarm = new RefusalAlarm(logger, metrics);
   let fatal: (() => void) | undefined;
+  // A standby answers its probes while it waits, on the port it will serve from once it takes over.
+  const standby = options.standby ? await serveStandbyProbes(config.host, options.port) : undefined;
+  if (standby !== undefined) logger.info({ url: standby.url }, 'standby: probes listening (readyz: standby)');
+  const port = standby?.port ?? options.port;
   const { store } = await openConfiguredStore(
     config,
     false,
@@ -120,6 +88,7 @@ export async function startEngine(
     },
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
+  await standby?.close();
   let exchange: LocalExchange;
   try {
     exchange = await openExchange({
@@ -135,16 +104,18 @@ export async function startEngine(
   const seeded = await seedCatalogue(exchange, config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
 
-  const nc = await connectNats(cluster.natsUrl, 'openspot-engine');
+  const nc = await connectNats(cluster.nats, 'openspot-engine');
   let stopping = false;
   const served = await serveCluster(exchange, nc, {
     stream: cluster.stream,
     subjects: names,
     logger,
+    key,
+    alarm,
     takesCommands: () => !stopping,
     onFatal: () => fatal?.(),
   });
-  logger.info({ nats: redactUrl(cluster.natsUrl), subject: names.commands }, 'taking commands over NATS');
+  logger.info({ nats: describeNats(cluster.nats), subject: names.commands }, 'taking commands over NATS');
 
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
@@ -156,6 +127,7 @@ export async function startEngine(
     isWritable: () => exchange.isReady(),
     storeName: 'postgresql',
     unavailableReason: () => unavailableReason(exchange.notReadyCause()),
+    alarm: () => alarm.current(),
   });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
@@ -167,7 +139,7 @@ export async function startEngine(
     onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
-  const { url } = await listenOn(app, config.host, options.port);
+  const { url } = await listenOn(app, config.host, port);
   logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
 
   const close = async (): Promise<void> => {
@@ -189,6 +161,10 @@ export interface ServeClusterOptions {
   readonly stream: Partial<BatchStreamConfig>;
   readonly subjects: ReturnType<typeof subjects>;
   readonly logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** Commands are taken, and batches published, with a MAC under this key. */
+  readonly key: ClusterKey;
+  /** Told of every command refused and every stream message set aside (default: the log only). */
+  readonly alarm?: RefusalAlarm;
   /** False once the engine is stopping: the ping then says so. */
   readonly takesCommands?: () => boolean;
   /** The stream forked (another engine published): the process should stop. */
@@ -215,7 +191,11 @@ export async function serveCluster(
 ): Promise<ServedCluster> {
   const { logger } = options;
   const names = options.subjects;
-  const publisher = await BatchPublisher.open(nc, options.stream);
+  const alarm = options.alarm ?? new RefusalAlarm(logger, undefined);
+  const publisher = await BatchPublisher.open(nc, options.stream, {
+    key: options.key,
+    onSetAside: ({ streamSequence, reason }) => alarm.refused('batch', reason, { streamSequence }),
+  });
   let retries = 0;
   const queue = new BatchPublishQueue(publisher, {
     onDropped: (sequence, reason) =>
@@ -273,10 +253,20 @@ export async function serveCluster(
     { sequence: () => streamOffset + exchange.view.sequence },
   );
   const takesCommands = options.takesCommands ?? (() => true);
-  const ping = servePing(nc, () => takesCommands() && exchange.isWritable(), names.ping);
+  const ping = servePing(
+    nc,
+    () => takesCommands() && exchange.isWritable(),
+    names.ping,
+    () => streamOffset + exchange.feed.head(),
+  );
   const service = await CommandService.start(nc, exchange, {
     subject: names.commands,
-    onDropped: (reason) => logger.warn({ reason }, 'a command request was dropped unapplied'),
+    key: options.key,
+    onDropped: (reason) => {
+      if (reason === 'unverified' || reason === 'operator_command' || reason === 'replay')
+        alarm.refused('command', reason);
+      else logger.warn({ reason }, 'a command request was dropped unapplied');
+    },
     onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
   });
   await nc.flush();
@@ -292,9 +282,4 @@ export async function serveCluster(
       ping.unsubscribe();
     },
   };
-}
-
-/** A NATS URL without its credentials, for the log. */
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
 }

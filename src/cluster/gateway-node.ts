@@ -6,14 +6,17 @@
  */
 import { mkdirSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.js';
+import { type Config, ConfigError } from '../config/config.js';
 import { listenOn } from '../http/listen.js';
 import { pagesPlugin } from '../http/pages.js';
 import { Metrics } from '../metrics.js';
 import { mountInterface } from '../server.js';
 import { openGatewayStore } from '../store/open-store.js';
-import { clusterSettings, connectNats, subjects } from './engine-node.js';
+import { ClusterKey } from './cluster-key.js';
+import { RefusalAlarm } from './refusal-alarm.js';
 import { RemoteExchange } from './remote-exchange.js';
+import { SECRETS_KEY_MISMATCH, SecretsKeyCheck } from './secrets-check.js';
+import { clusterSettings, connectNats, subjects } from './settings.js';
 
 export interface RunningGateway {
   readonly exchange: RemoteExchange;
@@ -29,14 +32,20 @@ export async function startGateway(
   const cluster = clusterSettings(env);
   const names = subjects(cluster.subjectPrefix);
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const key = ClusterKey.fromEnvOrFile(config.dataDir, env, config.production);
+  const metrics = new Metrics();
+  const alarm = new RefusalAlarm(logger, metrics);
   const store = await openGatewayStore(config);
-  const nc = await connectNats(cluster.natsUrl, 'openspot-gateway');
+  const nc = await connectNats(cluster.nats, 'openspot-gateway');
   let exchange: RemoteExchange;
   try {
     exchange = await RemoteExchange.open({
       nc,
       store,
       logger,
+      key,
+      alarm,
+      maxLagMs: cluster.maxLagMs,
       stream: cluster.stream,
       commandSubject: names.commands,
       snapshotSubject: names.snapshot,
@@ -47,7 +56,6 @@ export async function startGateway(
     await store.close();
     throw error;
   }
-  const metrics = new Metrics();
   metrics.watchExchange(exchange);
   let shuttingDown = false;
   const front = await mountInterface({
@@ -60,9 +68,24 @@ export async function startGateway(
     metrics,
     isShuttingDown: () => shuttingDown,
     storeName: 'postgresql',
-    unavailableReason: () => 'engine unreachable',
+    unavailableReason: () => exchange.notReadyReason() ?? 'engine unreachable',
+    alarm: () => alarm.current(),
   });
   const { app } = front;
+  // A SECRETS_KEY other than the engine's would refuse every signed request: refuse to start
+  // instead, and later stop being ready should a key appear that this one cannot open.
+  const secrets = new SecretsKeyCheck(front.vault, () => store.newestSealedSecret());
+  if (!(await secrets.check())) {
+    await app.close();
+    await exchange.close();
+    await nc.close();
+    await store.close();
+    throw new ConfigError(
+      `${SECRETS_KEY_MISMATCH}: the engine sealed them under another key; give this gateway the engine's SECRETS_KEY (or DATA_DIR/secrets.key).`,
+    );
+  }
+  secrets.watch();
+  exchange.addReadinessCheck(() => secrets.notReadyReason());
   // A key revoked through the engine's admin API: its private subscriptions here end too.
   const revocations = nc.subscribe(names.keyRevoked, {
     callback: (error, msg) => {
@@ -91,6 +114,7 @@ export async function startGateway(
     async close() {
       if (shuttingDown) return;
       shuttingDown = true;
+      secrets.stop();
       revocations.unsubscribe();
       await app.close();
       await exchange.close();

@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { natsConnection, natsSuite } from '../../test/support/nats.js';
 import { waitUntil } from '../../test/support/polling.js';
 import type { MarketId, UserId } from '../domain/types.js';
@@ -21,6 +22,7 @@ import { BatchPublisher } from './batch-stream.js';
 import { EngineUnavailableError } from './command-client.js';
 import { serveCluster } from './engine-node.js';
 import type { ExactValue } from './exact-json.js';
+import { LAGGING } from './remote-exchange.js';
 import { type EngineSnapshot, serveSnapshots } from './snapshot.js';
 import {
   asset,
@@ -31,6 +33,7 @@ import {
   memoryExchange,
   openGateway,
   silent,
+  TEST_CLUSTER_KEY,
   testStream,
   withoutSequence,
 } from './test-support.js';
@@ -46,21 +49,62 @@ const sell = (userId: number, price: number, volume: number) => limit(userId, ma
 const until = (check: () => boolean, what: string) => waitUntil(check, what, 5_000);
 
 describe('a gateway on a remote engine', natsSuite(), () => {
+  test('readiness tells the truth: a feed that stands still while the engine commits takes the gateway out after the lag, and back once it catches up', async (t) => {
+    const nc = await natsConnection(t, 'engine');
+    const gatewayNc = await natsConnection(t, 'gateway');
+    const cluster = testStream(t, 'GW_LAG');
+    const exchange = await engine(t);
+    await exchange.submit(deposit(7, 'BTC', 1_000));
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream: cluster.stream,
+      subjects: cluster.names,
+      logger: silent,
+    });
+    t.after(() => served.close());
+    const remote = await openGateway(t, gatewayNc, cluster, { pingIntervalMs: 100, maxLagMs: 600 });
+    assert.ok((await remote.submit(sell(7, 30_000, 1))).ok);
+    await until(() => remote.book(market, 1).asks.length === 1, 'the first order in the view');
+    assert.equal(remote.notReadyReason(), undefined);
+
+    // The stream stops taking the engine's batches (as garbage or a full disk would stop it):
+    // commands are still committed and answered, the gateway's book stands still.
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.update(cluster.stream.stream, { max_msg_size: 16 });
+    const stalledAt = Date.now();
+    assert.ok((await remote.submit(sell(7, 31_000, 1))).ok, 'the engine still commits');
+    await until(() => remote.notReadyReason() === LAGGING, 'not ready: behind the engine');
+    const after = Date.now() - stalledAt;
+    assert.ok(after >= 600, `not ready only after the lag allowed (${after} ms)`);
+    assert.equal(remote.isWritable(), false, '/readyz answers 503');
+    assert.equal(remote.book(market, 2).asks.length, 1, 'the book did stand still');
+
+    // The stream takes batches again: the view catches up and the gateway is ready again.
+    await jsm.streams.update(cluster.stream.stream, { max_msg_size: -1 });
+    await until(() => remote.book(market, 2).asks.length === 2, 'the view caught up');
+    await until(() => remote.notReadyReason() === undefined, 'ready again');
+  });
+
   test('commands go to the engine; the view follows its batches; an engine gone makes it unwritable', async (t) => {
     const nc = await natsConnection(t, 'engine');
     const gatewayNc = await natsConnection(t, 'gateway');
     const cluster = testStream(t, 'GW_BATCHES');
     const { stream, names } = cluster;
     const exchange = await engine(t);
-    const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    const served = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger: silent,
+    });
     const remote = await openGateway(t, gatewayNc, cluster, { pingIntervalMs: 100 });
     assert.equal(remote.catalogue.markets().length, 1);
     // What an adapter keeps at start (routes take the catalogue at registration).
     const kept = remote.catalogue;
     let reloads = 0;
     remote.onRestored(() => reloads++);
-    await remote.submit(deposit(7, 'BTC', 500));
-    await remote.submit(deposit(9, 'EUR', 10_000_000));
+    await exchange.submit(deposit(7, 'BTC', 500));
+    await exchange.submit(deposit(9, 'EUR', 10_000_000));
     const placed = await remote.submit(sell(7, 30_000, 200));
     assert.ok(placed.ok);
     // A buyer takes part of it: a trade, candles, balances of both sides in one batch.
@@ -74,7 +118,7 @@ describe('a gateway on a remote engine', natsSuite(), () => {
 
     // The engine stops: commands are refused at once as not delivered, and readiness follows.
     await served.close();
-    await assert.rejects(remote.submit(deposit(7, 'BTC', 1)), (error: unknown) => {
+    await assert.rejects(remote.submit(sell(7, 30_000, 1)), (error: unknown) => {
       assert.ok(error instanceof EngineUnavailableError);
       assert.equal(error.outcome, 'not_delivered');
       return true;
@@ -85,14 +129,19 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     // reset changes nothing, so the gateway goes on without a reload (decision 101).
     let restored = 0;
     remote.onRestored(() => restored++);
-    const again = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+    const again = await serveCluster(exchange, nc, {
+      key: TEST_CLUSTER_KEY,
+      stream,
+      subjects: names,
+      logger: silent,
+    });
     t.after(() => again.close());
     await until(() => remote.isWritable(), 'isWritable() true again');
     // A market created after the reload is seen through the catalogue kept from before it.
-    await remote.submit(asset('ETH'));
-    await remote.submit(eurMarket('ETH'));
+    await exchange.submit(asset('ETH'));
+    await exchange.submit(eurMarket('ETH'));
     await until(() => kept.marketByName('ETH/EUR') !== undefined, 'the new market in the kept catalogue');
-    await remote.submit(deposit(8, 'EUR', 1_000));
+    await exchange.submit(deposit(8, 'EUR', 1_000));
     await until(() => remote.balances(8 as UserId).some((b) => b.available === 1_000), 'the new batch');
     assert.deepEqual(withoutSequence(remote.view.snapshot()), withoutSequence(exchange.view.snapshot()));
     assert.equal(restored, 0, 'the reset (before these batches in the stream) reloaded nothing');
@@ -114,7 +163,12 @@ describe('a gateway on a remote engine', natsSuite(), () => {
     const start = async () => {
       const store = asyncStore(SqliteStore.open({ path }));
       const exchange = await openExchange({ store });
-      const served = await serveCluster(exchange, nc, { stream, subjects: names, logger: silent });
+      const served = await serveCluster(exchange, nc, {
+        key: TEST_CLUSTER_KEY,
+        stream,
+        subjects: names,
+        logger: silent,
+      });
       let stopping: Promise<void> | undefined;
       const stop = () => {
         stopping ??= (async () => {
@@ -139,8 +193,8 @@ describe('a gateway on a remote engine', natsSuite(), () => {
       for (const book of batch.books)
         if (book.marketId === market) for (const change of book.changes) updates.push(change.sequence);
     });
-    await remote.submit(deposit(7, 'BTC', 1_000));
-    await remote.submit(deposit(9, 'EUR', 10_000_000));
+    await first.exchange.submit(deposit(7, 'BTC', 1_000));
+    await first.exchange.submit(deposit(9, 'EUR', 10_000_000));
     await remote.submit(sell(7, 30_000, 200));
     await remote.submit(sell(7, 31_000, 100));
     // A trade too: last price, candles, statistics and recent trades must compare equal as well.
@@ -197,7 +251,7 @@ describe('a gateway on a remote engine', natsSuite(), () => {
       names.snapshot,
     );
     t.after(() => answering.unsubscribe());
-    const publisher = await BatchPublisher.open(nc, stream);
+    const publisher = await BatchPublisher.open(nc, stream, { key: TEST_CLUSTER_KEY });
     const publish = (sequence: number) =>
       publisher.publish(sequence, entries.get(sequence) as unknown as ExactValue);
 

@@ -37,6 +37,7 @@ export async function runClusterProcess(
           })
         : await (await import('./gateway-node.js')).startGateway(config, logger, process.env);
   } catch (error) {
+    // A setting found unusable only now (the cluster key, the NATS credentials): a configuration error.
     if (error instanceof ConfigError) {
       process.stderr.write(`Configuration error: ${error.message}\n`);
       process.exit(2);

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { natsConnection, natsRelay, natsSuite, uniqueName } from '../../test/support/nats.js';
-import type { Amount, AssetCode, UserId } from '../domain/types.js';
+import type { OrderId, UserId } from '../domain/types.js';
 import type { MarketSnapshot } from '../sequencer/market-view.js';
 import {
   type BatchGap,
@@ -22,7 +22,7 @@ import {
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import { CommandService } from './command-service.js';
 import { fetchSnapshot, pingEngine, servePing, serveSnapshots } from './snapshot.js';
-import { batchStream } from './test-support.js';
+import { batchStream, TEST_CLUSTER_KEY } from './test-support.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
@@ -45,8 +45,9 @@ async function until(check: () => boolean, ms: number, what: string): Promise<vo
   }
 }
 
-const deposit = (amount: number) =>
-  ({ kind: 'deposit', userId: 1 as UserId, asset: 'EUR' as AssetCode, amount: amount as Amount }) as const;
+/** A command gateways send (over NATS the engine takes no other kind). */
+const cancel = (orderId: number) =>
+  ({ kind: 'cancelOrder', userId: 1 as UserId, orderId: orderId as OrderId }) as const;
 
 describe('the transport through a NATS outage', natsSuite(), () => {
   test('a command in flight when the gateway loses NATS fails at once as of unknown fate, not after the timeout', async (t) => {
@@ -68,14 +69,14 @@ describe('the transport through a NATS outage', natsSuite(), () => {
         },
         submitOnce: async () => ({ kind: 'mismatch' }),
       },
-      { subject },
+      { key: TEST_CLUSTER_KEY, subject },
     );
     t.after(async () => {
       commit();
       await service.stop();
     });
-    const client = new CommandClient(gateway, { subject, timeoutMs: 10_000 });
-    const answer = client.submit(deposit(1));
+    const client = new CommandClient(gateway, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 10_000 });
+    const answer = client.submit(cancel(1));
     answer.catch(() => undefined);
     await until(() => taken === 1, 2_000, 'the engine to take the command');
     const cutAt = Date.now();
@@ -103,18 +104,18 @@ describe('the transport through a NATS outage', natsSuite(), () => {
         },
         submitOnce: async () => ({ kind: 'mismatch' }),
       },
-      { subject },
+      { key: TEST_CLUSTER_KEY, subject },
     );
     t.after(() => service.stop());
-    const client = new CommandClient(gateway, { subject, timeoutMs: 2_000 });
-    assert.deepEqual(await client.submit(deposit(1)), { ok: true, events: [] });
+    const client = new CommandClient(gateway, { key: TEST_CLUSTER_KEY, subject, timeoutMs: 2_000 });
+    assert.deepEqual(await client.submit(cancel(1)), { ok: true, events: [] });
 
     const disconnected = nextStatus(gateway, 'disconnect');
     await relay.cut();
     await disconnected;
     await sleep(0);
     const started = performance.now();
-    await assert.rejects(client.submit(deposit(2)), (e: unknown) => {
+    await assert.rejects(client.submit(cancel(2)), (e: unknown) => {
       assert.ok(e instanceof EngineUnavailableError, String(e));
       assert.equal(e.outcome, 'not_delivered');
       return true;
@@ -125,7 +126,7 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     await relay.restore();
     await reconnected;
     await sleep(0);
-    assert.deepEqual(await client.submit(deposit(3)), { ok: true, events: [] });
+    assert.deepEqual(await client.submit(cancel(3)), { ok: true, events: [] });
     assert.equal(applied, 2, 'the refused command was never applied, not even after the reconnect');
   });
 
@@ -193,13 +194,14 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     const engine = await natsConnection(t, 'engine', relay.url);
     const gateway = await natsConnection(t, 'gateway');
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(engine, config, { timeoutMs: 300 });
+    const publisher = await BatchPublisher.open(engine, config, { key: TEST_CLUSTER_KEY, timeoutMs: 300 });
     let retries = 0;
     const queue = new BatchPublishQueue(publisher, { retryDelayMs: 50, onRetry: () => (retries += 1) });
     t.after(() => queue.close());
     const delivered: number[] = [];
     const gaps: BatchGap[] = [];
     const sub = await consumeBatches(gateway, {
+      key: TEST_CLUSTER_KEY,
       from: 1,
       config,
       onBatch: (b) => void delivered.push(b.sequence),
@@ -230,7 +232,7 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     const engine = await natsConnection(t, 'engine', relay.url);
     const reader = await natsConnection(t, 'reader');
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(engine, config, { timeoutMs: 10_000 });
+    const publisher = await BatchPublisher.open(engine, config, { key: TEST_CLUSTER_KEY, timeoutMs: 10_000 });
     await publisher.publish(1, 1);
     // Its ack can only come back on the connection cut right after it was sent (the NATS restart
     // case: the request went to the server that stopped). It used to wait the whole 10 s.
@@ -260,10 +262,11 @@ describe('the transport through a NATS outage', natsSuite(), () => {
     const gateway = await natsConnection(t, 'gateway', relay.url);
     const engine = await natsConnection(t, 'engine');
     const config = testStream(t);
-    const publisher = await BatchPublisher.open(engine, config);
+    const publisher = await BatchPublisher.open(engine, config, { key: TEST_CLUSTER_KEY });
     const delivered: number[] = [];
     const gaps: BatchGap[] = [];
     const sub = await consumeBatches(gateway, {
+      key: TEST_CLUSTER_KEY,
       from: 1,
       config,
       onBatch: (b) => void delivered.push(b.sequence),

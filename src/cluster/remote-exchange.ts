@@ -44,10 +44,17 @@ import {
   type BatchSubscription,
   consumeBatches,
 } from './batch-stream.js';
+import type { ClusterKey } from './cluster-key.js';
 import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import type { ExactValue } from './exact-json.js';
-import { type EngineSnapshot, fetchSnapshot, pingEngine } from './snapshot.js';
+import type { RefusalAlarm } from './refusal-alarm.js';
+import { type EngineSnapshot, fetchSnapshot, pingEngineStatus } from './snapshot.js';
+
+/** How long a gateway's view may stay behind a reported commit before it is not ready. */
+export const DEFAULT_MAX_LAG_MS = 5_000;
+/** /readyz's reason while the view lags the engine's commits. */
+export const LAGGING = 'view behind the engine';
 
 type Logger = {
   info(obj: object, msg: string): void;
@@ -59,14 +66,23 @@ export interface RemoteExchangeOptions {
   readonly nc: NatsConnection;
   readonly store: GatewayStore;
   readonly logger: Logger;
+  /** Commands go out, and batches are taken, only with a MAC under this key. */
+  readonly key: ClusterKey;
+  /** Told of every stream message set aside (not verified under the key). */
+  readonly alarm?: RefusalAlarm;
   readonly clock?: Clock;
   readonly stream?: Partial<BatchStreamConfig>;
   readonly commandSubject?: string;
   readonly snapshotSubject?: string;
   readonly pingSubject?: string;
   readonly commandTimeoutMs?: number;
-  /** How often the engine is asked whether it takes commands (ms, default 1000). */
+  /** How often the engine is asked whether it takes commands, and its last commit (ms, default 1000). */
   readonly pingIntervalMs?: number;
+  /**
+   * How long this view may stay behind a commit the engine reported before /readyz fails (ms,
+   * default 5000): a stalled, forked or frozen feed takes the gateway out of its load balancer.
+   */
+  readonly maxLagMs?: number;
   /** How long to wait for the engine's first snapshot before giving up (ms, default 60 s). */
   readonly startTimeoutMs?: number;
 }
@@ -90,6 +106,9 @@ export class RemoteExchange implements Exchange {
   private engineReachable = true;
   private resnapshotting: Promise<void> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly readinessChecks: Array<() => string | undefined> = [];
+  /** The oldest commit the engine reported that this view does not include yet, and when it was reported. */
+  private behind: { readonly sequence: number; readonly since: number } | undefined;
 
   private constructor(
     private readonly options: RemoteExchangeOptions,
@@ -99,6 +118,7 @@ export class RemoteExchange implements Exchange {
     this.history = options.store;
     this.credentials = options.store;
     this.commands = new CommandClient(options.nc, {
+      key: options.key,
       ...(options.commandSubject === undefined ? {} : { subject: options.commandSubject }),
       ...(options.commandTimeoutMs === undefined ? {} : { timeoutMs: options.commandTimeoutMs }),
     });
@@ -135,6 +155,10 @@ export class RemoteExchange implements Exchange {
   private async follow(from: number): Promise<void> {
     this.subscription = await consumeBatches<FeedEntry>(this.options.nc, {
       from,
+      key: this.options.key,
+      onSetAside: ({ streamSequence, reason }) =>
+        this.options.alarm?.refused('batch', reason, { streamSequence }) ??
+        this.options.logger.warn({ streamSequence, reason }, 'a batch-stream message was set aside'),
       ...(this.options.stream === undefined ? {} : { config: this.options.stream }),
       readPayload: readFeedEntry,
       onBatch: (batch) => this.take(batch),
@@ -330,9 +354,28 @@ export class RemoteExchange implements Exchange {
   /** Nothing waits: each batch reaches every listener as it arrives. */
   publishCommitted(): void {}
 
-  /** Whether the engine answers (and NATS is connected): commands are refused with 503 otherwise. */
+  /**
+   * Whether this gateway should get traffic: the engine answers (and NATS is connected), and every
+   * readiness check added (addReadinessCheck) passes. /readyz answers 503 otherwise.
+   */
   isWritable(): boolean {
-    return !this.closed && !this.options.nc.isClosed() && this.engineReachable;
+    return this.notReadyReason() === undefined;
+  }
+
+  /** Why this gateway is not ready, in a fixed phrase for /readyz; undefined when it is. */
+  notReadyReason(): string | undefined {
+    if (this.closed || this.options.nc.isClosed() || !this.engineReachable) return 'engine unreachable';
+    if (this.lagging()) return LAGGING;
+    for (const check of this.readinessChecks) {
+      const reason = check();
+      if (reason !== undefined) return reason;
+    }
+    return undefined;
+  }
+
+  /** A condition besides the engine's that takes this gateway out of its load balancer (a reason, or undefined). */
+  addReadinessCheck(check: () => string | undefined): void {
+    this.readinessChecks.push(check);
   }
 
   onRestored(listener: () => void): () => void {
@@ -340,13 +383,35 @@ export class RemoteExchange implements Exchange {
     return () => this.restored.delete(listener);
   }
 
-  /** Asks the engine whether it takes commands, every `pingIntervalMs` (what isWritable reports). */
+  /**
+   * True when a commit the engine reported at least `maxLagMs` ago is still not in this view. The
+   * oldest commit not yet seen is kept with when it was first reported: only this side's clock.
+   */
+  private lagging(): boolean {
+    const behind = this.behind;
+    if (behind === undefined) return false;
+    if (this.engineSequence >= behind.sequence) {
+      this.behind = undefined;
+      return false;
+    }
+    return Date.now() - behind.since > (this.options.maxLagMs ?? DEFAULT_MAX_LAG_MS);
+  }
+
+  /** Asks the engine whether it takes commands, and its last commit, every `pingIntervalMs` (what isWritable reports). */
   private watchEngine(): void {
     const ping = async (): Promise<void> => {
-      this.engineReachable = await pingEngine(
+      const sentAt = Date.now();
+      const status = await pingEngineStatus(
         this.options.nc,
         this.options.pingSubject === undefined ? {} : { subject: this.options.pingSubject },
       );
+      this.engineReachable = status.takesCommands;
+      // No engine subscribed any more: commands sent before this ping went to one that is gone.
+      if (status.noEngine === true) this.commands.engineLost(sentAt);
+      const { committed } = status;
+      this.lagging(); // forgets a commit already caught up with, so a newer one is tracked
+      if (committed !== undefined && committed > this.engineSequence && this.behind === undefined)
+        this.behind = { sequence: committed, since: Date.now() };
     };
     this.pingTimer = setInterval(() => void ping(), this.options.pingIntervalMs ?? 1_000);
     this.pingTimer.unref();

@@ -31,7 +31,7 @@
  * instead of waiting out their timeouts: the NATS client answers neither.
  */
 import { randomBytes } from 'node:crypto';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { errors, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { MarketSnapshot } from '../sequencer/market-view.js';
 import {
   ChunkGoneError,
@@ -254,19 +254,60 @@ export async function fetchSnapshot(
   );
 }
 
-/** The engine side of the gateways' readiness probe. */
+/**
+ * The engine side of the gateways' readiness probe: `1` (takes commands) or `0`, then a space and
+ * the stream batch sequence of its last commit (a gateway whose view stays behind it is not ready).
+ */
 export function servePing(
   nc: NatsConnection,
   writable: () => boolean,
   subject = DEFAULT_PING_SUBJECT,
+  committed?: () => number,
 ): Subscription {
-  const yes = new TextEncoder().encode('1');
-  const no = new TextEncoder().encode('0');
+  const encoder = new TextEncoder();
   return nc.subscribe(subject, {
     callback: (error, msg) => {
-      if (error === null && msg.reply !== undefined) msg.respond(writable() ? yes : no);
+      if (error !== null || msg.reply === undefined) return;
+      const takes = writable() ? '1' : '0';
+      msg.respond(encoder.encode(committed === undefined ? takes : `${takes} ${committed()}`));
     },
   });
+}
+
+export interface EngineStatus {
+  /** The engine answered that it takes commands. */
+  readonly takesCommands: boolean;
+  /** The stream batch sequence of its last commit, when it said. */
+  readonly committed: number | undefined;
+  /** NATS answered that nobody serves the ping: no engine is subscribed (one that was has died). */
+  readonly noEngine?: true;
+}
+
+/**
+ * What an engine answered within `timeoutMs`: whether it takes commands, and its last commit;
+ * not taking commands at once while the NATS connection is down, or as soon as it drops.
+ */
+export async function pingEngineStatus(
+  nc: NatsConnection,
+  options: { readonly subject?: string; readonly timeoutMs?: number } = {},
+): Promise<EngineStatus> {
+  try {
+    const reply = await ConnectionWatch.of(nc).request(() =>
+      nc.request(options.subject ?? DEFAULT_PING_SUBJECT, new Uint8Array(0), {
+        timeout: options.timeoutMs ?? 1_000,
+      }),
+    );
+    const match = /^([01])(?: ([1-9]\d{0,15}|0))?$/.exec(new TextDecoder().decode(reply.data));
+    if (match === null) return { takesCommands: false, committed: undefined };
+    const committed = match[2] === undefined ? undefined : Number(match[2]);
+    return {
+      takesCommands: match[1] === '1',
+      committed: committed !== undefined && Number.isSafeInteger(committed) ? committed : undefined,
+    };
+  } catch (error) {
+    const noEngine = error instanceof errors.RequestError && error.isNoResponders();
+    return { takesCommands: false, committed: undefined, ...(noEngine ? { noEngine } : {}) };
+  }
 }
 
 /**
@@ -277,14 +318,5 @@ export async function pingEngine(
   nc: NatsConnection,
   options: { readonly subject?: string; readonly timeoutMs?: number } = {},
 ): Promise<boolean> {
-  try {
-    const reply = await ConnectionWatch.of(nc).request(() =>
-      nc.request(options.subject ?? DEFAULT_PING_SUBJECT, new Uint8Array(0), {
-        timeout: options.timeoutMs ?? 1_000,
-      }),
-    );
-    return reply.data.length === 1 && reply.data[0] === 0x31;
-  } catch {
-    return false;
-  }
+  return (await pingEngineStatus(nc, options)).takesCommands;
 }

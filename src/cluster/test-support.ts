@@ -15,12 +15,16 @@ import { asyncStore } from '../store/async-store.js';
 import type { GatewayStore } from '../store/postgres/reader.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { type BatchStreamConfig, DEFAULT_BATCH_STREAM } from './batch-stream.js';
-import { subjects } from './engine-node.js';
+import { ClusterKey } from './cluster-key.js';
 import { RemoteExchange, type RemoteExchangeOptions } from './remote-exchange.js';
+import { subjects } from './settings.js';
 
 interface Cleanup {
   after(fn: () => Promise<void> | void): void;
 }
+
+/** The cluster key of every test engine and gateway in this process. */
+export const TEST_CLUSTER_KEY = ClusterKey.random();
 
 export const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -149,6 +153,7 @@ export async function openGateway(
     nc,
     store: noStore,
     logger: silent,
+    key: TEST_CLUSTER_KEY,
     stream,
     commandSubject: names.commands,
     snapshotSubject: names.snapshot,

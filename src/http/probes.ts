@@ -16,6 +16,8 @@ export interface ProbeOptions {
   readonly storeName: string;
   /** Called while not writable: why, in a fixed phrase (never a driver's message, which names hosts). */
   readonly unavailableReason: () => string;
+  /** Something an operator should see though the process works (a cluster process's refused messages). */
+  readonly alarm?: () => string | undefined;
 }
 
 /** Registers /healthz and /readyz on `app`; returns the readiness they report (for the admin health). */
@@ -23,9 +25,14 @@ export function mountProbes(app: FastifyInstance, options: ProbeOptions): () => 
   const readiness = (): Readiness =>
     options.isShuttingDown() ? 'shutting down' : options.isWritable() ? 'ready' : 'store unavailable';
   app.get('/healthz', { schema: PROBE_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: PROBE_SCHEMAS.readyz }, async (_request, reply) => {
+  // Only a process with alarms (engine, gateway) documents and sends `alarm`: `serve` is unchanged.
+  const schema = options.alarm === undefined ? PROBE_SCHEMAS.readyz : WITH_ALARM;
+  app.get('/readyz', { schema }, async (_request, reply) => {
     const status = readiness();
-    if (status === 'ready') return reply.code(200).send({ status });
+    if (status === 'ready') {
+      const alarm = options.alarm?.();
+      return reply.code(200).send(alarm === undefined ? { status } : { status, alarm });
+    }
     const reason = status === 'shutting down' ? 'shutting down' : options.unavailableReason();
     return reply.code(503).send({ status, store: options.storeName, reason });
   });
@@ -51,6 +58,24 @@ const PROBE_SCHEMAS = {
           status: { type: 'string', enum: ['store unavailable', 'shutting down'] },
           store: { type: 'string', enum: ['sqlite', 'postgresql'] },
           reason: { type: 'string' },
+        },
+      },
+    },
+  },
+} as const;
+
+const WITH_ALARM = {
+  ...PROBE_SCHEMAS.readyz,
+  response: {
+    ...PROBE_SCHEMAS.readyz.response,
+    200: {
+      type: 'object',
+      properties: {
+        ...PROBE_SCHEMAS.readyz.response[200].properties,
+        alarm: {
+          type: 'string',
+          description:
+            'While recent: a message from NATS was refused or set aside (docs/cluster.md, "Locking NATS down")',
         },
       },
     },

@@ -8,7 +8,7 @@ import type { Config } from '../config/config.js';
 import { asyncStore } from './async-store.js';
 import type { AsyncStore } from './ports.js';
 import { PostgresStore } from './postgres/postgres-store.js';
-import { type GatewayStore, PostgresReader } from './postgres/reader.js';
+import { PostgresReader } from './postgres/reader.js';
 import { lockDataDir } from './sqlite/data-dir-lock.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
@@ -97,7 +97,7 @@ export async function openConfiguredStore(
  * the writer lock, never migrated (reader.ts). Refused without DATABASE_URL: an SQLite store
  * belongs to the one process that opened it.
  */
-export async function openGatewayStore(settings: Pick<Config, 'databaseUrl'>): Promise<GatewayStore> {
+export async function openGatewayStore(settings: Pick<Config, 'databaseUrl'>): Promise<PostgresReader> {
   if (settings.databaseUrl === undefined)
     throw new Error("a gateway needs DATABASE_URL: it reads the engine's PostgreSQL database");
   return PostgresReader.open({ url: settings.databaseUrl });

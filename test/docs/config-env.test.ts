@@ -53,9 +53,13 @@ test('every environment variable config.ts reads is documented, and the README t
   assert.deepEqual(missing, [], 'read by src/config/config.ts but documented nowhere');
 
   // SECRETS_KEY is read where the key is opened (src/auth/vault.ts), not through Config alone;
-  // the cluster's settings (NATS_URL, ENGINE_PORT, the stream) by `openspot engine|gateway`.
+  // the cluster's settings (NATS, CLUSTER_KEY, ENGINE_PORT, the stream) by `openspot engine|gateway`.
   const sources =
-    config + read('src/auth/vault.ts') + read('src/cluster/engine-node.ts') + read('src/cluster/main.ts');
+    config +
+    read('src/auth/vault.ts') +
+    read('src/cluster/settings.ts') +
+    read('src/cluster/cluster-key.ts') +
+    read('src/cluster/main.ts');
   const table = readmeTable(readme);
   assert.ok(table.size > 20, 'the scan finds the table');
   const unknown = [...table].filter((name) => !variablesRead(sources).has(name));

@@ -178,6 +178,7 @@ export async function clusterEnv(t: Cleanup): Promise<Record<string, string>> {
     // Shared by every process: API secrets sealed by the engine are opened by the gateways,
     // a channel token from one gateway's /broadcasting/auth is checked by another's WebSocket server.
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    CLUSTER_KEY: randomBytes(32).toString('base64'),
     WS_APP_SECRET: randomBytes(24).toString('hex'),
     ...LOCAL_VENUE_ENV,
   };

@@ -39,8 +39,18 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+export interface PrivateNatsServerOptions {
+  /** A configuration file (`-c`), with its own JetStream store directory; the port and address are still the test's own. */
+  readonly configFile?: string;
+  /** Added to the server's environment (a configuration's `$VARIABLE`s). */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
 /** Starts a private nats-server; it is killed and its store removed when the test ends. */
-export async function privateNatsServer(t: Cleanup): Promise<PrivateNatsServer> {
+export async function privateNatsServer(
+  t: Cleanup,
+  options: PrivateNatsServerOptions = {},
+): Promise<PrivateNatsServer> {
   try {
     accessSync(NATS_SERVER_BIN, constants.X_OK);
   } catch {
@@ -69,8 +79,11 @@ export async function privateNatsServer(t: Cleanup): Promise<PrivateNatsServer> 
   const start = async (): Promise<void> => {
     if (child !== undefined) throw new Error('the private nats-server is already running');
     const from = log.length;
-    const started = spawn(NATS_SERVER_BIN, ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], {
+    // A configuration file names its own store directory (nats-server refuses it twice).
+    const config = options.configFile === undefined ? ['-js', '-sd', storeDir] : ['-c', options.configFile];
+    const started = spawn(NATS_SERVER_BIN, [...config, '-a', '127.0.0.1', '-p', String(port)], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...options.env },
     });
     child = started;
     started.stdout?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));

@@ -95,6 +95,17 @@ export class PostgresReader extends PostgresQueries implements GatewayStore {
     await this.pool.end().catch(() => undefined);
   }
 
+  /**
+   * The sealed secret of the newest API key still in use (undefined: none): what a gateway opens
+   * at start and now and then, to learn that its SECRETS_KEY is the engine's.
+   */
+  async newestSealedSecret(): Promise<string | undefined> {
+    const [row] = await this.rows<{ sealed_secret: string }>(
+      'SELECT sealed_secret FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at DESC LIMIT 1',
+    );
+    return row?.sealed_secret;
+  }
+
   /** For messages and tests: the database this reader reads. */
   get database(): string {
     return this.#database;

@@ -6,9 +6,12 @@
 export * from './channels.js';
 export { bookChecksum, crc32 } from './checksum.js';
 export {
+  type AmendParams,
   type ClientOptions,
   type CreateOrderParams,
   OpenSpotClient,
+  type OrderParams,
+  orderBody,
   type PageParams,
   timestampNonces,
 } from './client.js';

@@ -64,6 +64,7 @@ export const orderRows = (orders: readonly Order[]): Row[] =>
     executed: o.volume_executed.amount,
     status: o.status,
     opened: unixTime(o.open_time),
+    client_id: o.client_order_id ?? null,
     reason: o.reason,
   }));
 

@@ -15,7 +15,7 @@ export {
   type PageParams,
   timestampNonces,
 } from './client.js';
-export { compareDecimal, formatUnits, isZeroDecimal, parseUnits } from './decimal.js';
+export { compareDecimal, formatUnits, isZeroDecimal, parseUnits, subtractDecimal } from './decimal.js';
 export * from './errors.js';
 export { type BookApplyResult, LocalBook, type LocalBookOptions } from './local-book.js';
 export { bodyDigest, EMPTY_BODY, signRequest } from './sign.js';

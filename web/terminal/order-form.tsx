@@ -286,8 +286,8 @@ export function OrderForm(props: {
               onChange={(e) => setTif((e.currentTarget as HTMLSelectElement).value as TimeInForce)}
             >
               {TIMES_IN_FORCE.map((t) => (
-                <option key={t} value={t} title={TIF_LABELS[t]}>
-                  {t} · {TIF_LABELS[t]}
+                <option key={t} value={t}>
+                  {TIF_LABELS[t]}
                 </option>
               ))}
             </select>

@@ -425,8 +425,8 @@ test('with nonces on, every new state change signs a body that carries the nonce
   assert.equal(last().body, '{"nonce":"3","client_order_id":"q1"}');
   await c.cancelAllAfter(0);
   assert.equal(last().body, '{"timeout":0,"nonce":"4"}');
-  await c.amend(3, { price: '1.5' });
-  assert.equal(last().body, '{"price":"1.5","nonce":"5"}');
+  await c.amend(3, { price: '1.5', clientOrderId: null });
+  assert.equal(last().body, '{"price":"1.5","client_order_id":null,"nonce":"5","order_id":3}');
   await c.placeBatch([{ pair: 'BTC/EUR', direction: 'buy', type: 'market', volume: '1' }]);
   assert.equal(
     last().body,

@@ -146,7 +146,8 @@ export function orderBody(params: OrderParams): Record<string, unknown> {
 export interface AmendParams {
   readonly price?: string;
   readonly volume?: string;
-  readonly clientOrderId?: string;
+  /** A new client order id; `null` removes it. */
+  readonly clientOrderId?: string | null;
 }
 
 interface RequestSpec {
@@ -349,13 +350,15 @@ export class OpenSpotClient {
    * higher volume moves it to the back of its level.
    */
   async amend(id: number, changes: AmendParams): Promise<BareEnvelope> {
+    const path = `/orders/${orderPath(id)}`;
     const body = JSON.stringify({
       ...(changes.price === undefined ? {} : { price: changes.price }),
       ...(changes.volume === undefined ? {} : { volume: changes.volume }),
       ...(changes.clientOrderId === undefined ? {} : { client_order_id: changes.clientOrderId }),
-      ...this.#nonceField(),
+      // As for cancels: a nonce key's signed body names the order, so it changes nothing else.
+      ...(this.#nonce === undefined ? {} : { ...this.#nonceField(), order_id: id }),
     });
-    return this.#json({ method: 'PATCH', path: `/orders/${orderPath(id)}`, body, signed: true });
+    return this.#json({ method: 'PATCH', path, body, signed: true });
   }
 
   async openOrders(params: { pair?: string } & PageParams = {}): Promise<PagedEnvelope<Order>> {

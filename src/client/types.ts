@@ -166,6 +166,12 @@ export interface Order {
   readonly trades: readonly OrderExecution[];
   /** The id the order was placed with; null when none. */
   readonly client_order_id?: string | null;
+  /** Present only when not GTC. */
+  readonly time_in_force?: TimeInForce;
+  /** Present (true) only for a post-only order. */
+  readonly post_only?: true;
+  /** Present only when not `cancel-oldest`. */
+  readonly stp?: SelfTradePrevention;
 }
 
 export interface UserTrade {

@@ -164,7 +164,9 @@ function OpenOrders(props: {
       return;
     }
     const done = await act(order.id, `Order #${order.id}`, () =>
-      client.request('PATCH', `/orders/${order.id}`, { body: { ...changes, nonce: client.nextNonce() } }),
+      client.request('PATCH', `/orders/${order.id}`, {
+        body: { ...changes, nonce: client.nextNonce(), order_id: order.id },
+      }),
     );
     if (done) setDraft(undefined);
   };

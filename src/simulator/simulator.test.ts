@@ -17,6 +17,9 @@ interface Posted {
   pair: string;
   volume: string;
   price?: string;
+  post_only?: boolean;
+  /** The API key that sent it (added by the fake). */
+  key: string;
 }
 
 const MARKETS = {
@@ -58,6 +61,8 @@ const MARKETS = {
 async function fakeExchange(options: { failOrders?: number } = {}) {
   const posted: Posted[] = [];
   const canceled: number[] = [];
+  /** Dead man's switch calls: the key and the timeout. */
+  const switches: Array<{ key: string; timeout: number }> = [];
   const open = new Set<number>([999]);
   let nextId = 1;
   let failures = 0;
@@ -88,12 +93,18 @@ async function fakeExchange(options: { failOrders?: number } = {}) {
           : [];
         return send(res, 200, { success: true, message: 'ok', code: 200, data });
       }
+      const key = String(req.headers['x-api-key']);
+      if (req.method === 'POST' && url === '/v1/orders/cancel-all-after') {
+        const { timeout } = JSON.parse(raw) as { timeout: number };
+        switches.push({ key, timeout });
+        return send(res, 200, { success: true, message: 'ok', code: 200, data: { trigger_time: '1.0000' } });
+      }
       if (req.method === 'POST' && url === '/v1/orders') {
         if (failures < (options.failOrders ?? 0)) {
           failures += 1;
           return send(res, 503, { error: 'Service Unavailable' }, { 'retry-after': '1' });
         }
-        posted.push(JSON.parse(raw) as Posted);
+        posted.push({ ...(JSON.parse(raw) as Omit<Posted, 'key'>), key });
         const id = nextId++;
         open.add(id);
         return send(
@@ -118,6 +129,7 @@ async function fakeExchange(options: { failOrders?: number } = {}) {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     posted,
     canceled,
+    switches,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -210,6 +222,54 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
       );
   // Refreshes cancel the maker's earlier quotes (ids 1..6 were the first BTC/EUR quotes).
   assert.ok([1, 2, 3, 4, 5, 6].every((id) => fake.canceled.includes(id)));
+  // Makers (keys 1 and 2) quote post-only and arm the dead man's switch; the taker does neither.
+  const makerKeys = new Set(['key1', 'key2']);
+  const quotes = fake.posted.filter((o) => makerKeys.has(o.key));
+  assert.ok(quotes.length > 0 && quotes.every((o) => o.post_only === true && o.order_type === 'limit'));
+  assert.ok(fake.posted.filter((o) => o.key === 'key3').every((o) => o.post_only === undefined));
+  assert.deepEqual([...new Set(fake.switches.map((x) => x.key))].sort(), ['key1', 'key2']);
+  assert.ok(fake.switches.every((x) => x.timeout === 60));
+});
+
+test('the switch is renewed every quarter of its timeout while the loop runs', {
+  timeout: 10_000,
+}, async () => {
+  const fake = await fakeExchange();
+  const { logger } = memoryLogger();
+  const sim = startSimulator({
+    baseUrl: fake.baseUrl,
+    makers: [creds(1)],
+    takers: [creds(2)],
+    markets: ['BTC/EUR'],
+    ratePerSecond: 50,
+    referencePrices: { 'BTC/EUR': '60000' },
+    seed: 5,
+    logger,
+    deadManSeconds: 2,
+  });
+  try {
+    await sleep(2200);
+  } finally {
+    await sim.stop();
+    await fake.close();
+  }
+  // Armed at the start, then every 0.5 s: about 5 times in 2.2 s (fewer on a slow machine).
+  const armed = fake.switches.filter((x) => x.key === 'key1');
+  assert.ok(armed.length >= 3 && armed.length <= 6, `armed ${armed.length} times`);
+  assert.ok(armed.every((x) => x.timeout === 2));
+  assert.equal(sim.stats().errors, 0);
+  assert.throws(() => startSimulator({ ...optionsOf(fake.baseUrl), deadManSeconds: 1.5 }), RangeError);
+});
+
+const optionsOf = (baseUrl: string) => ({
+  baseUrl,
+  makers: [creds(1)],
+  takers: [],
+  markets: ['BTC/EUR'],
+  ratePerSecond: 1,
+  referencePrices: {},
+  seed: 1,
+  logger: memoryLogger().logger,
 });
 
 test('503 with Retry-After makes it back off; stop() returns promptly', { timeout: 10_000 }, async () => {

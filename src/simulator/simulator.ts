@@ -4,7 +4,9 @@
  * settlement, market data and the WebSocket feed.
  *
  * - Market makers quote a few levels on both sides around a reference price that does a bounded
- *   random walk (price-walk.ts); every refresh cancels the maker's previous quotes first.
+ *   random walk (price-walk.ts); every refresh cancels the maker's previous quotes first. Quotes
+ *   are post-only (a quote never takes), and each maker keeps the venue's dead man's switch armed,
+ *   so the quotes of a simulator that stops or dies leave the book within its timeout.
  * - Takers send market orders and crossing limit orders; what a limit order leaves resting is
  *   canceled after a few seconds, so takers never build a book of their own.
  *
@@ -68,6 +70,13 @@ export interface SimulatorOptions {
    * checkpoint is then the same every time (steppedSimulator).
    */
   readonly sequential?: boolean;
+  /**
+   * Every maker arms the venue's dead man's switch with this timeout (seconds) and renews it every
+   * quarter of it. Default 60 (Kraken's advice: renew every 15 to 30 s); 0 leaves it off, the
+   * default of steppedSimulator, whose steps follow its own clock while the switch follows the
+   * venue's.
+   */
+  readonly deadManSeconds?: number;
 }
 
 export interface SimulatorReplay {
@@ -180,6 +189,9 @@ class Runner {
   /** Set when a request of the current round asked for a backoff (503, 429, unreachable). */
   #overloaded = false;
   #cursor = 0;
+  readonly #deadManSeconds: number;
+  /** When each maker last armed its switch, on the wall clock (the venue's deadline runs on it). */
+  readonly #armedAt = new Map<Account, number>();
   readonly #now: () => number;
   readonly stats = { actions: 0, ordersPlaced: 0, ordersCanceled: 0, errors: 0 };
 
@@ -202,6 +214,9 @@ class Runner {
     this.#restingMs = options.restingMs ?? 5000;
     this.#intervalMs = 1000 / options.ratePerSecond;
     this.#now = options.now ?? Date.now;
+    this.#deadManSeconds = options.deadManSeconds ?? 60;
+    if (!Number.isInteger(this.#deadManSeconds) || this.#deadManSeconds < 0 || this.#deadManSeconds > 86_400)
+      throw new RangeError('deadManSeconds must be a whole number from 0 to 86400');
   }
 
   stop(): void {
@@ -222,9 +237,10 @@ class Runner {
     }
   }
 
-  /** One action, after expiring the takers' resting orders. */
+  /** One action, after renewing the makers' switches and expiring the takers' resting orders. */
   async round(): Promise<void> {
     try {
+      await this.#renewSwitches();
       await this.#expireResting();
       await this.#act();
     } catch (error) {
@@ -258,6 +274,7 @@ class Runner {
     }
     if (this.#stopped) return;
     await this.#sweep();
+    await this.#renewSwitches();
     for (const m of this.#markets) if (!this.#stopped) await this.#refresh(m);
     // The file's first trade is due now; its pace counts from here.
     for (const m of this.#markets) m.replay?.start(this.#now());
@@ -352,6 +369,28 @@ class Runner {
     }
   }
 
+  /**
+   * Arms again each maker's dead man's switch once a quarter of its timeout has passed since the
+   * last arming: while the loop runs, the deadline keeps moving ahead of it. Timed on the wall
+   * clock, not `now`, because the venue fires the switch on its own clock; arming changes no
+   * order, so the trades of a stepped run do not depend on when it happens.
+   */
+  async #renewSwitches(): Promise<void> {
+    if (this.#deadManSeconds === 0) return;
+    const now = Date.now();
+    const due = this.#makers.filter(
+      (maker) => now - (this.#armedAt.get(maker) ?? Number.NEGATIVE_INFINITY) >= this.#deadManSeconds * 250,
+    );
+    await this.#each(due, async (maker) => {
+      try {
+        await maker.client.cancelAllAfter(this.#deadManSeconds);
+        this.#armedAt.set(maker, now);
+      } catch (error) {
+        this.#failed(error, `${maker.name} dead man's switch`);
+      }
+    });
+  }
+
   /** One action: the next market's quote refresh when due, else a taker order there. */
   async #act(): Promise<void> {
     if (this.#markets.length === 0) return;
@@ -401,15 +440,7 @@ class Runner {
       if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
       orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
     }
-    const ids = await this.#each(orders, (o) =>
-      this.#place(maker, {
-        pair: m.pair,
-        direction: o.side,
-        type: 'limit',
-        volume: formatUnits(o.lots, m.market.lotDecimals),
-        price: formatUnits(o.ticks, m.market.pairDecimals),
-      }),
-    );
+    const ids = await this.#each(orders, (o) => this.#quote(maker, m, o));
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
   }
 
@@ -452,19 +483,7 @@ class Runner {
       const other = back(2n * m.halfSpread + m.gap * BigInt(level));
       if (other >= 1n) orders.push({ side: meets === 'sell' ? 'buy' : 'sell', ticks: other, lots: depth() });
     }
-    const ids = await Promise.all(
-      orders
-        .filter((o) => o.ticks >= 1n)
-        .map((o) =>
-          this.#place(maker, {
-            pair: m.pair,
-            direction: o.side,
-            type: 'limit',
-            volume: formatUnits(o.lots, m.market.lotDecimals),
-            price: formatUnits(o.ticks, m.market.pairDecimals),
-          }),
-        ),
-    );
+    const ids = await Promise.all(orders.filter((o) => o.ticks >= 1n).map((o) => this.#quote(maker, m, o)));
     m.quotes.set(index, [
       ...(m.quotes.get(index) ?? []),
       ...ids.filter((id): id is number => id !== undefined),
@@ -479,6 +498,21 @@ class Runner {
     });
     // Filled at once unless the maker's quote failed; what rests is canceled like any taker's.
     if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
+  }
+
+  /**
+   * A maker's quote: post-only, so it only ever adds liquidity; one that would cross (the walk
+   * moved past a taker's resting order) is canceled by the venue instead of trading.
+   */
+  #quote(maker: Account, m: MarketState, o: { side: Side; ticks: bigint; lots: bigint }) {
+    return this.#place(maker, {
+      pair: m.pair,
+      direction: o.side,
+      type: 'limit',
+      volume: formatUnits(o.lots, m.market.lotDecimals),
+      price: formatUnits(o.ticks, m.market.pairDecimals),
+      postOnly: true,
+    });
   }
 
   async #take(m: MarketState): Promise<void> {
@@ -617,7 +651,7 @@ export function startSimulator(options: SimulatorOptions): Simulator {
  * same trades (same ids, prices and volumes; the times are the venue's clock).
  */
 export function steppedSimulator(options: SimulatorOptions): SteppedSimulator {
-  const runner = new Runner({ ...options, sequential: true });
+  const runner = new Runner({ deadManSeconds: 0, ...options, sequential: true });
   return {
     start: () => runner.init(),
     step: () => runner.round(),

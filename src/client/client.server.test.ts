@@ -258,14 +258,11 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
       price: '100.00',
     });
     await c.cancelAllAfter(1);
-    await eventually(
-      async () => {
-        const order = (await c.order(placed.id!)).data;
-        assert.equal(order.status, 'canceled');
-        assert.equal(order.reason, "dead man's switch");
-      },
-      { timeoutMs: 5000 },
-    );
+    await eventually(async () => {
+      const order = (await c.order(placed.id!)).data;
+      assert.equal(order.status, 'canceled');
+      assert.equal(order.reason, "dead man's switch");
+    }, 5000);
   });
 
   test('error statuses and shapes of private endpoints', async () => {

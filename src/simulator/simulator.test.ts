@@ -235,8 +235,7 @@ test('the switch is renewed every quarter of its timeout while the loop runs', {
   timeout: 10_000,
 }, async () => {
   const fake = await fakeExchange();
-  const { logger } = memoryLogger();
-  const sim = startSimulator({
+  const options = {
     baseUrl: fake.baseUrl,
     makers: [creds(1)],
     takers: [creds(2)],
@@ -244,9 +243,11 @@ test('the switch is renewed every quarter of its timeout while the loop runs', {
     ratePerSecond: 50,
     referencePrices: { 'BTC/EUR': '60000' },
     seed: 5,
-    logger,
+    logger: memoryLogger().logger,
     deadManSeconds: 2,
-  });
+  };
+  assert.throws(() => startSimulator({ ...options, deadManSeconds: 1.5 }), RangeError);
+  const sim = startSimulator(options);
   try {
     await sleep(2200);
   } finally {
@@ -258,18 +259,6 @@ test('the switch is renewed every quarter of its timeout while the loop runs', {
   assert.ok(armed.length >= 3 && armed.length <= 6, `armed ${armed.length} times`);
   assert.ok(armed.every((x) => x.timeout === 2));
   assert.equal(sim.stats().errors, 0);
-  assert.throws(() => startSimulator({ ...optionsOf(fake.baseUrl), deadManSeconds: 1.5 }), RangeError);
-});
-
-const optionsOf = (baseUrl: string) => ({
-  baseUrl,
-  makers: [creds(1)],
-  takers: [],
-  markets: ['BTC/EUR'],
-  ratePerSecond: 1,
-  referencePrices: {},
-  seed: 1,
-  logger: memoryLogger().logger,
 });
 
 test('503 with Retry-After makes it back off; stop() returns promptly', { timeout: 10_000 }, async () => {

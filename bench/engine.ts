@@ -231,7 +231,17 @@ class MiniBook {
   limit(id: number, userId: number, buy: boolean, price: number, volume: number): void {
     const remaining = this.take(userId, buy, price, volume);
     if (remaining > 0) {
-      const order: BenchOrder = { id, userId, buy, price, remaining, level: null, prev: null, next: null };
+      const order: BenchOrder = {
+        id,
+        priority: id,
+        userId,
+        buy,
+        price,
+        remaining,
+        level: null,
+        prev: null,
+        next: null,
+      };
       (buy ? this.bids : this.asks).append(order);
       this.orders.set(id, order);
     }

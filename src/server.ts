@@ -98,7 +98,11 @@ export async function startServer(
   if (kind === 'postgres') logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
   let exchange: LocalExchange;
   try {
-    exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
+    exchange = await openExchange({
+      store: metrics.instrumentStore(store),
+      logger,
+      engine: { maxOpenOrdersPerUser: config.maxOpenOrdersPerUser },
+    });
   } catch (error) {
     await store.close();
     throw error;

@@ -9,25 +9,37 @@
  * and throws a WireFormatError naming the first bad field; it never returns a half-valid value.
  */
 
-import type {
-  Amount,
-  AssetCode,
-  AssetSpec,
-  AssetType,
-  FeeRate,
-  MarketId,
-  MarketSpec,
-  Micros,
-  OrderId,
-  OrderStatus,
-  OrderType,
-  Price,
-  Side,
-  TradeId,
-  UserId,
-  Volume,
+import {
+  AmendReason,
+  type Amount,
+  type AssetCode,
+  type AssetSpec,
+  type AssetType,
+  type FeeRate,
+  type MarketId,
+  type MarketSpec,
+  type Micros,
+  type OrderId,
+  type OrderStatus,
+  type OrderType,
+  type Price,
+  type SelfTradeMode,
+  type Side,
+  type TimeInForce,
+  type TradeId,
+  type UserId,
+  type Volume,
 } from '../domain/types.js';
-import type { Command, EngineEvent, OrderState, RejectCode, Rejection, Trade } from '../engine/types.js';
+import type {
+  Command,
+  CommandResult,
+  EngineEvent,
+  OrderState,
+  PlaceResult,
+  RejectCode,
+  Rejection,
+  Trade,
+} from '../engine/types.js';
 import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import type { LedgerEntry, LedgerKind } from '../store/store.js';
@@ -142,17 +154,27 @@ type Reader<T> = (value: ExactValue, path: string) => T;
 type Shape<T> = { readonly [K in keyof T]-?: Reader<T[K]> };
 type Read<S> = { [K in keyof S]: S[K] extends Reader<infer T> ? T : never };
 
-/** An object holding exactly the fields of `shape` (and the already-read `head` keys, not returned). */
+/**
+ * An object holding exactly the fields of `shape` (and the already-read `head` keys, not
+ * returned), those named in `optional` only when present: an absent one stays absent and a
+ * present `undefined` stays `undefined`, so the value compares equal after the trip.
+ */
 function shaped<S extends { readonly [key: string]: Reader<unknown> }>(
   value: ExactValue,
   path: string,
   shape: S,
   head: readonly string[] = [],
+  optional: readonly string[] = [],
 ): Read<S> {
   const keys = Object.keys(shape);
-  const f = record(value, path, head.length === 0 ? keys : [...head, ...keys]);
+  const required = optional.length === 0 ? keys : keys.filter((k) => !optional.includes(k));
+  const f = record(value, path, head.length === 0 ? required : [...head, ...required], optional);
   const out: { [key: string]: unknown } = {};
-  for (const key of keys) out[key] = shape[key]!(f[key]!, `${path}.${key}`);
+  for (const key of keys) {
+    if (!Object.hasOwn(f, key)) continue;
+    const v = f[key];
+    out[key] = v === undefined && optional.includes(key) ? undefined : shape[key]!(v!, `${path}.${key}`);
+  }
   return out as Read<S>;
 }
 
@@ -165,6 +187,10 @@ const nullOr =
   (v, p) =>
     v === null ? null : read(v, p);
 const assetCode: Reader<AssetCode> = (v, p) => str(v, p) as AssetCode;
+const bool: Reader<boolean> = (v, p) => {
+  if (typeof v !== 'boolean') throw new WireFormatError(p, 'expected a boolean');
+  return v;
+};
 
 /**
  * Every value of the union T, in a list: a value added to T (in the engine or the domain types)
@@ -180,6 +206,14 @@ const ORDER_TYPES = every<OrderType>()(['limit', 'market']);
 const ORDER_STATUSES = every<OrderStatus>()(['open', 'closed', 'canceled']);
 const ASSET_TYPES = every<AssetType>()(['crypto', 'fiat']);
 const LEDGER_KINDS = every<LedgerKind>()(['deposit', 'withdrawal']);
+const TIMES_IN_FORCE = every<TimeInForce>()(['GTC', 'IOC', 'FOK', 'GTD']);
+const SELF_TRADE_MODES = every<SelfTradeMode>()([
+  'cancel-oldest',
+  'cancel-newest',
+  'cancel-both',
+  'decrement',
+]);
+const AMEND_REASONS = every<AmendReason>()([AmendReason.user, AmendReason.selfTradeDecrement]);
 export const REJECT_CODES = every<RejectCode>()([
   'asset_exists',
   'unknown_asset',
@@ -194,6 +228,19 @@ export const REJECT_CODES = every<RejectCode>()([
   'insufficient_funds',
   'order_not_found',
   'order_not_open',
+  'invalid_time_in_force',
+  'invalid_post_only',
+  'invalid_expire_time',
+  'invalid_client_order_id',
+  'duplicate_client_order_id',
+  'invalid_stp',
+  'too_many_open_orders',
+  'order_value_too_small',
+  'volume_not_above_executed',
+  'post_only_would_take',
+  'nothing_to_amend',
+  'invalid_timeout',
+  'invalid_batch',
 ]);
 
 const ASSET = {
@@ -224,23 +271,52 @@ const LEDGER_MOVE = { userId: int<UserId>, asset: assetCode, amount: int<Amount>
 
 type CommandOf<K extends Command['kind']> = Omit<Extract<Command, { kind: K }>, 'kind'>;
 
+/** A placeOrder's order-control fields: each may be absent (engine/types.ts, PlaceOrder). */
+const PLACE_ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime'];
+const PLACE_ORDER = {
+  userId: int<UserId>,
+  marketId: int<MarketId>,
+  side: enumOf(SIDES),
+  type: enumOf(ORDER_TYPES),
+  price: int<Price>,
+  volume: int<Volume>,
+  timeInForce: enumOf(TIMES_IN_FORCE),
+  postOnly: bool,
+  clientOrderId: nullOr(str),
+  stp: enumOf(SELF_TRADE_MODES),
+  expireTime: int<Micros>,
+};
+const AMEND_OPTIONAL = ['price', 'volume', 'clientOrderId'];
+
+/** One order of a placeOrders batch: a placeOrder command. */
+function readPlaceOrder(value: ExactValue, path: string): Extract<Command, { kind: 'placeOrder' }> {
+  const fields = record(value, path, ['kind'], Object.keys(PLACE_ORDER));
+  const kind = oneOf(fields.kind!, `${path}.kind`, ['placeOrder'] as const);
+  return { kind, ...shaped(value, path, PLACE_ORDER, ['kind'], PLACE_ORDER_OPTIONAL) };
+}
+
 const COMMAND_SHAPES = {
   createAsset: { ...ASSET, code: str },
   createMarket: MARKET_PARAMETERS,
   deposit: LEDGER_MOVE,
   withdraw: LEDGER_MOVE,
-  placeOrder: {
+  placeOrder: PLACE_ORDER,
+  cancelOrder: { userId: int<UserId>, orderId: int<OrderId> },
+  cancelClientOrder: { userId: int<UserId>, clientOrderId: str },
+  amendOrder: {
     userId: int<UserId>,
-    marketId: int<MarketId>,
-    side: enumOf(SIDES),
-    type: enumOf(ORDER_TYPES),
+    orderId: int<OrderId>,
     price: int<Price>,
     volume: int<Volume>,
+    clientOrderId: nullOr(str),
   },
-  cancelOrder: { userId: int<UserId>, orderId: int<OrderId> },
+  cancelAllOrders: { userId: int<UserId>, marketId: int<MarketId> },
+  cancelAllAfter: { userId: int<UserId>, timeout: int<Micros> },
+  placeOrders: { orders: (v: ExactValue, p: string) => list(v, p, readPlaceOrder) },
+  tick: {},
 } satisfies { readonly [K in Command['kind']]: Shape<CommandOf<K>> };
 const COMMAND_KINDS = Object.keys(COMMAND_SHAPES) as Command['kind'][];
-const COMMAND_FIELDS = COMMAND_KINDS.flatMap((k) => Object.keys(COMMAND_SHAPES[k]));
+const COMMAND_FIELDS = [...new Set(COMMAND_KINDS.flatMap((k) => Object.keys(COMMAND_SHAPES[k])))];
 
 export function readCommand(value: ExactValue, path = '$.command'): Command {
   const kind = oneOf(
@@ -258,9 +334,21 @@ export function readCommand(value: ExactValue, path = '$.command'): Command {
     case 'withdraw':
       return { kind, ...shaped(value, path, LEDGER_MOVE, head) };
     case 'placeOrder':
-      return { kind, ...shaped(value, path, COMMAND_SHAPES.placeOrder, head) };
+      return { kind, ...shaped(value, path, PLACE_ORDER, head, PLACE_ORDER_OPTIONAL) };
     case 'cancelOrder':
       return { kind, ...shaped(value, path, COMMAND_SHAPES.cancelOrder, head) };
+    case 'cancelClientOrder':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.cancelClientOrder, head) };
+    case 'amendOrder':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.amendOrder, head, AMEND_OPTIONAL) };
+    case 'cancelAllOrders':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.cancelAllOrders, head, ['marketId']) };
+    case 'cancelAllAfter':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.cancelAllAfter, head) };
+    case 'placeOrders':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.placeOrders, head) };
+    case 'tick':
+      return { kind, ...shaped(value, path, COMMAND_SHAPES.tick, head) };
   }
 }
 
@@ -284,7 +372,18 @@ const ORDER = {
   fee: int<Amount>,
   feeExcess: int<number>,
   reserved: int<Amount>,
+  timeInForce: enumOf(TIMES_IN_FORCE),
+  postOnly: (v: ExactValue, p: string): true => {
+    if (v !== true) throw new WireFormatError(p, 'expected true (the field is absent when false)');
+    return v;
+  },
+  clientOrderId: str,
+  stp: enumOf(SELF_TRADE_MODES),
+  expireTime: int<Micros>,
+  priority: int<number>,
 } satisfies Shape<OrderState>;
+/** OrderState's order-control fields, absent when they hold their defaults. */
+const ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime', 'priority'];
 
 const TRADE = {
   id: int<TradeId>,
@@ -304,14 +403,17 @@ const TRADE = {
 } satisfies Shape<Trade>;
 
 const read =
-  <S extends { readonly [key: string]: Reader<unknown> }>(shape: S): Reader<Read<S>> =>
+  <S extends { readonly [key: string]: Reader<unknown> }>(
+    shape: S,
+    optional: readonly string[] = [],
+  ): Reader<Read<S>> =>
   (v, p) =>
-    shaped(v, p, shape);
+    shaped(v, p, shape, [], optional);
 
 type EventOf<T extends EngineEvent['type']> = Omit<Extract<EngineEvent, { type: T }>, 'type'>;
 
 const LEDGER_EVENT = { ...LEDGER_MOVE, time: int<Micros> };
-const ORDER_EVENT = { order: read(ORDER) };
+const ORDER_EVENT = { order: read(ORDER, ORDER_OPTIONAL) };
 const EVENT_SHAPES = {
   assetCreated: { asset: read(ASSET) },
   marketCreated: { market: read(MARKET) },
@@ -320,6 +422,9 @@ const EVENT_SHAPES = {
   orderAccepted: ORDER_EVENT,
   trade: { trade: read(TRADE) },
   orderDone: ORDER_EVENT,
+  orderAmended: { ...ORDER_EVENT, reason: enumOf(AMEND_REASONS) },
+  cancelAllAfterSet: { userId: int<UserId>, triggerTime: int<Micros>, time: int<Micros> },
+  cancelAllAfterFired: { userId: int<UserId>, triggerTime: int<Micros> },
 } satisfies { readonly [T in EngineEvent['type']]: Shape<EventOf<T>> };
 const EVENT_TYPES = Object.keys(EVENT_SHAPES) as EngineEvent['type'][];
 const EVENT_FIELDS = [...new Set(EVENT_TYPES.flatMap((t) => Object.keys(EVENT_SHAPES[t])))];
@@ -340,7 +445,27 @@ export function readEvent(value: ExactValue, path: string): EngineEvent {
       return { type, ...shaped(value, path, ORDER_EVENT, head) };
     case 'trade':
       return { type, ...shaped(value, path, EVENT_SHAPES.trade, head) };
+    case 'orderAmended':
+      return { type, ...shaped(value, path, EVENT_SHAPES.orderAmended, head) };
+    case 'cancelAllAfterSet':
+      return { type, ...shaped(value, path, EVENT_SHAPES.cancelAllAfterSet, head) };
+    case 'cancelAllAfterFired':
+      return { type, ...shaped(value, path, EVENT_SHAPES.cancelAllAfterFired, head) };
   }
+}
+
+/** One item of a placeOrders result: the order's id, or its rejection. */
+function readPlaceResult(value: ExactValue, path: string): PlaceResult {
+  const head = record(value, path, ['ok'], ['orderId', 'error']);
+  if (head.ok === true) {
+    const f = record(value, path, ['ok', 'orderId']);
+    return { ok: true, orderId: int<OrderId>(f.orderId!, `${path}.orderId`) };
+  }
+  if (head.ok === false) {
+    const f = record(value, path, ['ok', 'error']);
+    return { ok: false, error: readRejection(f.error!, `${path}.error`) };
+  }
+  throw new WireFormatError(`${path}.ok`, 'expected true or false');
 }
 
 function readRejection(value: ExactValue, path: string): Rejection {
@@ -369,10 +494,12 @@ const LEDGER_ENTRY = {
  * or withdrawal the ledger entry (`recorded`) and whether its reference was already used (`duplicate`).
  */
 export function readCommandResult(value: ExactValue, path = '$.result'): SubmitResult {
-  const head = record(value, path, ['ok'], ['events', 'error', 'duplicate', 'recorded']);
+  const head = record(value, path, ['ok'], ['events', 'error', 'duplicate', 'recorded', 'results']);
   if (head.ok === true) {
-    const f = record(value, path, ['ok', 'events'], ['duplicate', 'recorded']);
+    const f = record(value, path, ['ok', 'events'], ['duplicate', 'recorded', 'results']);
     let result: SubmitResult = { ok: true, events: list(f.events!, `${path}.events`, readEvent) };
+    if (Object.hasOwn(f, 'results'))
+      result = { ...result, results: list(f.results!, `${path}.results`, readPlaceResult) };
     // Present-but-undefined and absent are kept apart, so the result compares equal after the trip.
     if (Object.hasOwn(f, 'duplicate')) {
       const duplicate = f.duplicate;
@@ -388,8 +515,11 @@ export function readCommandResult(value: ExactValue, path = '$.result'): SubmitR
     return result;
   }
   if (head.ok === false) {
-    const f = record(value, path, ['ok', 'error']);
-    return { ok: false, error: readRejection(f.error!, `${path}.error`) };
+    // `events`: deadlines that fired before the command was refused (CommandResult).
+    const f = record(value, path, ['ok', 'error'], ['events']);
+    const refused: CommandResult = { ok: false, error: readRejection(f.error!, `${path}.error`) };
+    if (!Object.hasOwn(f, 'events')) return refused;
+    return { ...refused, events: list(f.events!, `${path}.events`, readEvent) };
   }
   throw new WireFormatError(`${path}.ok`, 'expected true or false');
 }

@@ -122,7 +122,11 @@ export async function startEngine(
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
   let exchange: LocalExchange;
   try {
-    exchange = await openExchange({ store: metrics.instrumentStore(store), logger });
+    exchange = await openExchange({
+      store: metrics.instrumentStore(store),
+      logger,
+      engine: { maxOpenOrdersPerUser: config.maxOpenOrdersPerUser },
+    });
   } catch (error) {
     await store.close();
     throw error;

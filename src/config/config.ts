@@ -56,6 +56,11 @@ export interface Config {
   readonly redisUrl: string | undefined;
   readonly catalogueFile: string | undefined;
   readonly bodyLimitBytes: number;
+  /**
+   * MAX_OPEN_ORDERS_PER_USER: the open orders one user may hold (one more is refused with 422).
+   * An engine setting: every engine that replays the same commands must use the same value.
+   */
+  readonly maxOpenOrdersPerUser: number;
   readonly simulator: {
     readonly enabled: boolean;
     readonly ratePerSecond: number;
@@ -201,6 +206,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: redisUrl(env.REDIS_URL),
     catalogueFile: env.CATALOGUE_FILE?.trim() || undefined,
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 64 * 1024, 1024, 16 * 1024 * 1024),
+    maxOpenOrdersPerUser: integer(env, 'MAX_OPEN_ORDERS_PER_USER', 1000, 1, 10_000_000),
     simulator: {
       enabled: simulator === 'on',
       ratePerSecond: integer(env, 'SIMULATOR_RATE', 5, 1, 10_000),

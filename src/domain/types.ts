@@ -26,6 +26,18 @@ export type Side = 'buy' | 'sell';
 export type OrderType = 'limit' | 'market';
 export type OrderStatus = 'open' | 'closed' | 'canceled';
 export type AssetType = 'crypto' | 'fiat';
+/**
+ * How long an order may work: GTC rests until canceled (today's limit order), IOC cancels what
+ * does not trade at once, FOK trades its whole volume at once or nothing, GTD rests until its
+ * expire time.
+ */
+export type TimeInForce = 'GTC' | 'IOC' | 'FOK' | 'GTD';
+/**
+ * Self-trade prevention, decided by the taker's mode when it meets a resting order of its own
+ * user: cancel the resting order (today's rule), the taker, both, or (decrement) trade nothing and
+ * reduce the larger of the two by the smaller's remaining volume, canceling the smaller.
+ */
+export type SelfTradeMode = 'cancel-oldest' | 'cancel-newest' | 'cancel-both' | 'decrement';
 
 export const FEE_RATE_DECIMALS = 8;
 
@@ -55,8 +67,35 @@ export const CancelReason = {
   selfTrade: 'self-trade prevention',
   noLiquidity: 'no liquidity',
   insufficientFunds: 'insufficient funds',
+  /** An IOC order's remainder that did not trade at once. */
+  immediateOrCancel: 'immediate-or-cancel remainder',
+  /** A FOK order that could not trade its whole volume at once (it traded nothing). */
+  fillOrKill: 'fill-or-kill not filled',
+  /** A post-only order that would have taken liquidity on arrival (it traded nothing). */
+  postOnly: 'post-only would take liquidity',
+  /** A GTD order whose expire time came. */
+  expired: 'expired',
+  /** Canceled by the owner's dead man's switch (cancel-all-after) firing. */
+  deadMansSwitch: "dead man's switch",
+  /** Canceled by the owner's cancel-all request. */
+  cancelAll: 'canceled by cancel-all',
+  /** Self-trade prevention, the taker's mode cancel-newest: the taker was canceled. */
+  selfTradeNewest: 'self-trade prevention (cancel newest)',
+  /** Self-trade prevention, the taker's mode cancel-both: each of the two orders was canceled. */
+  selfTradeBoth: 'self-trade prevention (cancel both)',
+  /** Self-trade prevention, the taker's mode decrement: the smaller of the two orders was canceled. */
+  selfTradeDecrement: 'self-trade prevention (decrement)',
 } as const;
 export type CancelReason = (typeof CancelReason)[keyof typeof CancelReason];
+
+/** Why an order changed in place (the `orderAmended` event); docs/interface-decisions.md. */
+export const AmendReason = {
+  /** The owner amended price, volume or client order id. */
+  user: 'amended by user',
+  /** Self-trade prevention, mode decrement: reduced by the other order's remaining volume. */
+  selfTradeDecrement: 'self-trade prevention (decrement)',
+} as const;
+export type AmendReason = (typeof AmendReason)[keyof typeof AmendReason];
 
 /** The joined pair name (`BTCEUR`) used in channel names, `pair` fields and `/markets` keys. */
 export const joinedPair = (m: Pick<MarketSpec, 'base' | 'quote'>): string => `${m.base}${m.quote}`;

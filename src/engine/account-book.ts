@@ -18,6 +18,8 @@ export class Account {
   readonly dirty: number[] = [];
   dirtyCount = 0;
   readonly dirtyMark: boolean[] = [];
+  /** How many orders of this user rest in the books: kept by the engine, for its per-user limit. */
+  openOrders = 0;
   constructor(readonly userId: number) {}
 }
 

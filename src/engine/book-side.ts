@@ -8,6 +8,8 @@ export interface RestingOrder {
   readonly id: number;
   readonly userId: number;
   readonly price: number;
+  /** Time priority within a level: lower first (the id, unless an amend sent it to the back). */
+  readonly priority: number;
   /** Unexecuted volume in lots. */
   remaining: number;
   level: Level | null;
@@ -126,7 +128,8 @@ function checkQueue(level: Level): string | null {
     if (o.price !== level.price) return `${at}: order ${o.id} is priced ${o.price}`;
     if (!(o.remaining > 0) || !Number.isSafeInteger(o.remaining))
       return `${at}: order ${o.id} rests with remaining volume ${o.remaining}`;
-    if (prev !== null && !(o.id > prev.id)) return `${at}: order ${o.id} is queued after order ${prev.id}`;
+    if (prev !== null && !(o.priority > prev.priority))
+      return `${at}: order ${o.id} (priority ${o.priority}) is queued after order ${prev.id} (priority ${prev.priority})`;
     total += o.remaining;
     prev = o;
   }

@@ -13,10 +13,19 @@
  * Pure: node:crypto's SHA-256 is a computation, not I/O; no clock, no randomness.
  */
 import { createHash } from 'node:crypto';
-import type { AssetSpec, MarketSpec, OrderStatus, OrderType, Side } from '../domain/types.js';
+import type {
+  AssetSpec,
+  MarketSpec,
+  OrderStatus,
+  OrderType,
+  SelfTradeMode,
+  Side,
+  TimeInForce,
+} from '../domain/types.js';
 import type { Account, AccountBook } from './account-book.js';
 import type { BookSide, Level, RestingOrder } from './book-side.js';
-import type { Sequences } from './types.js';
+import type { Deadline, DeadlineHeap } from './deadlines.js';
+import type { Sequences, SwitchState } from './types.js';
 
 /** Bumped whenever the canonical form below changes, so hashes of different forms never match. */
 const FORM = 'openspot-engine-state/1';
@@ -47,6 +56,22 @@ export interface StateOrder extends RestingOrder {
   readonly fee: number;
   readonly feeExcess: number;
   readonly reserved: number;
+  readonly timeInForce: TimeInForce;
+  readonly postOnly: boolean;
+  readonly clientOrderId: string | null;
+  readonly stp: SelfTradeMode;
+  readonly expireTime: number;
+  readonly heapIndex: number;
+}
+
+/** The state of the order controls (issue 21) beside the books. */
+export interface StateControls {
+  readonly maxOpenOrdersPerUser: number;
+  readonly deadlines: Pick<DeadlineHeap<Deadline>, 'size' | 'values' | 'checkStructure'>;
+  /** Armed dead man's switches, in ascending user id. */
+  readonly switches: readonly SwitchState[];
+  /** Per user, its resting orders with a client order id, by that id. */
+  readonly clientIds: ReadonlyMap<number, ReadonlyMap<string, StateOrder>>;
 }
 
 export interface EngineStateView {
@@ -62,6 +87,7 @@ export interface EngineStateView {
     checkStructure(): string | null;
   };
   readonly sequences: Sequences;
+  readonly controls: StateControls;
   /** The engine's cost rule: quote units for `volume` lots at `price`, rounded down. */
   costOf(market: StateMarket, price: number, volume: number): number;
 }
@@ -130,14 +156,84 @@ export function hashState(view: EngineStateView): string {
           const o = r as StateOrder;
           line(
             `order ${o.id} ${o.userId} ${o.side} ${o.type} ${o.price} ${o.volume} ${o.remaining} ` +
-              `${o.openTime} ${o.cost} ${o.fee} ${o.feeExcess} ${o.reserved}`,
+              `${o.openTime} ${o.cost} ${o.fee} ${o.feeExcess} ${o.reserved}${controlsText(o)}`,
           );
         }
       }
     }
   }
+  // Only when some switch is armed, so a state without one hashes as it did before they existed.
+  for (const sw of view.controls.switches) line(`switch ${sw.userId} ${sw.triggerTime}`);
   hash.update(lines.join('\n'));
   return hash.digest('hex');
+}
+
+/** An order's controls for the hash, empty when all are defaults (its line is then as before they existed). */
+function controlsText(o: StateOrder): string {
+  if (
+    o.timeInForce === 'GTC' &&
+    !o.postOnly &&
+    o.clientOrderId === null &&
+    o.stp === 'cancel-oldest' &&
+    o.priority === o.id
+  )
+    return '';
+  return ` ${o.timeInForce} ${o.postOnly} ${JSON.stringify(o.clientOrderId)} ${o.stp} ${o.expireTime} ${o.priority}`;
+}
+
+/**
+ * The first fault in a resting order's controls, or null: it is GTC or GTD, a GTD order (and only
+ * one) has an expiry and its deadline entry, a client order id is indexed under it, and its
+ * priority lies between its id and the next id.
+ */
+function controlFault(o: StateOrder, at: string, view: EngineStateView): string | null {
+  const { controls, sequences } = view;
+  if (o.timeInForce !== 'GTC' && o.timeInForce !== 'GTD')
+    return `${at} rests with time in force ${o.timeInForce}`;
+  if ((o.timeInForce === 'GTD') !== o.expireTime > 0)
+    return `${at} is ${o.timeInForce} with expire time ${o.expireTime}`;
+  if (
+    o.expireTime > 0 !== o.heapIndex >= 0 ||
+    (o.heapIndex >= 0 && controls.deadlines.values()[o.heapIndex] !== (o as unknown))
+  )
+    return `${at}'s expiry is not in the deadline heap where it says (${o.heapIndex})`;
+  if (o.clientOrderId !== null && controls.clientIds.get(o.userId)?.get(o.clientOrderId) !== o)
+    return `${at}'s client order id ${o.clientOrderId} is not indexed`;
+  if (!Number.isSafeInteger(o.priority) || o.priority < o.id || !(o.priority < sequences.nextOrderId))
+    return `${at} has priority ${o.priority}`;
+  return null;
+}
+
+/**
+ * The first fault in the controls beside the books, or null: the client id index holds exactly
+ * the resting orders that have one, the deadline heap exactly their expiries and the armed
+ * switches, and each account counts exactly its resting orders. `resting`: per user id, its
+ * resting orders; `withClientId` and `withExpiry`: how many rest with one.
+ */
+function controlsFault(
+  view: EngineStateView,
+  resting: ReadonlyMap<number, number>,
+  withClientId: number,
+  withExpiry: number,
+): string | null {
+  const { controls } = view;
+  let indexed = 0;
+  for (const ids of controls.clientIds.values()) indexed += ids.size;
+  if (indexed !== withClientId)
+    return `the client order id index holds ${indexed} orders, the books ${withClientId} with an id`;
+  const heapFault = controls.deadlines.checkStructure();
+  if (heapFault !== null) return heapFault;
+  for (const sw of controls.switches) {
+    if (!(sw.triggerTime > 0)) return `user ${sw.userId}'s switch is armed at ${sw.triggerTime}`;
+  }
+  if (controls.deadlines.size !== withExpiry + controls.switches.length)
+    return `the deadline heap holds ${controls.deadlines.size} entries, for ${withExpiry} expiries and ${controls.switches.length} switches`;
+  for (const account of view.accounts.accountsByUser()) {
+    const expected = resting.get(account.userId) ?? 0;
+    if (account.openOrders !== expected)
+      return `user ${account.userId} counts ${account.openOrders} open orders and has ${expected} resting`;
+  }
+  return null;
 }
 
 const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
@@ -169,6 +265,9 @@ export function findViolation(view: EngineStateView): string | null {
   /** Per user id, per asset index: what its open orders hold. */
   const held = new Map<number, number[]>();
   let resting = 0;
+  const restingByUser = new Map<number, number>();
+  let withClientId = 0;
+  let withExpiry = 0;
   for (const m of view.markets) {
     const pair = `${m.spec.base}/${m.spec.quote}`;
     for (const [sideName, side, isBuy] of [
@@ -198,6 +297,11 @@ export function findViolation(view: EngineStateView): string | null {
           if (!isCount(value)) return `${at} has ${field} ${value}`;
         }
         if (!(o.feeExcess < FEE_SCALE)) return `${at} has fee excess ${o.feeExcess}`;
+        const controlled = controlFault(o, at, view);
+        if (controlled !== null) return controlled;
+        restingByUser.set(o.userId, (restingByUser.get(o.userId) ?? 0) + 1);
+        if (o.clientOrderId !== null) withClientId++;
+        if (o.expireTime > 0) withExpiry++;
         if (o.account !== ledger.peek(o.userId)) return `${at} is not tied to user ${o.userId}'s account`;
         const asset = isBuy ? m.quote : m.base;
         if (isBuy) {
@@ -226,6 +330,8 @@ export function findViolation(view: EngineStateView): string | null {
     }
     return `the id index holds ${openOrders.size} open orders, the books ${resting}`;
   }
+  const controlsBroken = controlsFault(view, restingByUser, withClientId, withExpiry);
+  if (controlsBroken !== null) return controlsBroken;
 
   const totals = new Array<bigint>(assetCount).fill(0n);
   const accounts = ledger.accountsByUser();

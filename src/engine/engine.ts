@@ -9,6 +9,7 @@
  */
 import { formatUnits, MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
 import {
+  AmendReason,
   type Amount,
   type AssetCode,
   type AssetSpec,
@@ -21,28 +22,39 @@ import {
   type OrderStatus,
   type OrderType,
   type Price,
+  type SelfTradeMode,
   type Side,
+  type TimeInForce,
   type TradeId,
   type UserId,
   type Volume,
 } from '../domain/types.js';
 import { type Account, AccountBook } from './account-book.js';
 import { BookSide, type Level, type RestingOrder } from './book-side.js';
+import { type Deadline, DeadlineHeap, DeadlineKind } from './deadlines.js';
 import { type EngineStateView, findViolation, hashState, InternalStateError } from './engine-state.js';
 import { OrderIndex } from './order-index.js';
-import type {
-  BookLevels,
-  ChangeSet,
-  Command,
-  CommandResult,
-  EngineEvent,
-  EngineSnapshot,
-  LevelKey,
-  OrderState,
-  RejectCode,
-  Rejection,
-  Sequences,
-  Trade,
+import {
+  type BookLevels,
+  type ChangeSet,
+  type Command,
+  type CommandResult,
+  DEFAULT_MAX_OPEN_ORDERS_PER_USER,
+  type EngineEvent,
+  type EngineOptions,
+  type EngineSnapshot,
+  type LevelKey,
+  MAX_BATCH_ORDERS,
+  MAX_CANCEL_ALL_AFTER,
+  MAX_EXPIRY_AHEAD,
+  type OrderState,
+  type PlaceOrder,
+  type PlaceResult,
+  type RejectCode,
+  type Rejection,
+  type Sequences,
+  type SwitchState,
+  type Trade,
 } from './types.js';
 
 const FEE_SCALE = 10 ** FEE_RATE_DECIMALS;
@@ -146,6 +158,17 @@ class LiveOrder implements RestingOrder {
   declare fee: number;
   /** Fees charged beyond the exact fee, in 10^-8 quote units (see feeDue). */
   declare feeExcess: number;
+  // The order controls (issue 21), last: matching reads them only on a self-trade.
+  /** Time priority within its level: its id, unless an amend sent it to the back (OrderState.priority). */
+  declare priority: number;
+  declare timeInForce: TimeInForce;
+  declare postOnly: boolean;
+  declare clientOrderId: string | null;
+  declare stp: SelfTradeMode;
+  /** GTD: when it expires (Micros); 0 otherwise. */
+  declare expireTime: number;
+  /** Its place in the engine's deadline heap while it rests with an expiry, else -1. */
+  declare heapIndex: number;
 
   // The constructor assigns every field itself rather than calling init: V8 sizes an object's
   // in-object fields from the constructor's own `this.x =` assignments, and fields it did not
@@ -185,6 +208,13 @@ class LiveOrder implements RestingOrder {
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
+    this.priority = id;
+    this.timeInForce = 'GTC';
+    this.postOnly = false;
+    this.clientOrderId = null;
+    this.stp = 'cancel-oldest';
+    this.expireTime = 0;
+    this.heapIndex = -1;
   }
 
   /** Reinitialises every field as the constructor does: a new order, open, nothing executed or reserved. */
@@ -221,11 +251,39 @@ class LiveOrder implements RestingOrder {
     this.cost = 0;
     this.fee = 0;
     this.feeExcess = 0;
+    this.priority = id;
+    this.timeInForce = 'GTC';
+    this.postOnly = false;
+    this.clientOrderId = null;
+    this.stp = 'cancel-oldest';
+    this.expireTime = 0;
+    this.heapIndex = -1;
     return this;
   }
 
+  /** Sets the controls a placeOrder asked for (the defaults are set by the constructor and init). */
+  control(controls: OrderControls): this {
+    this.timeInForce = controls.timeInForce;
+    this.postOnly = controls.postOnly;
+    this.clientOrderId = controls.clientOrderId;
+    this.stp = controls.stp;
+    this.expireTime = controls.expireTime;
+    return this;
+  }
+
+  // A GTD order is its own entry in the deadline heap (Deadline).
+  get due(): number {
+    return this.expireTime;
+  }
+  get deadlineKind(): DeadlineKind {
+    return DeadlineKind.expiry;
+  }
+  get deadlineKey(): number {
+    return this.id;
+  }
+
   state(): OrderState {
-    return {
+    const state: OrderState = {
       id: this.id as OrderId,
       userId: this.userId as UserId,
       marketId: this.market.spec.id,
@@ -243,6 +301,65 @@ class LiveOrder implements RestingOrder {
       feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
+    if (
+      this.timeInForce === 'GTC' &&
+      !this.postOnly &&
+      this.clientOrderId === null &&
+      this.stp === 'cancel-oldest' &&
+      this.priority === this.id
+    )
+      return state;
+    return this.withControls(state);
+  }
+
+  /** The state with the controls that differ from their defaults (an order without any has none). */
+  private withControls(state: OrderState): OrderState {
+    const full: { -readonly [K in keyof OrderState]: OrderState[K] } = { ...state };
+    if (this.timeInForce !== 'GTC') full.timeInForce = this.timeInForce;
+    if (this.postOnly) full.postOnly = true;
+    if (this.clientOrderId !== null) full.clientOrderId = this.clientOrderId;
+    if (this.stp !== 'cancel-oldest') full.stp = this.stp;
+    if (this.expireTime !== 0) full.expireTime = this.expireTime as Micros;
+    if (this.priority !== this.id) full.priority = this.priority;
+    return full;
+  }
+}
+
+/** What a placeOrder asked for beyond today's order (engine/types.ts, PlaceOrder). */
+interface OrderControls {
+  readonly timeInForce: TimeInForce;
+  readonly postOnly: boolean;
+  readonly clientOrderId: string | null;
+  readonly stp: SelfTradeMode;
+  readonly expireTime: number;
+}
+
+const DEFAULT_CONTROLS: OrderControls = {
+  timeInForce: 'GTC',
+  postOnly: false,
+  clientOrderId: null,
+  stp: 'cancel-oldest',
+  expireTime: 0,
+};
+const TIMES_IN_FORCE: readonly string[] = ['GTC', 'IOC', 'FOK', 'GTD'] satisfies TimeInForce[];
+const SELF_TRADE_MODES: readonly string[] = [
+  'cancel-oldest',
+  'cancel-newest',
+  'cancel-both',
+  'decrement',
+] satisfies SelfTradeMode[];
+const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,36}$/;
+
+/** A user's armed dead man's switch: its own entry in the deadline heap. */
+class UserSwitch implements Deadline {
+  heapIndex = -1;
+  readonly deadlineKind = DeadlineKind.deadMansSwitch;
+  constructor(
+    readonly userId: number,
+    public due: number,
+  ) {}
+  get deadlineKey(): number {
+    return this.userId;
   }
 }
 
@@ -287,9 +404,29 @@ export class Engine {
    */
   private readonly eventScratch: (EngineEvent | null)[] = [];
   private eventCount = 0;
+  /** GTD expiries of resting orders and armed dead man's switches, earliest first. */
+  private readonly deadlines = new DeadlineHeap<LiveOrder | UserSwitch>();
+  /** Armed dead man's switches by user id. */
+  private readonly switches = new Map<number, UserSwitch>();
+  /** Users whose switch changed since the last drain, with its trigger time now (0: none armed). */
+  private readonly dirtySwitches = new Map<number, number>();
+  /** Per user id, its resting orders that have a client order id, by that id. */
+  private readonly clientIds = new Map<number, Map<string, LiveOrder>>();
+  /**
+   * Set by `match` when self-trade prevention ends the taker (modes other than cancel-oldest): the
+   * reason it ends with. The caller finishes the taker and clears it.
+   */
+  private takerStopped: string | null = null;
 
-  static restore(snapshot: EngineSnapshot): Engine {
-    const engine = new Engine();
+  /** See EngineOptions: every replica and replay of one journal must use the same. */
+  private readonly maxOpenOrdersPerUser: number;
+
+  constructor(options: EngineOptions = {}) {
+    this.maxOpenOrdersPerUser = options.maxOpenOrdersPerUser ?? DEFAULT_MAX_OPEN_ORDERS_PER_USER;
+  }
+
+  static restore(snapshot: EngineSnapshot, options: EngineOptions = {}): Engine {
+    const engine = new Engine(options);
     for (const asset of snapshot.assets) engine.addAsset(asset);
     for (const market of snapshot.markets) engine.addMarket(market);
     for (const t of snapshot.totals) {
@@ -301,7 +438,12 @@ export class Engine {
       if (i === undefined) throw new Error(`balance in unknown asset ${b.asset}`);
       engine.accountBook.restoreBalance(b.userId, i, b.available, b.reserved);
     }
-    for (const o of snapshot.openOrders) {
+    // Each level queues its orders in time priority; an amended order's is not its id.
+    const priority = (o: OrderState): number => o.priority ?? o.id;
+    const queued = snapshot.openOrders.some((o) => o.priority !== undefined)
+      ? [...snapshot.openOrders].sort((a, b) => priority(a) - priority(b))
+      : snapshot.openOrders;
+    for (const o of queued) {
       const market = engine.markets.get(o.marketId);
       if (market === undefined) throw new Error(`open order ${o.id} in unknown market ${o.marketId}`);
       const account = engine.accountBook.account(o.userId);
@@ -321,9 +463,20 @@ export class Engine {
       order.fee = o.fee;
       order.feeExcess = o.feeExcess;
       order.reserved = o.reserved;
-      engine.openOrders.set(order);
-      (o.side === 'buy' ? market.bids : market.asks).append(order);
+      order.priority = o.priority ?? o.id;
+      order.control({
+        timeInForce: o.timeInForce ?? 'GTC',
+        postOnly: o.postOnly === true,
+        clientOrderId: o.clientOrderId ?? null,
+        stp: o.stp ?? 'cancel-oldest',
+        expireTime: o.expireTime ?? 0,
+      });
+      engine.rest(order, (o.side === 'buy' ? market.bids : market.asks).level(o.price));
     }
+    for (const sw of snapshot.switches ?? []) {
+      if (sw.triggerTime > 0) engine.arm(sw.userId, sw.triggerTime);
+    }
+    engine.dirtySwitches.clear();
     engine.nextOrderId = snapshot.sequences.nextOrderId;
     engine.nextTradeId = snapshot.sequences.nextTradeId;
     engine.nextMarketId = snapshot.sequences.nextMarketId;
@@ -332,6 +485,10 @@ export class Engine {
 
   apply(command: Command, time: Micros): CommandResult {
     this.eventCount = 0;
+    // Deadlines that are due fire first, whatever the command: the outcome does not depend on
+    // whether a timer's tick or some other command came first.
+    const first = this.deadlines.peek();
+    if (first !== undefined && first.due <= time) this.fireDeadlines(time);
     let result: CommandResult | undefined;
     switch (command.kind) {
       case 'placeOrder':
@@ -352,8 +509,26 @@ export class Engine {
       case 'createMarket':
         result = this.createMarket(command);
         break;
+      case 'cancelClientOrder':
+        result = this.cancelClientOrder(command.userId, command.clientOrderId, time);
+        break;
+      case 'amendOrder':
+        result = this.amendOrder(command, time);
+        break;
+      case 'cancelAllOrders':
+        result = this.cancelAllOrders(command.userId, command.marketId, time);
+        break;
+      case 'cancelAllAfter':
+        result = this.cancelAllAfter(command.userId, command.timeout, time);
+        break;
+      case 'placeOrders':
+        return this.placeOrders(command.orders, time);
+      case 'tick':
+        break;
     }
-    return result ?? { ok: true, events: this.takeEvents() };
+    if (result === undefined) return { ok: true, events: this.takeEvents() };
+    // Refused, but deadlines fired before it: those happened (CommandResult).
+    return this.eventCount === 0 ? result : { ...result, events: this.takeEvents() };
   }
 
   // ---- catalogue ---------------------------------------------------------------------------
@@ -502,7 +677,7 @@ export class Engine {
 
   // ---- orders ------------------------------------------------------------------------------
 
-  private placeOrder(c: Extract<Command, { kind: 'placeOrder' }>, time: Micros): CommandResult | undefined {
+  private placeOrder(c: PlaceOrder, time: Micros): CommandResult | undefined {
     const marketId = c.marketId;
     // Not a whole number (a string, a fraction): not a market id, whatever it reads like.
     const market =
@@ -520,8 +695,30 @@ export class Engine {
     if (isLimit && !isPositiveInt(c.price))
       return reject('invalid_price', 'The price must be greater than zero.', 'price');
     if (!isPositiveInt(c.userId)) return reject('invalid_amount', 'Unknown user.', 'user');
-    // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
+    // The controls are read only when the command carries any: today's orders pay nothing for them.
+    let controls = DEFAULT_CONTROLS;
+    if (
+      c.timeInForce !== undefined ||
+      c.postOnly !== undefined ||
+      (c.clientOrderId !== undefined && c.clientOrderId !== null) ||
+      c.stp !== undefined ||
+      c.expireTime !== undefined
+    ) {
+      const read = this.readControls(c, isLimit, time);
+      if ('ok' in read) return read;
+      controls = read;
+    }
+    const tif = controls.timeInForce;
+    let cost = 0;
+    if (isLimit) {
+      cost = this.costOf(market, c.price, c.volume);
+      // NaN (too large) is refused below, with the size limits.
+      if (cost < 1) return this.valueTooSmall(market);
+    }
     const account = this.accountBook.account(c.userId);
+    if (isLimit && (tif === 'GTC' || tif === 'GTD') && account.openOrders >= this.maxOpenOrdersPerUser)
+      return this.tooManyOpenOrders();
+    // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
     let hold: number;
     let asset: number;
     if (c.side === 'sell') {
@@ -530,7 +727,6 @@ export class Engine {
       if (hold > MAX_UNITS) return reject('too_large', 'The volume is too large.', 'volume');
     } else if (isLimit) {
       asset = market.quote;
-      const cost = this.costOf(market, c.price, c.volume);
       if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
       // Covers every way the order can execute: Σ costᵢ <= cost (each cost is floored, at prices
       // no worse than the limit), and the fees charged, ceil(Σ costᵢ × rateᵢ / 10^8), are at most
@@ -576,6 +772,7 @@ export class Engine {
       spare === undefined
         ? new LiveOrder(id, c.userId, account, market, c.side, c.type, price, c.volume, time)
         : spare.init(id, c.userId, account, market, c.side, c.type, price, c.volume, time);
+    if (controls !== DEFAULT_CONTROLS) order.control(controls);
     this.accountBook.reserve(account, asset, hold);
     order.reserved = hold;
     this.markDirty(order);
@@ -583,22 +780,197 @@ export class Engine {
     order.snap = accepted;
     this.emit({ type: 'orderAccepted', order: accepted });
 
+    // Post-only and FOK orders that cannot do what they ask end here, having changed nothing.
+    if (controls.postOnly && this.crosses(order)) {
+      this.finish(order, 'canceled', CancelReason.postOnly, time);
+      return undefined;
+    }
+    if (tif === 'FOK' && !this.fillableAtOnce(order)) {
+      this.finish(order, 'canceled', CancelReason.fillOrKill, time);
+      return undefined;
+    }
+
     const budgetExhausted = this.match(order, account, time);
 
-    if (order.remaining === 0) {
+    if (this.takerStopped !== null) {
+      const reason = this.takerStopped;
+      this.takerStopped = null;
+      this.finish(order, 'canceled', reason, time);
+    } else if (order.remaining === 0) {
       this.finish(order, 'closed', null, time);
     } else if (!isLimit) {
       const nothing = order.remaining === order.volume;
       const reason = budgetExhausted ? CancelReason.insufficientFunds : CancelReason.noLiquidity;
       this.finish(order, nothing ? 'canceled' : 'closed', nothing ? reason : null, time);
+    } else if (tif === 'IOC' || tif === 'FOK') {
+      // FOK: only if the fillable check and matching disagree, which they must not.
+      const reason = tif === 'IOC' ? CancelReason.immediateOrCancel : CancelReason.fillOrKill;
+      this.finish(order, 'canceled', reason, time);
     } else {
-      this.openOrders.set(order);
       this.markLevel(market, order.side === 'buy' ? order.price : -order.price, restLevel);
-      (order.side === 'buy' ? market.bids : market.asks).append(order, restLevel);
+      this.rest(order, restLevel);
       // A level the order created is listed already (as 0 before): marked, it is not listed again.
       order.level!.mark = this.drainEpoch;
     }
     return undefined;
+  }
+
+  /** The controls of a placeOrder that carries any, checked; or its refusal. */
+  private readControls(c: PlaceOrder, isLimit: boolean, time: Micros): OrderControls | CommandResult {
+    const timeInForce = c.timeInForce ?? 'GTC';
+    if (!TIMES_IN_FORCE.includes(timeInForce))
+      return reject(
+        'invalid_time_in_force',
+        'The time in force must be GTC, IOC, FOK or GTD.',
+        'time_in_force',
+      );
+    if (!isLimit && (timeInForce === 'FOK' || timeInForce === 'GTD'))
+      return reject(
+        'invalid_time_in_force',
+        'A market order takes time in force GTC or IOC only (it never rests).',
+        'time_in_force',
+      );
+    const postOnly = c.postOnly ?? false;
+    if (typeof postOnly !== 'boolean')
+      return reject('invalid_post_only', 'The post-only flag must be true or false.', 'post_only');
+    if (postOnly && (!isLimit || timeInForce === 'IOC' || timeInForce === 'FOK'))
+      return reject(
+        'invalid_post_only',
+        'Post-only is valid only with limit orders that are GTC or GTD.',
+        'post_only',
+      );
+    const stp = c.stp ?? 'cancel-oldest';
+    if (!SELF_TRADE_MODES.includes(stp))
+      return reject(
+        'invalid_stp',
+        'The self-trade prevention mode must be cancel-oldest, cancel-newest, cancel-both or decrement.',
+        'stp',
+      );
+    const expireTime = c.expireTime ?? 0;
+    if (timeInForce === 'GTD') {
+      if (!Number.isSafeInteger(expireTime) || expireTime <= time)
+        return reject(
+          'invalid_expire_time',
+          'A GTD order needs an expire time in the future.',
+          'expire_time',
+        );
+      if (expireTime - time > MAX_EXPIRY_AHEAD)
+        return reject('invalid_expire_time', 'The expire time may be at most one year ahead.', 'expire_time');
+    } else if (expireTime !== 0) {
+      return reject('invalid_expire_time', 'An expire time needs time in force GTD.', 'expire_time');
+    }
+    const clientOrderId = c.clientOrderId ?? null;
+    if (clientOrderId !== null) {
+      const refused = this.checkClientOrderId(c.userId, clientOrderId, null);
+      if (refused !== undefined) return refused;
+    }
+    return { timeInForce, postOnly, clientOrderId, stp, expireTime };
+  }
+
+  /** Refuses a client order id that is malformed or held by another open order of the user. */
+  private checkClientOrderId(
+    userId: number,
+    clientOrderId: string,
+    self: LiveOrder | null,
+  ): CommandResult | undefined {
+    if (typeof clientOrderId !== 'string' || !CLIENT_ORDER_ID.test(clientOrderId))
+      return reject(
+        'invalid_client_order_id',
+        'The client order id must be 1 to 36 characters, each a letter, a digit, _ or -.',
+        'client_order_id',
+      );
+    const holder = this.clientIds.get(userId)?.get(clientOrderId);
+    if (holder !== undefined && holder !== self)
+      return reject(
+        'duplicate_client_order_id',
+        'You have an open order with this client order id already.',
+        'client_order_id',
+      );
+    return undefined;
+  }
+
+  private valueTooSmall(market: Market): CommandResult {
+    const quote = this.assets[market.quote]!;
+    return reject(
+      'order_value_too_small',
+      `The order value is below ${formatUnits(1, quote.decimals)} ${quote.code}, the smallest amount of ${quote.code}.`,
+      'volume',
+    );
+  }
+
+  private tooManyOpenOrders(): CommandResult {
+    return reject(
+      'too_many_open_orders',
+      `You have ${this.maxOpenOrdersPerUser} open orders, the most one user may have (MAX_OPEN_ORDERS_PER_USER).`,
+    );
+  }
+
+  /** True when a limit order would take liquidity on arrival: the best opposite price meets it. */
+  private crosses(order: LiveOrder): boolean {
+    return this.crossesAt(order.market, order.side, order.price);
+  }
+
+  /** True when a limit order of `side` at `price` would meet the best opposite price. */
+  private crossesAt(market: Market, side: Side, price: number): boolean {
+    if (side === 'buy') return market.asks.best !== null && market.asks.best.price <= price;
+    return market.bids.best !== null && market.bids.best.price >= price;
+  }
+
+  /**
+   * True when a limit order can trade its whole volume at once: walks the book as `match` will,
+   * without changing it. A resting order of its own user is passed over when its self-trade mode
+   * is cancel-oldest (matching cancels it and goes on); any other mode would end or shrink the
+   * order there, so it cannot fill. Funds need no check: a limit order holds for all its volume.
+   */
+  private fillableAtOnce(order: LiveOrder): boolean {
+    const book = order.side === 'buy' ? order.market.asks : order.market.bids;
+    let fillable = 0;
+    for (let level = book.best; level !== null; level = book.after(level)) {
+      if (order.side === 'buy' ? level.price > order.price : level.price < order.price) return false;
+      for (let maker = level.head; maker !== null; maker = maker.next) {
+        if (maker.userId === order.userId) {
+          if (order.stp === 'cancel-oldest') continue;
+          return false;
+        }
+        fillable += maker.remaining;
+        if (fillable >= order.volume) return true;
+      }
+    }
+    return false;
+  }
+
+  /** Puts an order at the back of its level (`level`: the one at its price, if any) and in every index of open orders. */
+  private rest(order: LiveOrder, level: Level | undefined): void {
+    this.openOrders.set(order);
+    order.account.openOrders++;
+    if (order.clientOrderId !== null) this.indexClientId(order);
+    if (order.expireTime !== 0) this.deadlines.add(order);
+    (order.side === 'buy' ? order.market.bids : order.market.asks).append(order, level);
+  }
+
+  /** Takes a resting order out of its book and out of every index of open orders. */
+  private takeOff(order: LiveOrder): void {
+    const market = order.market;
+    this.markLevel(market, order.side === 'buy' ? order.price : -order.price, order.level as Level);
+    (order.side === 'buy' ? market.bids : market.asks).unlink(order);
+    this.leaveOpen(order);
+  }
+
+  /** Drops an order that no longer rests (unlinked already) from every index of open orders. */
+  private leaveOpen(order: LiveOrder): void {
+    this.openOrders.delete(order);
+    order.account.openOrders--;
+    if (order.clientOrderId !== null) this.clientIds.get(order.userId)?.delete(order.clientOrderId);
+    if (order.heapIndex >= 0) this.deadlines.remove(order);
+  }
+
+  private indexClientId(order: LiveOrder): void {
+    let ids = this.clientIds.get(order.userId);
+    if (ids === undefined) {
+      ids = new Map();
+      this.clientIds.set(order.userId, ids);
+    }
+    ids.set(order.clientOrderId!, order);
   }
 
   /** Takes liquidity for `taker`. Returns true when a market buy stopped because its budget ran out. */
@@ -616,10 +988,12 @@ export class Engine {
       while (maker !== null && taker.remaining > 0) {
         const next = maker.next as LiveOrder | null;
         if (maker.userId === taker.userId) {
-          // Self-trade prevention: the resting order is canceled, the taker goes on (docs/money.md).
-          book.unlink(maker);
-          this.openOrders.delete(maker);
-          this.finish(maker, 'canceled', CancelReason.selfTrade, time);
+          if (taker.stp === 'cancel-oldest') {
+            // Self-trade prevention: the resting order is canceled, the taker goes on (docs/money.md).
+            book.unlink(maker);
+            this.leaveOpen(maker);
+            this.finish(maker, 'canceled', CancelReason.selfTrade, time);
+          } else if (this.preventSelfTrade(taker, maker, book, time)) return false;
         } else {
           const wanted = Math.min(taker.remaining, maker.remaining);
           const volume = budgeted
@@ -702,7 +1076,7 @@ export class Engine {
 
     if (maker.remaining === 0) {
       book.unlink(maker);
-      this.openOrders.delete(maker);
+      this.leaveOpen(maker);
       this.finish(maker, 'closed', null, time);
     }
   }
@@ -762,12 +1136,324 @@ export class Engine {
     const order = this.openOrders.get(orderId);
     // Another user's order is reported exactly like a missing one, so ids reveal nothing.
     if (order === undefined || order.userId !== userId) return reject('order_not_found', 'Order not found.');
-    const market = order.market;
-    this.markLevel(market, order.side === 'buy' ? order.price : -order.price, order.level as Level);
-    (order.side === 'buy' ? market.bids : market.asks).unlink(order);
-    this.openOrders.delete(order);
+    this.takeOff(order);
     this.finish(order, 'canceled', CancelReason.user, time);
     return undefined;
+  }
+
+  private cancelClientOrder(userId: UserId, clientOrderId: string, time: Micros): CommandResult | undefined {
+    const order = this.clientIds.get(userId)?.get(clientOrderId);
+    if (order === undefined) return reject('order_not_found', 'Order not found.');
+    this.takeOff(order);
+    this.finish(order, 'canceled', CancelReason.user, time);
+    return undefined;
+  }
+
+  // ---- order controls ----------------------------------------------------------------------
+
+  /**
+   * Self-trade prevention when the taker's mode is not cancel-oldest (see SelfTradeMode); the
+   * taker met `maker`, a resting order of its own user, in `book`. Returns true when the taker
+   * stops here (`takerStopped` says why); false when it goes on to the next resting order.
+   */
+  private preventSelfTrade(taker: LiveOrder, maker: LiveOrder, book: BookSide, time: Micros): boolean {
+    if (taker.stp === 'cancel-newest') {
+      this.takerStopped = CancelReason.selfTradeNewest;
+      return true;
+    }
+    if (taker.stp === 'cancel-both') {
+      book.unlink(maker);
+      this.leaveOpen(maker);
+      this.finish(maker, 'canceled', CancelReason.selfTradeBoth, time);
+      this.takerStopped = CancelReason.selfTradeBoth;
+      return true;
+    }
+    // Decrement: no trade; the larger is reduced by the smaller's remaining volume, the smaller
+    // canceled (both when equal).
+    const makerLeft = maker.remaining;
+    const takerLeft = taker.remaining;
+    if (makerLeft <= takerLeft) {
+      book.unlink(maker);
+      this.leaveOpen(maker);
+      this.finish(maker, 'canceled', CancelReason.selfTradeDecrement, time);
+      if (makerLeft === takerLeft) {
+        this.takerStopped = CancelReason.selfTradeDecrement;
+        return true;
+      }
+      this.shrink(taker, makerLeft, null);
+      return false;
+    }
+    this.shrink(maker, takerLeft, book);
+    this.takerStopped = CancelReason.selfTradeDecrement;
+    return true;
+  }
+
+  /**
+   * Reduces an order's volume (and remaining volume) by `lots` for self-trade prevention, giving
+   * back what it no longer needs to hold; `book` is its book when it rests (null: the taker).
+   */
+  private shrink(order: LiveOrder, lots: number, book: BookSide | null): void {
+    if (book !== null) book.reduce(order, lots);
+    else order.remaining -= lots;
+    order.volume -= lots;
+    this.releaseExcess(order);
+    this.markDirty(order);
+    const state = order.state();
+    order.snap = state;
+    this.emit({ type: 'orderAmended', order: state, reason: AmendReason.selfTradeDecrement });
+  }
+
+  /**
+   * Gives back what an order holds beyond what its remaining volume can still cost: a sell holds
+   * exactly its remaining base units; a limit buy at most holdFor(price, remaining), which covers
+   * every later fill and its fee (docs/money.md); a market buy keeps its whole budget.
+   */
+  private releaseExcess(order: LiveOrder): void {
+    const market = order.market;
+    let keep: number;
+    if (order.side === 'sell') keep = order.remaining * market.baseUnitsPerLot;
+    else if (order.type === 'limit') keep = this.holdFor(market, order.price, order.remaining);
+    else return;
+    if (keep >= order.reserved) return;
+    this.accountBook.release(
+      order.account,
+      order.side === 'buy' ? market.quote : market.base,
+      order.reserved - keep,
+    );
+    order.reserved = keep;
+  }
+
+  /** What a limit buy of `volume` at `price` holds: its cost plus the fee at the larger rate, rounded up. */
+  private holdFor(market: Market, price: number, volume: number): number {
+    const cost = this.costOf(market, price, volume);
+    return cost + feeDue(cost, market.maxFee, 0);
+  }
+
+  /**
+   * Amends an open order in place (decisions in docs/interface-decisions.md): lowering the volume
+   * keeps its queue place; a new price or a higher volume sends it to the back of its (new) level,
+   * and a new price that crosses the book trades at once as a new order there would (a post-only
+   * order is refused instead). The hold is resized exactly: to holdFor(new price, new remaining)
+   * when the order moves, to at most that when it only shrinks (a sell: exactly its remaining
+   * base units); more than is available is refused. Checks everything before changing anything.
+   */
+  private amendOrder(c: Extract<Command, { kind: 'amendOrder' }>, time: Micros): CommandResult | undefined {
+    const order = this.openOrders.get(c.orderId);
+    if (order === undefined || order.userId !== c.userId)
+      return reject('order_not_found', 'Order not found.');
+    if (c.price === undefined && c.volume === undefined && c.clientOrderId === undefined)
+      return reject('nothing_to_amend', 'Give a new price, volume or client order id.');
+    const market = order.market;
+    const price = c.price ?? order.price;
+    if (!isPositiveInt(price))
+      return reject('invalid_price', 'The price must be greater than zero.', 'price');
+    const volume = c.volume ?? order.volume;
+    if (!isPositiveInt(volume))
+      return reject('invalid_volume', 'The volume must be greater than zero.', 'volume');
+    const executed = order.volume - order.remaining;
+    if (volume <= executed) {
+      const lots = `${formatUnits(executed, market.spec.lotDecimals)} ${market.spec.base}`;
+      return reject(
+        'volume_not_above_executed',
+        `The new volume must be above the ${lots} that executed already.`,
+        'volume',
+      );
+    }
+    if (volume < market.spec.ordermin)
+      return reject(
+        'below_ordermin',
+        'The volume is below the minimum order volume of this market.',
+        'volume',
+      );
+    if (c.clientOrderId !== undefined && c.clientOrderId !== null) {
+      const refused = this.checkClientOrderId(order.userId, c.clientOrderId, order);
+      if (refused !== undefined) return refused;
+    }
+    const remaining = volume - executed;
+    const moves = price !== order.price || volume > order.volume;
+    const resize = moves || volume !== order.volume;
+    const isBuy = order.side === 'buy';
+    const asset = isBuy ? market.quote : market.base;
+    let keep = order.reserved;
+    if (resize) {
+      const value = this.costOf(market, price, volume);
+      if (value < 1) return this.valueTooSmall(market);
+      if (Number.isNaN(value) || volume * market.baseUnitsPerLot > MAX_UNITS)
+        return reject('too_large', 'The volume is too large.', 'volume');
+      if (isBuy) {
+        const hold = this.holdFor(market, price, remaining);
+        if (!(hold <= MAX_UNITS)) return reject('too_large', 'The order value is too large.', 'volume');
+        keep = moves ? hold : Math.min(order.reserved, hold);
+      } else keep = remaining * market.baseUnitsPerLot;
+      if (keep > order.reserved && this.accountBook.available(order.account, asset) < keep - order.reserved)
+        return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+    }
+    const book = isBuy ? market.bids : market.asks;
+    if (moves) {
+      const level = book.level(price);
+      const others =
+        level === undefined ? 0 : level === order.level ? level.total - order.remaining : level.total;
+      if (others + remaining > MAX_UNITS)
+        return reject('too_large', 'The volume at this price is too large.', 'volume');
+      if (order.postOnly && this.crossesAt(market, order.side, price))
+        return reject(
+          'post_only_would_take',
+          'The new price would take liquidity, and a post-only order only rests.',
+          'price',
+        );
+    }
+
+    const key = isBuy ? order.price : -order.price;
+    if (moves) {
+      this.markLevel(market, key, order.level as Level);
+      book.unlink(order);
+      order.price = price;
+      order.volume = volume;
+      order.remaining = remaining;
+      // The back of the queue: a number from the id sequence, after every order placed so far.
+      order.priority = this.nextOrderId++;
+    } else if (volume < order.volume) {
+      this.markLevel(market, key, order.level as Level);
+      book.reduce(order, order.volume - volume);
+      order.volume = volume;
+    }
+    if (keep > order.reserved) this.accountBook.reserve(order.account, asset, keep - order.reserved);
+    else if (keep < order.reserved) this.accountBook.release(order.account, asset, order.reserved - keep);
+    order.reserved = keep;
+    if (c.clientOrderId !== undefined && c.clientOrderId !== order.clientOrderId) {
+      if (order.clientOrderId !== null) this.clientIds.get(order.userId)?.delete(order.clientOrderId);
+      order.clientOrderId = c.clientOrderId;
+      if (order.clientOrderId !== null) this.indexClientId(order);
+    }
+    this.markDirty(order);
+    const amended = order.state();
+    order.snap = amended;
+    this.emit({ type: 'orderAmended', order: amended, reason: AmendReason.user });
+    if (!moves) return undefined;
+
+    this.match(order, order.account, time);
+    if (this.takerStopped !== null) {
+      const reason = this.takerStopped;
+      this.takerStopped = null;
+      this.leaveOpen(order);
+      this.finish(order, 'canceled', reason, time);
+    } else if (order.remaining === 0) {
+      this.leaveOpen(order);
+      this.finish(order, 'closed', null, time);
+    } else {
+      // Looked up again: the old level is gone if the order was its last.
+      const level = book.level(price);
+      this.markLevel(market, isBuy ? price : -price, level);
+      book.append(order, level);
+      order.level!.mark = this.drainEpoch;
+    }
+    return undefined;
+  }
+
+  /** Fires, in order, every deadline due at `time`: GTD expiries and dead man's switches. */
+  private fireDeadlines(time: Micros): void {
+    for (
+      let next = this.deadlines.peek();
+      next !== undefined && next.due <= time;
+      next = this.deadlines.peek()
+    ) {
+      // Each ends at its own deadline, not at the (later) time of the command that found it due.
+      const due = next.due as Micros;
+      if (next instanceof LiveOrder) {
+        this.takeOff(next);
+        this.finish(next, 'canceled', CancelReason.expired, due);
+      } else {
+        this.disarm(next.userId);
+        this.emit({ type: 'cancelAllAfterFired', userId: next.userId as UserId, triggerTime: due });
+        this.cancelUserOrders(next.userId, undefined, CancelReason.deadMansSwitch, due);
+      }
+    }
+  }
+
+  /** Arms (or moves) a user's dead man's switch to fire at `due`. */
+  private arm(userId: number, due: number): void {
+    let sw = this.switches.get(userId);
+    if (sw === undefined) {
+      sw = new UserSwitch(userId, due);
+      this.switches.set(userId, sw);
+    } else {
+      this.deadlines.remove(sw);
+      sw.due = due;
+    }
+    this.deadlines.add(sw);
+    this.dirtySwitches.set(userId, due);
+  }
+
+  private disarm(userId: number): void {
+    const sw = this.switches.get(userId);
+    if (sw === undefined) return;
+    this.deadlines.remove(sw);
+    this.switches.delete(userId);
+    this.dirtySwitches.set(userId, 0);
+  }
+
+  private cancelAllAfter(userId: UserId, timeout: Micros, time: Micros): CommandResult | undefined {
+    if (!isPositiveInt(userId)) return reject('invalid_amount', 'Unknown user.', 'user');
+    if (!Number.isSafeInteger(timeout) || timeout < 0 || timeout > MAX_CANCEL_ALL_AFTER)
+      return reject('invalid_timeout', 'The timeout must be from 0 to 86400 seconds.', 'timeout');
+    const triggerTime = timeout === 0 ? 0 : time + timeout;
+    if (triggerTime === 0) this.disarm(userId);
+    else this.arm(userId, triggerTime);
+    this.emit({ type: 'cancelAllAfterSet', userId, triggerTime: triggerTime as Micros, time });
+    return undefined;
+  }
+
+  private cancelAllOrders(
+    userId: UserId,
+    marketId: MarketId | undefined,
+    time: Micros,
+  ): CommandResult | undefined {
+    let market: Market | undefined;
+    if (marketId !== undefined) {
+      market = marketId >>> 0 === marketId ? this.markets.get(marketId) : undefined;
+      if (market === undefined) return reject('unknown_market', 'The selected pair is invalid.', 'pair');
+    }
+    this.cancelUserOrders(userId, market, CancelReason.cancelAll, time);
+    return undefined;
+  }
+
+  /**
+   * Cancels a user's resting orders (of one market, or all), in ascending id order. Scans the open
+   * orders (O(all open orders), for a rare command) rather than keeping a list per user, which
+   * every order that rests or ends would pay for.
+   */
+  private cancelUserOrders(userId: number, market: Market | undefined, reason: string, time: Micros): void {
+    const account = this.accountBook.peek(userId);
+    if (account === undefined || account.openOrders === 0) return;
+    const found: LiveOrder[] = [];
+    for (const order of this.openOrders.values()) {
+      if (order.userId === userId && (market === undefined || order.market === market)) found.push(order);
+    }
+    for (const order of found) {
+      this.takeOff(order);
+      this.finish(order, 'canceled', reason, time);
+    }
+  }
+
+  private placeOrders(orders: readonly PlaceOrder[], time: Micros): CommandResult {
+    if (!Array.isArray(orders) || orders.length < 1 || orders.length > MAX_BATCH_ORDERS) {
+      const error = {
+        code: 'invalid_batch',
+        message: `A batch holds 1 to ${MAX_BATCH_ORDERS} orders.`,
+        field: 'orders',
+      } as const;
+      return this.eventCount === 0 ? { ok: false, error } : { ok: false, error, events: this.takeEvents() };
+    }
+    const results: PlaceResult[] = [];
+    for (const order of orders) {
+      const refused = this.placeOrder(order, time);
+      results.push(
+        refused === undefined || refused.ok
+          ? { ok: true, orderId: (this.nextOrderId - 1) as OrderId }
+          : { ok: false, error: refused.error },
+      );
+    }
+    return { ok: true, events: this.takeEvents(), results };
   }
 
   /**
@@ -881,13 +1567,27 @@ export class Engine {
       market.dirtyCount = 0;
     }
     this.drainEpoch++;
-    return {
+    const changes: ChangeSet = {
       orders,
       balances: this.accountBook.drainBalances(),
       totals: this.accountBook.drainTotals(),
       levels,
       sequences: this.sequences(),
     };
+    if (this.dirtySwitches.size === 0) return changes;
+    const switches: SwitchState[] = [];
+    for (const [userId, triggerTime] of this.dirtySwitches)
+      switches.push({ userId: userId as UserId, triggerTime: triggerTime as Micros });
+    this.dirtySwitches.clear();
+    return { ...changes, switches };
+  }
+
+  /**
+   * The earliest GTD expiry or dead man's switch still to fire, or null when there is none: the
+   * time at which a `tick` (or any command) will fire something. A sequencer arms one timer for it.
+   */
+  nextDeadline(): Micros | null {
+    return (this.deadlines.peek()?.due ?? null) as Micros | null;
   }
 
   sequences(): Sequences {
@@ -895,16 +1595,26 @@ export class Engine {
   }
 
   snapshot(): EngineSnapshot {
-    // The index yields ascending ids, which is time priority.
-    const openOrders = [...this.openOrders.values()].map((o) => o.state());
-    return {
+    // The index yields ascending ids, which is time priority unless an amend moved an order.
+    const live = [...this.openOrders.values()];
+    if (live.some((o) => o.priority !== o.id)) live.sort((a, b) => a.priority - b.priority);
+    const snapshot: EngineSnapshot = {
       assets: [...this.assets],
       markets: [...this.markets.values()].map((m) => m.spec),
       balances: [...this.accountBook.allBalances()],
       totals: this.assets.map((_, i) => this.accountBook.totalsRow(i)),
-      openOrders,
+      openOrders: live.map((o) => o.state()),
       sequences: this.sequences(),
     };
+    if (this.switches.size === 0) return snapshot;
+    return { ...snapshot, switches: this.switchList() };
+  }
+
+  /** Armed dead man's switches, in ascending user id. */
+  private switchList(): SwitchState[] {
+    return [...this.switches.values()]
+      .sort((a, b) => a.userId - b.userId)
+      .map((sw) => ({ userId: sw.userId as UserId, triggerTime: sw.due as Micros }));
   }
 
   assetList(): readonly AssetSpec[] {
@@ -921,6 +1631,16 @@ export class Engine {
 
   openOrder(id: OrderId): OrderState | undefined {
     return this.openOrders.get(id)?.state();
+  }
+
+  /** The user's open order with this client order id, if any. */
+  openOrderByClientId(userId: UserId, clientOrderId: string): OrderState | undefined {
+    return this.clientIds.get(userId)?.get(clientOrderId)?.state();
+  }
+
+  /** When the user's dead man's switch fires, or null when it is disarmed. */
+  cancelAllAfterTime(userId: UserId): Micros | null {
+    return (this.switches.get(userId)?.due ?? null) as Micros | null;
   }
 
   /** Aggregated levels, best first, at most `max` per side (0 = all). */
@@ -984,6 +1704,12 @@ export class Engine {
       accounts: this.accountBook,
       openOrders: this.openOrders,
       sequences: this.sequences(),
+      controls: {
+        maxOpenOrdersPerUser: this.maxOpenOrdersPerUser,
+        deadlines: this.deadlines,
+        switches: this.switchList(),
+        clientIds: this.clientIds,
+      },
       costOf: (market, price, volume) => this.costOf(market as Market, price, volume),
     };
   }

@@ -3,6 +3,7 @@
  * journaled, replayed and compared. Times arrive with the command; the engine never reads a clock.
  */
 import type {
+  AmendReason,
   Amount,
   AssetCode,
   AssetSpec,
@@ -15,7 +16,9 @@ import type {
   OrderStatus,
   OrderType,
   Price,
+  SelfTradeMode,
   Side,
+  TimeInForce,
   TradeId,
   UserId,
   Volume,
@@ -41,17 +44,96 @@ export type Command =
     }
   | { readonly kind: 'deposit'; readonly userId: UserId; readonly asset: AssetCode; readonly amount: Amount }
   | { readonly kind: 'withdraw'; readonly userId: UserId; readonly asset: AssetCode; readonly amount: Amount }
+  | PlaceOrder
+  | { readonly kind: 'cancelOrder'; readonly userId: UserId; readonly orderId: OrderId }
+  /** Cancels the user's open order with this client order id (order_not_found when none). */
+  | { readonly kind: 'cancelClientOrder'; readonly userId: UserId; readonly clientOrderId: string }
+  /**
+   * Changes an open order in place (event `orderAmended`). Each field given is the new value;
+   * `volume` is the new total volume, executed part included; `clientOrderId: null` removes the
+   * id. Lowering the volume keeps the order's queue place; a new price or a higher volume moves it
+   * to the back of its new level, and a new price that crosses the book trades at once as a
+   * taker would (a post-only order is refused instead). At least one field must be given.
+   */
   | {
-      readonly kind: 'placeOrder';
+      readonly kind: 'amendOrder';
       readonly userId: UserId;
-      readonly marketId: MarketId;
-      readonly side: Side;
-      readonly type: OrderType;
-      /** Limit price in ticks; ignored for market orders. */
-      readonly price: Price;
-      readonly volume: Volume;
+      readonly orderId: OrderId;
+      readonly price?: Price;
+      readonly volume?: Volume;
+      readonly clientOrderId?: string | null;
     }
-  | { readonly kind: 'cancelOrder'; readonly userId: UserId; readonly orderId: OrderId };
+  /** Cancels every open order of the user, or only those of one market. */
+  | { readonly kind: 'cancelAllOrders'; readonly userId: UserId; readonly marketId?: MarketId }
+  /**
+   * The dead man's switch: arms (or moves) the user's deadline to the command's time plus
+   * `timeout`; `timeout` 0 disarms it. When the deadline comes, every open order of the user is
+   * canceled and the switch is disarmed until the next non-zero call.
+   */
+  | {
+      readonly kind: 'cancelAllAfter';
+      readonly userId: UserId;
+      /** Microseconds, 0 to MAX_CANCEL_ALL_AFTER. */
+      readonly timeout: Micros;
+    }
+  /**
+   * 1 to MAX_BATCH_ORDERS orders placed in one step, in the order given, each accepted or refused
+   * on its own (CommandResult.results, one per order). An empty or longer batch is refused whole.
+   */
+  | { readonly kind: 'placeOrders'; readonly orders: readonly PlaceOrder[] }
+  /**
+   * Moves time forward and nothing else: every GTD expiry and dead man's switch whose deadline
+   * is at or before the command's time fires. (Any command does this first; a tick is what a
+   * timer sends when no other command comes.)
+   */
+  | { readonly kind: 'tick' };
+
+/**
+ * A new order. The order-control fields are optional; left out, the order is what it was before
+ * they existed: good till canceled, may take liquidity, no client id, self-trade mode
+ * cancel-oldest, no expiry.
+ */
+export interface PlaceOrder {
+  readonly kind: 'placeOrder';
+  readonly userId: UserId;
+  readonly marketId: MarketId;
+  readonly side: Side;
+  readonly type: OrderType;
+  /** Limit price in ticks; ignored for market orders. */
+  readonly price: Price;
+  readonly volume: Volume;
+  /** Default GTC. A market order takes GTC or IOC (it never rests either way). */
+  readonly timeInForce?: TimeInForce;
+  /** Default false. Only with a limit order that is GTC or GTD. */
+  readonly postOnly?: boolean;
+  /** 1 to 36 of [A-Za-z0-9_-], unique among the user's open orders; default null (none). */
+  readonly clientOrderId?: string | null;
+  /** Default cancel-oldest. */
+  readonly stp?: SelfTradeMode;
+  /**
+   * GTD only (and required there): when the order is canceled, in the engine's time unit; after
+   * the command's time and at most MAX_EXPIRY_AHEAD after it. Otherwise absent or 0.
+   */
+  readonly expireTime?: Micros;
+}
+
+/** The most orders one `placeOrders` command may carry. */
+export const MAX_BATCH_ORDERS = 20;
+/** The longest dead man's switch timeout: 86,400 s, in microseconds. */
+export const MAX_CANCEL_ALL_AFTER = 86_400_000_000;
+/** The furthest a GTD expire time may lie ahead of its command's time: 365 days, in microseconds. */
+export const MAX_EXPIRY_AHEAD = 365 * 86_400_000_000;
+/** Default of EngineOptions.maxOpenOrdersPerUser (MAX_OPEN_ORDERS_PER_USER). */
+export const DEFAULT_MAX_OPEN_ORDERS_PER_USER = 1_000;
+
+/** Settings that change what the engine decides, so every replica and replay must use the same. */
+export interface EngineOptions {
+  /**
+   * How many open (resting) orders one user may have; an order that could rest (GTC or GTD limit)
+   * is refused with `too_many_open_orders` when the user has this many. Default 1,000.
+   */
+  readonly maxOpenOrdersPerUser?: number;
+}
 
 export type RejectCode =
   | 'asset_exists'
@@ -66,7 +148,31 @@ export type RejectCode =
   | 'too_large'
   | 'insufficient_funds'
   | 'order_not_found'
-  | 'order_not_open';
+  | 'order_not_open'
+  /** time_in_force unknown, or FOK/GTD on a market order. */
+  | 'invalid_time_in_force'
+  /** post_only on a market order or with IOC/FOK. */
+  | 'invalid_post_only'
+  /** GTD without an expire time, or one not after the command's time, or more than a year ahead; or an expire time without GTD. */
+  | 'invalid_expire_time'
+  | 'invalid_client_order_id'
+  /** Another open order of the user has this client order id. */
+  | 'duplicate_client_order_id'
+  | 'invalid_stp'
+  /** The user has EngineOptions.maxOpenOrdersPerUser open orders already. */
+  | 'too_many_open_orders'
+  /** The order's quote value at its price is below one unit of the quote asset. */
+  | 'order_value_too_small'
+  /** Amend: the new volume is at or below what has already executed. */
+  | 'volume_not_above_executed'
+  /** Amend: a post-only order's new price would take liquidity. */
+  | 'post_only_would_take'
+  /** Amend: no field to change was given. */
+  | 'nothing_to_amend'
+  /** cancelAllAfter: the timeout is not a whole number from 0 to MAX_CANCEL_ALL_AFTER. */
+  | 'invalid_timeout'
+  /** placeOrders: no orders, or more than MAX_BATCH_ORDERS. */
+  | 'invalid_batch';
 
 export interface Rejection {
   readonly code: RejectCode;
@@ -101,6 +207,25 @@ export interface OrderState {
   readonly feeExcess: number;
   /** What the order still holds: quote units for a buy, base units for a sell. */
   readonly reserved: Amount;
+  // The order controls. Each is present only when it differs from the default, so an order that
+  // uses none of them is the same object as before they existed (stores write `?? default`).
+  /** Absent: GTC. */
+  readonly timeInForce?: TimeInForce;
+  /** Absent: false. */
+  readonly postOnly?: true;
+  /** Absent: none (the interface's null). */
+  readonly clientOrderId?: string;
+  /** Absent: cancel-oldest. */
+  readonly stp?: SelfTradeMode;
+  /** GTD only: when the order expires. Absent: no expiry (the interface's zero). */
+  readonly expireTime?: Micros;
+  /**
+   * The order's place in time priority when that is not its id: set when an amend moved it to
+   * the back of a level, to a number taken from the order id sequence (so it compares with other
+   * orders' ids, and that id is never issued). Absent: its id. Committed state: a restore queues
+   * each level's orders by it.
+   */
+  readonly priority?: number;
 }
 
 export interface Trade {
@@ -142,11 +267,48 @@ export type EngineEvent =
   | { readonly type: 'orderAccepted'; readonly order: OrderState }
   | { readonly type: 'trade'; readonly trade: Trade }
   /** An order reached a final status (closed or canceled). */
-  | { readonly type: 'orderDone'; readonly order: OrderState };
+  | { readonly type: 'orderDone'; readonly order: OrderState }
+  /**
+   * An open order changed in place: its new state (price, volume, client id, reservation). By
+   * its owner's amend, or by self-trade prevention in mode decrement (`reason` says which).
+   * Trades may follow (an amended price that crosses), and `orderDone` if it then ends.
+   */
+  | { readonly type: 'orderAmended'; readonly order: OrderState; readonly reason: AmendReason }
+  /** The user's dead man's switch was armed or moved (`triggerTime`), or disarmed (0). */
+  | {
+      readonly type: 'cancelAllAfterSet';
+      readonly userId: UserId;
+      readonly triggerTime: Micros;
+      readonly time: Micros;
+    }
+  /**
+   * The user's dead man's switch fired at `triggerTime`; an `orderDone` per canceled order
+   * follows. The switch is disarmed afterwards.
+   */
+  | { readonly type: 'cancelAllAfterFired'; readonly userId: UserId; readonly triggerTime: Micros };
+
+/** One order of a `placeOrders` batch: its id, or why it was refused. */
+export type PlaceResult =
+  | { readonly ok: true; readonly orderId: OrderId }
+  | { readonly ok: false; readonly error: Rejection };
 
 export type CommandResult =
-  | { readonly ok: true; readonly events: readonly EngineEvent[] }
-  | { readonly ok: false; readonly error: Rejection };
+  | {
+      readonly ok: true;
+      readonly events: readonly EngineEvent[];
+      /** `placeOrders` only: one result per order, in the order given. */
+      readonly results?: readonly PlaceResult[];
+    }
+  | {
+      readonly ok: false;
+      readonly error: Rejection;
+      /**
+       * Present only when deadlines (GTD expiries, dead man's switches) due at the command's time
+       * fired before the command itself was refused: those changes happened and must be
+       * persisted and published like any command's events.
+       */
+      readonly events?: readonly EngineEvent[];
+    };
 
 export interface BalanceState {
   readonly userId: UserId;
@@ -182,9 +344,21 @@ export interface LevelKey {
   readonly before: Volume;
 }
 
+/** A user's dead man's switch: when it fires, or 0 when it is disarmed. */
+export interface SwitchState {
+  readonly userId: UserId;
+  readonly triggerTime: Micros;
+}
+
 /** What changed since the last drain: what a store must write to persist the engine's state. */
 export interface ChangeSet {
   readonly orders: readonly OrderState[];
+  /**
+   * Dead man's switches armed, moved, disarmed or fired since the last drain, each user once with
+   * its switch now (triggerTime 0: none armed any more). Absent when none changed, so a change set
+   * without the feature is what it was before it existed.
+   */
+  readonly switches?: readonly SwitchState[];
   readonly balances: readonly BalanceState[];
   readonly totals: readonly AssetTotals[];
   readonly levels: readonly LevelKey[];
@@ -197,8 +371,10 @@ export interface EngineSnapshot {
   readonly markets: readonly MarketSpec[];
   readonly balances: readonly BalanceState[];
   readonly totals: readonly AssetTotals[];
-  /** Open orders in ascending id order, which is their time priority. */
+  /** Open orders in time priority (ascending `priority ?? id`; restore sorts them so anyway). */
   readonly openOrders: readonly OrderState[];
+  /** Armed dead man's switches (triggerTime > 0) in ascending user id; absent: none. */
+  readonly switches?: readonly SwitchState[];
   readonly sequences: Sequences;
 }
 

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { MarketSpec, OrderType, Price, Side, Volume } from '../domain/types.js';
 import type { IdempotencyRequest } from '../sequencer/ports.js';
+import { DEFAULT_CONTROLS, type OrderControls, usesNoControl } from './order-controls.js';
 
 export const IDEMPOTENCY_KEY_FIELD = 'Idempotency-Key';
 export const INVALID_KEY = 'The Idempotency-Key header must be 1 to 255 printable ASCII characters.';
@@ -34,6 +35,8 @@ export interface CanonicalOrder {
   readonly type: OrderType;
   readonly price: Price;
   readonly volume: Volume;
+  /** The order controls (time in force, expiry, post-only, client id, self-trade mode); default when absent. */
+  readonly controls?: OrderControls;
 }
 
 /**
@@ -43,6 +46,18 @@ export interface CanonicalOrder {
  */
 export function idempotencyRequest(key: string, order: CanonicalOrder): IdempotencyRequest {
   const price = order.type === 'market' ? 0 : order.price;
-  const canonical = `${order.market.id}|${order.side}|${order.type}|${price}|${order.volume}`;
+  const canonical = `${order.market.id}|${order.side}|${order.type}|${price}|${order.volume}${controlsPart(order.controls)}`;
   return { key, fingerprint: createHash('sha256').update(canonical).digest('hex') };
+}
+
+/**
+ * The controls' part of the canonical order: empty for the defaults, so an order without controls
+ * keeps the fingerprint it had before they existed (a retry across an upgrade is still the same
+ * order); otherwise every control, each in a fixed place, so two orders that differ in any one of
+ * them never share a fingerprint.
+ */
+function controlsPart(controls: OrderControls | undefined): string {
+  const c = controls ?? DEFAULT_CONTROLS;
+  if (usesNoControl(c)) return '';
+  return `|${c.timeInForce}|${c.expireTime}|${c.postOnly ? 1 : 0}|${c.clientOrderId ?? ''}|${c.stp}`;
 }

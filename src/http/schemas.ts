@@ -149,6 +149,22 @@ export const OrderSchema = Type.Object({
   }),
   trigger_conditions: Type.String(),
   trades: Type.Array(ExecutionSchema),
+  client_order_id: Type.Union([Type.String(), Type.Null()], {
+    description: "the client's own id of the order (1 to 36 of A-Z a-z 0-9 _ -), null when none",
+  }),
+  time_in_force: Type.Optional(
+    StringEnum(['IOC', 'FOK', 'GTD'], {
+      description: 'present only when not GTC (the default); a GTD order shows its expiry in expire_time',
+    }),
+  ),
+  post_only: Type.Optional(
+    Type.Literal(true, { description: 'present only on a post-only order (it may only add liquidity)' }),
+  ),
+  stp: Type.Optional(
+    StringEnum(['cancel-newest', 'cancel-both', 'decrement'], {
+      description: 'self-trade prevention mode, present only when not cancel-oldest (the default)',
+    }),
+  ),
 });
 export type OrderRecord = Static<typeof OrderSchema>;
 

@@ -35,6 +35,7 @@ import type {
   Command,
   CommandResult,
   EngineEvent,
+  EngineOptions,
   Sequences,
   Trade,
 } from '../engine/types.js';
@@ -51,6 +52,7 @@ import {
 } from '../store/store.js';
 import { type Clock, MICROS_PER_DAY, systemClock } from './clock.js';
 import { type FeedBookChanges, type FeedTrades, InProcessFeed } from './committed-feed.js';
+import { DeadlineTimer } from './deadline-timer.js';
 import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrades } from './market-view.js';
 import type {
   BookView,
@@ -76,6 +78,11 @@ export interface ExchangeOptions {
   readonly logger?: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** While the store is unavailable, how often to try a write (and, if needed, the rebuild). Default 1000 ms. */
   readonly probeIntervalMs?: number;
+  /**
+   * The engine's settings (the open-order limit per user): every engine that applies this venue's
+   * commands must use the same, so they are given once here and used at every restore.
+   */
+  readonly engine?: EngineOptions;
 }
 
 const DEFAULT_PROBE_INTERVAL_MS = 1000;
@@ -166,7 +173,7 @@ export interface EngineStateCheck {
 /** Loads the committed state through the commit log, then starts the sequencer. */
 export async function openExchange(options: ExchangeOptions): Promise<LocalExchange> {
   const ports = options.store;
-  const engine = Engine.restore(await ports.loadSnapshot());
+  const engine = Engine.restore(await ports.loadSnapshot(), options.engine);
   const references = TransferReferences.restore(await ports.loadLedgerReferences());
   const exchange = new Sequencer(options, ports, engine, references);
   await exchange.start();
@@ -257,6 +264,11 @@ class Sequencer implements LocalExchange {
   private stale = false;
   private probeTimer: ReturnType<typeof setInterval> | undefined;
   private readonly probeIntervalMs: number;
+  private readonly engineOptions: EngineOptions;
+  /** Armed for the engine's next deadline (a GTD expiry, a dead man's switch): see armDeadline. */
+  private readonly deadlineTimer: DeadlineTimer;
+  /** A tick sent by the timer is queued or being applied: no second one meanwhile. */
+  private tickPending = false;
   private closed = false;
   private readonly logger: ExchangeOptions['logger'];
 
@@ -273,6 +285,8 @@ class Sequencer implements LocalExchange {
     this.clock = options.clock ?? systemClock();
     this.logger = options.logger;
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
+    this.engineOptions = options.engine ?? {};
+    this.deadlineTimer = new DeadlineTimer(this.clock, () => this.tick());
     if (!Number.isSafeInteger(this.probeIntervalMs) || this.probeIntervalMs <= 0)
       throw new RangeError(`invalid probe interval: ${this.probeIntervalMs}`);
     this.engine = engine;
@@ -295,6 +309,36 @@ class Sequencer implements LocalExchange {
       this.logger?.warn('the store does not accept writes; commands are refused until it does');
       this.startProbing();
     }
+    // Deadlines loaded with the state (expiries, switches armed before a restart or a failover).
+    this.armDeadline();
+  }
+
+  /**
+   * Arms the deadline timer for the engine's next deadline, between steps. Not while a tick is
+   * on its way (its step re-arms), nor while the store takes no writes (a tick would be refused
+   * at once, again and again): the probe's successful step re-arms it.
+   */
+  private armDeadline(): void {
+    if (this.closed || this.stepping || this.tickPending) return;
+    if (!this.writable || this.stale) {
+      this.deadlineTimer.stop();
+      return;
+    }
+    this.deadlineTimer.set(this.engine.nextDeadline());
+  }
+
+  /** The deadline came: a `tick` makes the engine fire whatever is due at the batch's time. */
+  private tick(): void {
+    if (this.closed || this.tickPending) return;
+    this.tickPending = true;
+    const settled = () => {
+      this.tickPending = false;
+      this.armDeadline();
+    };
+    this.enqueue({ kind: 'tick' }, undefined, undefined).then(settled, (error: unknown) => {
+      this.logger?.warn({ err: error }, 'a deadline tick could not be committed; it is sent again');
+      settled();
+    });
   }
 
   private async loadReadModels(): Promise<void> {
@@ -503,6 +547,7 @@ class Sequencer implements LocalExchange {
     const waiters = this.stepWaiters;
     this.stepWaiters = [];
     for (const wake of waiters) wake();
+    this.armDeadline();
     if (this.unpublished.length > 0) this.schedulePublication();
     // Not at once: the step's replies are being written, and their clients' next commands arrive
     // within a turn or two. Flushed at once, what queued during the commit would leave as one
@@ -586,7 +631,7 @@ class Sequencer implements LocalExchange {
       if (applied instanceof CommandFailure) {
         failed.set(applied.index, this.failedCommandAnswer(batch[applied.index]!.command, applied.cause));
         // Rejects (a store read failing) into the whole-batch path: rebuild, probe, 503.
-        this.engine = Engine.restore(await this.ports.loadSnapshot());
+        this.engine = Engine.restore(await this.ports.loadSnapshot(), this.engineOptions);
         continue;
       }
       const { results, events, ledger, idempotencyKeys } = applied;
@@ -649,11 +694,13 @@ class Sequencer implements LocalExchange {
       } catch (error) {
         return new CommandFailure(index, error);
       }
+      // A refusal may still carry events: deadlines due at the batch's time fired before the
+      // command was refused (engine/types.ts, CommandResult); they are committed like any others.
+      if (result.events !== undefined) for (const event of result.events) events.push(event);
       if (!result.ok) {
         results.push(result);
         continue;
       }
-      for (const event of result.events) events.push(event);
       const keyRecord = idempotencyRecord(pending, result.events, time);
       if (keyRecord !== undefined) idempotencyKeys.push(keyRecord);
       const entry = ledgerEntry(pending, time);
@@ -751,7 +798,7 @@ class Sequencer implements LocalExchange {
   /** Rebuilds the engine and the read models from the store; false (still stale) when that fails. */
   private async rebuild(): Promise<boolean> {
     try {
-      const engine = Engine.restore(await this.ports.loadSnapshot());
+      const engine = Engine.restore(await this.ports.loadSnapshot(), this.engineOptions);
       const references = TransferReferences.restore(await this.ports.loadLedgerReferences());
       this.engine = engine;
       this.references = references;
@@ -978,6 +1025,7 @@ class Sequencer implements LocalExchange {
     this.publishCommitted();
     this.closed = true;
     this.stopProbing();
+    this.deadlineTimer.stop();
   }
 }
 

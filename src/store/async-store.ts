@@ -26,6 +26,8 @@ export function asyncStore(store: Store): AsyncStore {
     findIdempotencyRecord: (userId, key) => settled(() => store.findIdempotencyRecord(userId, key)),
 
     getOrder: (id) => settled(() => store.getOrder(id)),
+    findOrderByClientId: (userId, clientOrderId) =>
+      settled(() => store.findOrderByClientId(userId, clientOrderId)),
     listOrders: (filter, page) => settled(() => store.listOrders(filter, page)),
     countOrders: (filter) => settled(() => store.countOrders(filter)),
     tradesOfOrders: (ids) => settled(() => store.tradesOfOrders(ids)),

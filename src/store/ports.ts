@@ -70,6 +70,8 @@ export interface CommitLog {
  */
 export interface HistoryQueries {
   getOrder(id: OrderId): Promise<OrderState | undefined>;
+  /** The newest of the user's orders with this client order id (open or not), if any. */
+  findOrderByClientId(userId: UserId, clientOrderId: string): Promise<OrderState | undefined>;
   /** Newest first. */
   listOrders(filter: OrderFilter, page?: Page): Promise<Iterable<OrderState>>;
   countOrders(filter: OrderFilter): Promise<number>;

@@ -231,6 +231,8 @@ export interface Store {
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined;
 
   getOrder(id: OrderId): OrderState | undefined;
+  /** The newest of the user's orders with this client order id (open or not), if any. */
+  findOrderByClientId(userId: UserId, clientOrderId: string): OrderState | undefined;
   /** Newest first. */
   listOrders(filter: OrderFilter, page?: Page): Iterable<OrderState>;
   countOrders(filter: OrderFilter): number;

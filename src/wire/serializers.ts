@@ -176,7 +176,7 @@ export function serializeOrder(
     status: order.status,
     open_time: unixSeconds4(order.openTime),
     close_time: order.closeTime === null ? null : unixSeconds4(order.closeTime),
-    expire_time: NO_EXPIRY,
+    expire_time: order.expireTime === undefined ? NO_EXPIRY : unixSeconds4(order.expireTime),
     reason: order.reason,
     pair,
     type: order.side,
@@ -210,6 +210,15 @@ export function serializeOrder(
     },
     trigger_conditions: NO_TRIGGER_CONDITIONS,
     trades: trades.map((t) => serializeExecution(t, order, market, quote)),
+    // The order controls, after every field the interface document lists (decision 164): the
+    // client id always, the others only when the order asked for something else than the default,
+    // so an order without controls reads as before them but for `client_order_id: null`.
+    client_order_id: order.clientOrderId ?? null,
+    ...(order.timeInForce === undefined || order.timeInForce === 'GTC'
+      ? {}
+      : { time_in_force: order.timeInForce }),
+    ...(order.postOnly === true ? { post_only: true } : {}),
+    ...(order.stp === undefined || order.stp === 'cancel-oldest' ? {} : { stp: order.stp }),
   };
 }
 

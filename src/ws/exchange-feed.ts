@@ -357,7 +357,7 @@ export function startExchangeFeed(options: FeedOptions & { readonly publisher: P
       publisher.publish(
         channelName.executions(step.userId),
         UPDATE_EVENT,
-        executionMessage(step.event, order, trades),
+        executionMessage(step.event, order, trades, step.reason),
       );
     }
   }

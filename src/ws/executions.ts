@@ -28,6 +28,8 @@ export interface ExecutionStep {
   readonly orderTrades: readonly Trade[];
   /** The execution a `trade` step is about, from this user's side. */
   readonly execution?: UserTrade;
+  /** An `amended` step: why the order changed (the engine's AmendReason). */
+  readonly reason?: string;
 }
 
 export interface OrderHistory {
@@ -136,6 +138,15 @@ export function executionSteps(
     if (event.type === 'orderAccepted') {
       if (watched(event.order.userId))
         steps.push({ userId: event.order.userId, event: 'accepted', order: event.order, orderTrades: [] });
+    } else if (event.type === 'orderAmended') {
+      if (watched(event.order.userId))
+        steps.push({
+          userId: event.order.userId,
+          event: 'amended',
+          order: event.order,
+          orderTrades: [],
+          reason: event.reason,
+        });
     } else if (event.type === 'trade') {
       for (const p of partiesOf(event.trade)) {
         const state = running.get(p.orderId);

@@ -352,10 +352,17 @@ export function tradeMessage(
 
 // Executions (private-order-executed.{userId}).
 
-export type ExecutionEvent = 'accepted' | 'trade' | 'closed' | 'canceled';
+/**
+ * What happened to the order (decision W19; `amended`: W40): it was accepted, traded, changed in
+ * place (by its owner's amend, or reduced by self-trade prevention in mode decrement: the order's
+ * `reason` is then null and the message's `reason` field says which), or ended.
+ */
+export type ExecutionEvent = 'accepted' | 'trade' | 'amended' | 'closed' | 'canceled';
 
 export interface ExecutionData<O, T> {
   readonly event: ExecutionEvent;
+  /** `amended` only: why the order changed (`amended by user`, `self-trade prevention (decrement)`). */
+  readonly reason?: string;
   /** The order as GET /orders/:order_id shows it, right after this event. */
   readonly order: O;
   /** The executions this event is about: one for `trade`, none otherwise. */
@@ -366,8 +373,10 @@ export function executionMessage<O, T>(
   event: ExecutionEvent,
   order: O,
   trades: T[],
+  reason?: string,
 ): ChannelMessage<'executions', ExecutionData<O, T>> {
-  return { channel: 'executions', type: 'update', data: { event, order, trades } };
+  const data = reason === undefined ? { event, order, trades } : { event, reason, order, trades };
+  return { channel: 'executions', type: 'update', data };
 }
 
 export interface ExecutionsSnapshot<O> {

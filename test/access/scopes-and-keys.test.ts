@@ -112,6 +112,7 @@ describe('scopes: every cell of the table in docs/security.md', () => {
   let owner: Trader;
   let orderId: number;
   let tradeId: number;
+  let clientIds = 0;
 
   before(async () => {
     owner = await t.trader();
@@ -132,10 +133,19 @@ describe('scopes: every cell of the table in docs/security.md', () => {
   async function exercise(endpoint: string, key: Credentials): Promise<Answer> {
     const [method, path] = endpoint.split(' ') as [string, string];
     if (endpoint === 'POST /v1/orders') return call(t, key, method, path, limitOrder('20000'));
-    if (endpoint === 'DELETE /v1/orders/:id') {
+    if (endpoint === 'DELETE /v1/orders/:id' || endpoint === 'PATCH /v1/orders/:id') {
       const placed = await call(t, owner, 'POST', '/v1/orders', limitOrder('20000'));
-      return call(t, key, method, path.replace(':id', String(orderIdOf(placed))));
+      const body = method === 'PATCH' ? { price: '19999.0' } : undefined;
+      return call(t, key, method, path.replace(':id', String(orderIdOf(placed))), body);
     }
+    if (path.includes(':client_order_id')) {
+      const clientOrderId = `scope-${++clientIds}`;
+      await call(t, owner, 'POST', '/v1/orders', limitOrder('20000', { client_order_id: clientOrderId }));
+      return call(t, key, method, path.replace(':client_order_id', clientOrderId));
+    }
+    if (endpoint === 'POST /v1/orders/cancel-all-after') return call(t, key, method, path, { timeout: 0 });
+    if (endpoint === 'POST /v1/orders/batch')
+      return call(t, key, method, path, { orders: [limitOrder('20000')] });
     if (endpoint === 'POST /v1/broadcasting/auth') {
       const { log, socketId } = await FrameLog.open(wsUrl(t));
       try {
@@ -151,7 +161,7 @@ describe('scopes: every cell of the table in docs/security.md', () => {
 
   test('the table covers every private endpoint, for read, trade and both', () => {
     assert.deepEqual(table.columns, [['read'], ['trade'], ['read', 'trade']]);
-    assert.equal(table.rows.length, 10);
+    assert.equal(table.rows.length, 16);
   });
 
   for (const [column, scopes] of table.columns.entries()) {

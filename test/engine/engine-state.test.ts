@@ -282,6 +282,7 @@ test('BookSide.checkStructure finds a corrupted level, queue or best level', () 
     for (let i = 1; i <= 12; i++) {
       const o: RestingOrder = {
         id: i,
+        priority: i,
         userId: 1,
         price: 100 + (i % 4),
         remaining: i,

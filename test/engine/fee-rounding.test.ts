@@ -74,10 +74,28 @@ test('each order pays the ceiling of its exact fee, and a limit buy never outspe
         takerFee: c.takerFee as FeeRate,
       });
       const market = 1 as MarketId;
+      /** Quote units of `volume` lots at `price`, rounded down, as the engine's cost rule. */
+      const value = (price: number, volume: number): bigint =>
+        (BigInt(price) * BigInt(volume) * 10n ** BigInt(c.quoteDecimals)) / 10n ** 8n;
+      /**
+       * Places an order, which the engine must accept unless its value is below one quote unit
+       * (issue 21's minimum, order_value_too_small): then null.
+       */
+      const place = (
+        command: Extract<Command, { kind: 'placeOrder' }>,
+      ): (CommandResult & { ok: true }) | null => {
+        const r = engine.apply(command, T);
+        if (value(command.price, command.volume) >= 1n) return ok(r);
+        assert.ok(
+          !r.ok && r.error.code === 'order_value_too_small',
+          'an order worth less than one unit is refused',
+        );
+        return null;
+      };
       apply({ kind: 'deposit', userId: BUYER, asset: 'QQ' as AssetCode, amount: (2 ** 52) as Amount });
       apply({ kind: 'deposit', userId: SELLER, asset: 'BB' as AssetCode, amount: (2 ** 52) as Amount });
       const sell = (price: number, volume: number) =>
-        apply({
+        place({
           kind: 'placeOrder',
           userId: SELLER,
           marketId: market,
@@ -89,7 +107,7 @@ test('each order pays the ceiling of its exact fee, and a limit buy never outspe
       for (const [i, v] of c.before.entries()) sell(Math.max(1, c.price - c.discounts[i]!), v);
       const volume = [...c.before, ...c.after].reduce((a, b) => a + b, 0) + 1;
       const free = engine.balance(BUYER, 'QQ' as AssetCode).available;
-      const placed = apply({
+      const placed = place({
         kind: 'placeOrder',
         userId: BUYER,
         marketId: market,
@@ -98,17 +116,19 @@ test('each order pays the ceiling of its exact fee, and a limit buy never outspe
         price: c.price as Price,
         volume: volume as Volume,
       });
+      if (placed === null) return;
       const accepted = placed.events.find((e) => e.type === 'orderAccepted');
       assert.ok(accepted?.type === 'orderAccepted');
       const id = accepted.order.id;
       const hold = BigInt(accepted.order.reserved);
-      const cost = (BigInt(c.price) * BigInt(volume) * 10n ** BigInt(c.quoteDecimals)) / 10n ** 8n;
+      const cost = value(c.price, volume);
       assert.equal(hold, cost + ceilDiv(cost * BigInt(Math.max(c.makerFee, c.takerFee)), S), 'the hold');
 
       // Per order: Σ cost × rate so far, and the fees charged so far.
       const exact = new Map<number, bigint>();
       const paid = new Map<number, bigint>();
-      const check = (r: CommandResult & { ok: true }) => {
+      const check = (r: (CommandResult & { ok: true }) | null) => {
+        if (r === null) return;
         for (const e of r.events) {
           if (e.type !== 'trade') continue;
           const t = e.trade;

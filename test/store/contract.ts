@@ -152,6 +152,64 @@ export function storeContract(adapter: Adapter): void {
       assert.equal(await reopened.getOrder(404 as OrderId), undefined);
     });
 
+    test("order controls, amends and dead man's switches survive a restart; client ids are found per user", async (t) => {
+      const { store, reopen } = await adapter.open(t);
+      const gtd = order(1, {
+        timeInForce: 'GTD',
+        expireTime: (T0 + 5_000_000) as Micros,
+        postOnly: true,
+        clientOrderId: 'quote-1',
+        stp: 'decrement',
+      });
+      const plain = order(2, { userId: BOB });
+      await store.commit({
+        ...batch({ ...CATALOGUE, orders: [gtd, plain] }),
+        changes: {
+          ...batch({ orders: [gtd, plain] }).changes,
+          switches: [
+            { userId: ALICE, triggerTime: (T0 + 60_000_000) as Micros },
+            { userId: BOB, triggerTime: (T0 + 1) as Micros },
+          ],
+        },
+      });
+      // An amend changes price, volume and client id in place; Bob's switch is disarmed.
+      // A new price sends the order to the back of its level: its priority follows every id so far.
+      const amended = {
+        ...gtd,
+        price: 400_000 as Price,
+        volume: 50_000_000 as Volume,
+        clientOrderId: 'quote-2',
+        priority: 4,
+      };
+      const old = order(3, {
+        clientOrderId: 'quote-2',
+        status: 'canceled',
+        reason: 'expired',
+        closeTime: T0,
+      });
+      await store.commit({
+        ...batch({ orders: [amended, old] }),
+        changes: {
+          ...batch({ orders: [amended, old] }).changes,
+          switches: [{ userId: BOB, triggerTime: 0 as Micros }],
+        },
+      });
+      const reopened = await reopen();
+      const snapshot = await reopened.loadSnapshot();
+      // In time priority: the amended order (priority 4) after Bob's order 2.
+      assert.deepEqual(snapshot.openOrders, [plain, amended]);
+      assert.deepEqual(snapshot.switches, [{ userId: ALICE, triggerTime: T0 + 60_000_000 }]);
+      assert.deepEqual(
+        await reopened.getOrder(2 as OrderId),
+        plain,
+        'an order without controls is the same state',
+      );
+      // The newest of the user's orders with that id, open or not; none of another user's.
+      assert.deepEqual(await reopened.findOrderByClientId(ALICE, 'quote-2'), old);
+      assert.equal(await reopened.findOrderByClientId(BOB, 'quote-2'), undefined);
+      assert.equal(await reopened.findOrderByClientId(ALICE, 'quote-1'), undefined);
+    });
+
     test('money survives the round trip exactly: amounts past 10^15 units, candle sums past 2^64', async (t) => {
       const { store, reopen } = await adapter.open(t);
       const big = 9_007_199_254_740_991; // 2^53 - 1, the largest amount the engine holds exactly

@@ -26,6 +26,7 @@ function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStor
     deleteCheckpoint: (name) => writer.deleteCheckpoint(name),
 
     getOrder: (id) => reader.getOrder(id),
+    findOrderByClientId: (userId, clientOrderId) => reader.findOrderByClientId(userId, clientOrderId),
     listOrders: (filter, page) => reader.listOrders(filter, page),
     countOrders: (filter) => reader.countOrders(filter),
     tradesOfOrders: (ids) => reader.tradesOfOrders(ids),

@@ -19,6 +19,7 @@ import {
   KEY_REUSED,
   parseIdempotencyKey,
 } from '../idempotency-key.js';
+import { placeOrderCommand, STP_MODES, TIMES_IN_FORCE, validateOrderControls } from '../order-controls.js';
 import { validateCreateOrder } from '../order-input.js';
 import { parseId, resolvePair, single } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
@@ -54,6 +55,40 @@ export const CreateOrderBody = Type.Object({
       description: 'decimal string, at most pairDecimals decimals; required unless order_type is market',
     }),
   ),
+  time_in_force: Type.Optional(
+    StringEnum(TIMES_IN_FORCE, {
+      description:
+        'GTC (default): rests until canceled; IOC: what does not trade at once is canceled; FOK: trades its ' +
+        'whole volume at once or nothing; GTD: rests until expire_time',
+    }),
+  ),
+  expire_time: Type.Optional(
+    Type.Union([Type.String(), Type.Integer()], {
+      description:
+        'GTD only (and required there): Unix seconds, a decimal string or an integer; after now and at most a year ahead',
+    }),
+  ),
+  post_only: Type.Optional(
+    Type.Boolean({
+      description:
+        'limit orders, GTC or GTD only: an order that would take liquidity on arrival trades nothing and ends canceled',
+    }),
+  ),
+  client_order_id: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9_-]{1,36}$',
+      description:
+        "the client's own id, unique among the user's open orders (GET/DELETE /orders/client/{id})",
+    }),
+  ),
+  stp: Type.Optional(
+    StringEnum(STP_MODES, {
+      description:
+        'self-trade prevention when this order meets a resting order of the same user: cancel-oldest (default: ' +
+        'the resting one), cancel-newest (this one), cancel-both, or decrement (no trade; the larger is reduced by ' +
+        'the smaller, the smaller canceled)',
+    }),
+  ),
 });
 
 const CreateOrderHeaders = Type.Object({
@@ -82,13 +117,13 @@ const OrderCreated = Type.Object(BareEnvelope.properties, {
     },
   },
 });
-const ABSENT = Symbol('absent');
+export const ABSENT = Symbol('absent');
 
 /**
  * The `order_id` of a DELETE body (a JSON integer or its decimal text): ABSENT when there is no
  * such field, undefined when it is not a valid id. docs/security.md: one signed body, one order.
  */
-function orderIdOfBody(body: unknown): number | typeof ABSENT | undefined {
+export function orderIdOfBody(body: unknown): number | typeof ABSENT | undefined {
   if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'order_id')) return ABSENT;
   const value: unknown = (body as { order_id: unknown }).order_id;
   if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 1 ? value : undefined;
@@ -99,23 +134,20 @@ function orderIdOfBody(body: unknown): number | typeof ABSENT | undefined {
 const CREATED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCreated, code: 201 }),
 );
-const CANCELED_BODY = Buffer.from(
+export const CANCELED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCanceled, code: 200 }),
 );
 
 /** The id of the order a placeOrder created, or the refusal as an HTTP error. */
-function createdOrderId(result: CommandResult): OrderId {
+export function createdOrderId(result: CommandResult): OrderId {
   if (!result.ok) throw rejectionToHttp(result.error);
   const accepted = result.events.find((e) => e.type === 'orderAccepted');
   if (accepted === undefined) throw new Error('placeOrder succeeded without an orderAccepted event');
   return accepted.order.id;
 }
 
-export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
-  const app = base.withTypeProvider<TypeBoxTypeProvider>();
-  const { exchange } = deps;
-  const { catalogue, history } = exchange;
-
+/** How the order routes read orders: the caller's own, and as records. */
+export function orderReaders({ catalogue, history }: Pick<V1Deps['exchange'], 'catalogue' | 'history'>) {
   /** The caller's own order, or the 404 an unknown id gets. */
   const ownOrder = async (userId: UserId, id: number | undefined): Promise<OrderState> => {
     const order = id === undefined ? undefined : await history.getOrder(id as OrderId);
@@ -135,6 +167,14 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
     const trades = await history.tradesOfOrders(orders.map((o) => o.id));
     return orders.map((o) => serializeOrder(o, marketOf(o), catalogue, trades.get(o.id) ?? []));
   };
+  return { ownOrder, marketOf, render };
+}
+
+export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<void> {
+  const app = base.withTypeProvider<TypeBoxTypeProvider>();
+  const { exchange } = deps;
+  const { catalogue, history } = exchange;
+  const { ownOrder, render } = orderReaders(exchange);
 
   app.post(
     '/orders',
@@ -161,21 +201,27 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
     },
     async (request, reply) => {
       const input = validateCreateOrder(request.body, catalogue);
+      const controls = validateOrderControls(request.body, input);
       const keyHeader = request.headers['idempotency-key'];
       const key = keyHeader === undefined ? undefined : parseIdempotencyKey(keyHeader);
-      if (!input.ok || key === null) {
-        const errors = input.ok ? {} : input.errors.toRecord();
+      if (!input.ok || !controls.ok || key === null) {
+        const errors = {
+          ...(input.ok ? {} : input.errors.toRecord()),
+          ...(controls.ok ? {} : controls.errors),
+        };
         throw validationError(key === null ? { ...errors, [IDEMPOTENCY_KEY_FIELD]: [INVALID_KEY] } : errors);
       }
       const { userId } = caller(request);
-      const { side, type, market, volume, price } = input.value;
-      const command = { kind: 'placeOrder', userId, marketId: market.id, side, type, price, volume } as const;
+      const command = placeOrderCommand(userId, input.value, controls.value);
       let orderId: OrderId;
       if (key === undefined) {
         const result = await exchange.submit(command);
         orderId = createdOrderId(result);
       } else {
-        const once = await exchange.submitOnce(command, idempotencyRequest(key, input.value));
+        const once = await exchange.submitOnce(
+          command,
+          idempotencyRequest(key, { ...input.value, controls: controls.value }),
+        );
         if (once.kind === 'mismatch') throw validationError({ [IDEMPOTENCY_KEY_FIELD]: [KEY_REUSED] });
         // A replay answers exactly as the original did: 201, the same Location, the same body.
         orderId = once.kind === 'replayed' ? once.orderId : createdOrderId(once.result);

@@ -26,6 +26,7 @@ import { type Caller, isMalformed, markMalformed, setCaller, setRawBody } from '
 import { checkFirstValidatorCompiler } from '../validator.js';
 import { broadcastingRoutes } from './broadcasting.js';
 import { marketDataRoutes } from './market-data.js';
+import { orderControlRoutes } from './order-controls.js';
 import { orderRoutes } from './orders.js';
 import { tradeRoutes } from './trades.js';
 import { walletRoutes } from './wallet.js';
@@ -138,7 +139,14 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     clock: deps.clock,
     channelGrants: deps.channelGrants,
   };
-  for (const routes of [marketDataRoutes, walletRoutes, orderRoutes, tradeRoutes, broadcastingRoutes]) {
+  for (const routes of [
+    marketDataRoutes,
+    walletRoutes,
+    orderRoutes,
+    orderControlRoutes,
+    tradeRoutes,
+    broadcastingRoutes,
+  ]) {
     await app.register(routes, routeDeps);
   }
 }

@@ -10,7 +10,7 @@
  * each other's writes: the pruning of expired idempotency records therefore leaves alone the keys
  * this batch (re)writes.
  */
-import { SEQUENCE_KEYS } from '../sqlite/rows.js';
+import { orderControlValues, SEQUENCE_KEYS } from '../sqlite/rows.js';
 import type { CommitBatch } from '../store.js';
 
 /** Expired idempotency records deleted per commit at most (as in SQLite). */
@@ -79,6 +79,17 @@ const ORDER = [
   ['fee', 'bigint'],
   ['reserved', 'bigint'],
   ['fee_excess', 'bigint'],
+  ['time_in_force', 'text'],
+  ['expire_time', 'bigint'],
+  ['post_only', 'boolean'],
+  ['client_order_id', 'text'],
+  ['stp', 'text'],
+  ['priority', 'bigint'],
+] as const;
+/** Armed dead man's switches; a disarmed or fired one is deleted (SWITCH_DELETE). */
+const SWITCH = [
+  ['user_id', 'bigint'],
+  ['trigger_time', 'bigint'],
 ] as const;
 const BALANCE = [
   ['user_id', 'bigint'],
@@ -168,6 +179,12 @@ const TABLES = [
     conflict: ` ON CONFLICT (user_id, key) DO UPDATE SET ${setExcluded(['fingerprint', 'order_id', 'time'])}`,
   },
   {
+    cte: 'w_switches',
+    table: 'cancel_all_after',
+    columns: SWITCH,
+    conflict: ` ON CONFLICT (user_id) DO UPDATE SET ${setExcluded(['trigger_time'])}`,
+  },
+  {
     // Only the markets whose book the batch changed: a batch on one market writes one row.
     cte: 'w_book_sequences',
     table: 'book_sequences',
@@ -178,6 +195,8 @@ const TABLES = [
 const IDEMPOTENCY_TABLE = TABLES.findIndex((t) => t.table === 'idempotency_keys');
 /** Bit of the shape: the batch prunes expired idempotency records. */
 const PRUNE = 1 << TABLES.length;
+/** Bit of the shape: the batch disarms dead man's switches (their rows are deleted). */
+const SWITCHES_OFF = 1 << (TABLES.length + 1);
 
 /**
  * The statement for one shape of batch: a bit per table that has rows (and PRUNE). A table
@@ -207,6 +226,10 @@ export function commitSql(shape: number): string {
       SELECT user_id, key FROM idempotency_keys
       WHERE time < $${expired}::bigint ${rewritten}
       ORDER BY time LIMIT ${IDEMPOTENCY_PRUNE_LIMIT}))`);
+  }
+  if ((shape & SWITCHES_OFF) !== 0) {
+    // The users of this list are not among w_switches' rows: each user's last state is one or the other.
+    parts.push(`w_switches_off AS (DELETE FROM cancel_all_after WHERE user_id = ANY($${next++}::bigint[]))`);
   }
   const meta = `${unnestInsert('meta', META, next)} ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   return parts.length === 0 ? meta : `WITH ${parts.join(',\n')}\n${meta}`;
@@ -256,6 +279,11 @@ export function commitStatement(batch: CommitBatch): CommitStatement {
     shape |= PRUNE;
     values.push(batch.idempotencyExpiredBefore);
   }
+  const disarmed = switchesOff(batch);
+  if (disarmed.length > 0) {
+    shape |= SWITCHES_OFF;
+    values.push(disarmed);
+  }
   values.push(
     [...SEQUENCE_KEYS],
     SEQUENCE_KEYS.map((k) => batch.changes.sequences[k]),
@@ -286,6 +314,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
   const candles = lastByKey(batch.candles, (c) => `${c.marketId}\u0000${c.interval}\u0000${c.start}`);
   const idempotency = lastByKey(batch.idempotencyKeys ?? [], (r) => `${r.userId}\u0000${r.key}`);
   const bookSequences = lastByKey(batch.bookSequences ?? [], (b) => b.marketId);
+  const armed = lastByKey(changes.switches ?? [], (w) => w.userId).filter((w) => w.triggerTime > 0);
   return [
     columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
     columnsOf(markets, MARKET.length, (m) => [
@@ -331,6 +360,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
       o.fee,
       o.reserved,
       o.feeExcess,
+      ...orderControlValues(o),
     ]),
     columnsOf(balances, BALANCE.length, (b) => [b.userId, b.asset, b.available, b.reserved]),
     columnsOf(totals, TOTALS.length, (t) => [t.asset, t.netDeposits, t.fees]),
@@ -349,6 +379,14 @@ function commitRows(batch: CommitBatch): unknown[][][] {
       c.count,
     ]),
     columnsOf(idempotency, IDEMPOTENCY.length, (r) => [r.userId, r.key, r.fingerprint, r.orderId, r.time]),
+    columnsOf(armed, SWITCH.length, (w) => [w.userId, w.triggerTime]),
     columnsOf(bookSequences, BOOK_SEQUENCE.length, (b) => [b.marketId, b.sequence]),
   ];
+}
+
+/** The users whose switch the batch disarmed or fired: their last state in the batch is 0. */
+function switchesOff(batch: CommitBatch): number[] {
+  return lastByKey(batch.changes.switches ?? [], (w) => w.userId)
+    .filter((w) => w.triggerTime === 0)
+    .map((w) => w.userId);
 }

@@ -42,7 +42,7 @@ const col = (name: string, type: Column['type'], read?: string): Column =>
 const big = (...names: string[]) => names.map((n) => col(n, 'bigint'));
 const text = (...names: string[]) => names.map((n) => col(n, 'text'));
 
-/** Every table of schema v7, in an order that satisfies the (deferred anyway) foreign keys. */
+/** Every table of schema v8, in an order that satisfies the (deferred anyway) foreign keys. */
 export const COPIED_TABLES: readonly TableCopy[] = [
   { table: 'assets', columns: [...text('code', 'name', 'type'), col('decimals', 'int')], order: 'rowid' },
   {
@@ -70,9 +70,15 @@ export const COPIED_TABLES: readonly TableCopy[] = [
       ...big('price', 'volume', 'executed'),
       ...text('status', 'reason'),
       ...big('open_time', 'close_time', 'cost', 'fee', 'reserved', 'fee_excess'),
+      ...text('time_in_force'),
+      ...big('expire_time'),
+      col('post_only', 'boolean', 'post_only <> 0'),
+      ...text('client_order_id', 'stp'),
+      ...big('priority'),
     ],
     order: 'id',
   },
+  { table: 'cancel_all_after', columns: big('user_id', 'trigger_time'), order: 'user_id' },
   {
     table: 'trades',
     columns: [

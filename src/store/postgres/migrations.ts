@@ -238,6 +238,32 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 8,
+    description:
+      "order controls: time in force, expiry, post-only, client order id, self-trade mode; dead man's switches",
+    // As SQLite's v8: existing orders get the defaults (what they were), a client id is found by
+    // (user, id) newest first, and cancel_all_after holds the armed switches only.
+    sql: `
+      ALTER TABLE orders
+        ADD COLUMN time_in_force text NOT NULL DEFAULT 'GTC'
+          CHECK (time_in_force IN ('GTC', 'IOC', 'FOK', 'GTD')),
+        ADD COLUMN expire_time bigint NOT NULL DEFAULT 0 CHECK (expire_time >= 0),
+        ADD COLUMN post_only boolean NOT NULL DEFAULT false,
+        ADD COLUMN client_order_id text
+          CHECK (client_order_id IS NULL OR length(client_order_id) BETWEEN 1 AND 36),
+        ADD COLUMN stp text NOT NULL DEFAULT 'cancel-oldest'
+          CHECK (stp IN ('cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement')),
+        ADD COLUMN priority bigint CHECK (priority IS NULL OR priority > id);
+      CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
+        WHERE client_order_id IS NOT NULL;
+
+      CREATE TABLE cancel_all_after (
+        user_id bigint PRIMARY KEY,
+        trigger_time bigint NOT NULL CHECK (trigger_time > 0)
+      );
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

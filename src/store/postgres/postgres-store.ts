@@ -30,6 +30,8 @@ import {
   type OrderRow,
   orderFromRow,
   sequencesFromMeta,
+  switchesOf,
+  switchFromRow,
   type TotalsRow,
   totalsFromRow,
 } from '../sqlite/rows.js';
@@ -294,7 +296,10 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         'SELECT asset, net_deposits, fees FROM asset_totals ORDER BY asset COLLATE "C"',
       );
       const open = await c.query<OrderRow>(
-        `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
+        `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY coalesce(priority, id)`,
+      );
+      const switches = await c.query<{ user_id: number; trigger_time: number }>(
+        'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
       );
       const meta = await c.query<{ key: string; value: number }>('SELECT key, value FROM meta');
       return {
@@ -303,6 +308,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         balances: balances.rows.map(balanceFromRow),
         totals: totals.rows.map(totalsFromRow),
         openOrders: open.rows.map(orderFromRow),
+        ...switchesOf(switches.rows.map(switchFromRow)),
         sequences: sequencesFromMeta(meta.rows),
       };
     });

@@ -90,6 +90,14 @@ export class PostgresQueries implements HistoryQueries, CredentialStore, Balance
     return row && orderFromRow(row);
   }
 
+  async findOrderByClientId(userId: UserId, clientOrderId: string): Promise<OrderState | undefined> {
+    const [row] = await this.rows<OrderRow>(
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE user_id = $1 AND client_order_id = $2 ORDER BY id DESC LIMIT 1`,
+      [userId, clientOrderId],
+    );
+    return row && orderFromRow(row);
+  }
+
   async listOrders(filter: OrderFilter, page?: Page): Promise<OrderState[]> {
     const { limit, offset } = checkPage(page);
     const [where, params] = orderConditions(filter);

@@ -46,16 +46,29 @@ export const STATE_TABLES = [
   'candles',
   'ledger_entries',
   'idempotency_keys',
+  'cancel_all_after',
   'meta',
 ] as const;
 
 /**
  * The oldest schema version whose checkpoints restore here. Version 7 only added book_sequences,
- * which a restore keeps rather than copies (book sequences never go back, decision 77): a
- * version-6 checkpoint holds the same state tables, so checkpoints saved before an upgrade stay
+ * which a restore keeps rather than copies (book sequences never go back, decision 77); version
+ * 8 added the order controls' columns and the dead man's switches (ADDED_COLUMNS, ADDED_TABLES),
+ * whose defaults are exactly what an older order was. So checkpoints saved before an upgrade stay
  * usable. (Each state table's columns are still compared before anything is written.)
  */
 const OLDEST_RESTORABLE_VERSION = 6;
+
+/**
+ * Columns a later schema version appended to a state table, whose defaults say what the rows of
+ * an older checkpoint meant (v8: every older order is good till canceled, without expiry,
+ * post-only, client id, with self-trade mode cancel-oldest).
+ */
+const ADDED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  orders: ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'],
+};
+/** State tables a later schema version added: an older checkpoint has none of their rows (v8: no switch armed). */
+const ADDED_TABLES: readonly string[] = ['cancel_all_after'];
 
 const restorable = (version: number): boolean =>
   version >= OLDEST_RESTORABLE_VERSION && version <= SCHEMA_VERSION;
@@ -234,14 +247,16 @@ export class SqliteCheckpoints {
         const list = sameColumns(columnsOf(this.db, table), columnsOf(this.db, table, ATTACHED), table, name);
         return [
           this.db.prepare(`DELETE FROM main.${table}`),
-          this.db.prepare(`INSERT INTO main.${table} (${list}) SELECT ${list} FROM ${ATTACHED}.${table}`),
+          list === null
+            ? undefined
+            : this.db.prepare(`INSERT INTO main.${table} (${list}) SELECT ${list} FROM ${ATTACHED}.${table}`),
         ] as const;
       });
       const advance = this.db.prepare(ADVANCE_BOOK_SEQUENCES);
       this.#replace(name, () => {
         for (const [clear, copy] of statements) {
           clear.run();
-          copy.run();
+          copy?.run();
         }
         advance.run();
       });
@@ -256,12 +271,13 @@ export class SqliteCheckpoints {
    * passes through a float.
    */
   #copier(source: Database.Database, table: string, name: string): () => void {
-    const wanted = columnsOf(this.db, table);
-    const list = sameColumns(wanted, columnsOf(source, table), table, name);
-    const read = source.prepare(`SELECT ${list} FROM ${table}`).raw().safeIntegers();
+    const held = columnsOf(source, table);
+    const list = sameColumns(columnsOf(this.db, table), held, table, name);
     const clear = this.db.prepare(`DELETE FROM ${table}`);
+    if (list === null) return () => clear.run();
+    const read = source.prepare(`SELECT ${list} FROM ${table}`).raw().safeIntegers();
     const insert = this.db.prepare(
-      `INSERT INTO ${table} (${list}) VALUES (${wanted.map(() => '?').join(', ')})`,
+      `INSERT INTO ${table} (${list}) VALUES (${held.map(() => '?').join(', ')})`,
     );
     return () => {
       clear.run();
@@ -277,16 +293,24 @@ function columnsOf(db: Database.Database, table: string, schema = 'main'): strin
   return (db.pragma(`${schema}.table_info(${table})`) as Array<{ name: string }>).map((c) => c.name);
 }
 
-/** The quoted column list, when the checkpoint's table has the live table's columns, in order. */
+/**
+ * The quoted list of the columns to copy, when the checkpoint's table has the live table's
+ * columns in order (or all but those a later version appended, ADDED_COLUMNS, which then take
+ * their defaults); null when the checkpoint predates the whole table (ADDED_TABLES): nothing to
+ * copy, the live table is only emptied.
+ */
 function sameColumns(
   wanted: readonly string[],
   held: readonly string[],
   table: string,
   name: string,
-): string {
-  if (held.length === 0 || held.join(',') !== wanted.join(','))
+): string | null {
+  if (held.length === 0 && ADDED_TABLES.includes(table)) return null;
+  const older = wanted.slice(0, wanted.length - (ADDED_COLUMNS[table]?.length ?? 0));
+  const same = held.join(',') === wanted.join(',') || held.join(',') === older.join(',');
+  if (held.length === 0 || !same)
     throw new CheckpointError('incompatible', `Checkpoint ${name} has another layout of table ${table}.`);
-  return wanted.map((c) => `"${c}"`).join(', ');
+  return held.map((c) => `"${c}"`).join(', ');
 }
 
 function checkVersion(name: string, version: number): void {

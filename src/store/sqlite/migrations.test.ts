@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import Database from 'better-sqlite3';
-import type { OrderId } from '../../domain/types.js';
+import type { Micros, OrderId } from '../../domain/types.js';
 import { MIGRATIONS, type Migration, migrate, SCHEMA_VERSION, schemaVersion } from './migrations.js';
 import { SqliteStore } from './sqlite-store.js';
 import { ALICE, BTCEUR, balance, batch, CATALOGUE, ETHEUR, EUR, order } from './test-fixtures.js';
@@ -50,6 +50,7 @@ describe('migrations', () => {
       'assets',
       'balances',
       'book_sequences',
+      'cancel_all_after',
       'candles',
       'idempotency_keys',
       'ledger_entries',
@@ -303,6 +304,7 @@ describe('migrations', () => {
     old.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
     old.close();
     const migrated = new Database(path);
+    undoV8(migrated);
     migrated.pragma('user_version = 6');
     migrated.exec('DROP TABLE book_sequences');
     migrated.close();
@@ -322,6 +324,39 @@ describe('migrations', () => {
     );
   });
 
+  test('v8 upgrades a v7 database: its orders keep what they were (the defaults), no switch is armed', (t) => {
+    const path = tempPath(t);
+    const old = SqliteStore.open({ path });
+    old.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    const before = old.loadSnapshot();
+    old.close();
+    const migrated = new Database(path);
+    undoV8(migrated);
+    migrated.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const after = store.loadSnapshot();
+    assert.deepEqual(after, before, 'an order without controls reads back as the very same state');
+    assert.equal(after.switches, undefined);
+    const controlled = order(2, {
+      timeInForce: 'GTD',
+      expireTime: 5_000_000 as Micros,
+      clientOrderId: 'c-1',
+    });
+    store.commit({
+      ...batch({ orders: [controlled] }),
+      changes: {
+        ...batch({ orders: [controlled] }).changes,
+        switches: [{ userId: ALICE, triggerTime: 9 as Micros }],
+      },
+    });
+    const again = store.loadSnapshot();
+    assert.deepEqual(again.openOrders.at(-1), controlled);
+    assert.deepEqual(again.switches, [{ userId: ALICE, triggerTime: 9 }]);
+    assert.deepEqual(store.findOrderByClientId(ALICE, 'c-1'), controlled);
+  });
+
   test('refuse a database from a newer release and misnumbered migrations', (t) => {
     const path = tempPath(t);
     const db = new Database(path);
@@ -334,3 +369,11 @@ describe('migrations', () => {
     memory.close();
   });
 });
+
+/** Takes a database of this release back to schema v7: what v8 added is removed again. */
+function undoV8(db: Database.Database): void {
+  db.exec('DROP INDEX orders_by_user_client_id; DROP TABLE cancel_all_after;');
+  for (const column of ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'])
+    db.exec(`ALTER TABLE orders DROP COLUMN ${column}`);
+  db.pragma('user_version = 7');
+}

@@ -287,6 +287,36 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 8,
+    description:
+      "order controls: time in force, expiry, post-only, client order id, self-trade mode; dead man's switches",
+    // Every existing order gets the defaults, which are exactly what it was: good till canceled,
+    // no expiry (0), may take liquidity, no client id, self-trade mode cancel-oldest. A client id
+    // is found again by (user, id), newest order first. `cancel_all_after` holds one row per user
+    // whose dead man's switch is armed (a disarmed or fired switch has no row), so a restart
+    // re-arms exactly the committed ones. `priority` is an open order's place in time priority
+    // once an amend sent it to the back of a level (a number from the order id sequence, so always
+    // above its own id); NULL means its id, as for every order before.
+    sql: `
+      ALTER TABLE orders ADD COLUMN time_in_force TEXT NOT NULL DEFAULT 'GTC'
+        CHECK (time_in_force IN ('GTC', 'IOC', 'FOK', 'GTD'));
+      ALTER TABLE orders ADD COLUMN expire_time INTEGER NOT NULL DEFAULT 0 CHECK (expire_time >= 0);
+      ALTER TABLE orders ADD COLUMN post_only INTEGER NOT NULL DEFAULT 0 CHECK (post_only IN (0, 1));
+      ALTER TABLE orders ADD COLUMN client_order_id TEXT
+        CHECK (client_order_id IS NULL OR length(client_order_id) BETWEEN 1 AND 36);
+      ALTER TABLE orders ADD COLUMN stp TEXT NOT NULL DEFAULT 'cancel-oldest'
+        CHECK (stp IN ('cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement'));
+      ALTER TABLE orders ADD COLUMN priority INTEGER CHECK (priority IS NULL OR priority > id);
+      CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
+        WHERE client_order_id IS NOT NULL;
+
+      CREATE TABLE cancel_all_after (
+        user_id INTEGER PRIMARY KEY,
+        trigger_time INTEGER NOT NULL CHECK (trigger_time > 0)
+      ) STRICT;
+    `,
+  },
 ];
 
 /**

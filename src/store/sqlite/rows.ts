@@ -15,12 +15,21 @@ import type {
   OrderStatus,
   OrderType,
   Price,
+  SelfTradeMode,
   Side,
+  TimeInForce,
   TradeId,
   UserId,
   Volume,
 } from '../../domain/types.js';
-import type { AssetTotals, BalanceState, OrderState, Sequences, Trade } from '../../engine/types.js';
+import type {
+  AssetTotals,
+  BalanceState,
+  OrderState,
+  Sequences,
+  SwitchState,
+  Trade,
+} from '../../engine/types.js';
 import type { Candle, Interval } from '../../market-data/candle.js';
 import type { ApiKeyRecord, ApiKeyScope, LedgerEntry, LedgerKind, UserRecord, UserTrade } from '../store.js';
 
@@ -72,6 +81,13 @@ export interface OrderRow {
   readonly fee: number;
   readonly reserved: number;
   readonly fee_excess: number;
+  readonly time_in_force: TimeInForce;
+  readonly expire_time: number;
+  /** 0 or 1 in SQLite; a boolean from PostgreSQL. */
+  readonly post_only: number | boolean;
+  readonly client_order_id: string | null;
+  readonly stp: SelfTradeMode;
+  readonly priority: number | null;
 }
 
 export interface TradeRow {
@@ -136,7 +152,7 @@ export const API_KEY_COLUMNS =
   'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required';
 
 export const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
 export const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 export const CANDLE_COLUMNS =
@@ -173,23 +189,69 @@ export const totalsFromRow = (r: TotalsRow): AssetTotals => ({
   fees: r.fees as Amount,
 });
 
-export const orderFromRow = (r: OrderRow): OrderState => ({
-  id: r.id as OrderId,
+export function orderFromRow(r: OrderRow): OrderState {
+  const order: OrderState = {
+    id: r.id as OrderId,
+    userId: r.user_id as UserId,
+    marketId: r.market_id as MarketId,
+    side: r.side,
+    type: r.type,
+    price: r.price as Price,
+    volume: r.volume as Volume,
+    executed: r.executed as Volume,
+    status: r.status,
+    reason: r.reason,
+    openTime: r.open_time as Micros,
+    closeTime: r.close_time as Micros | null,
+    cost: r.cost as Amount,
+    fee: r.fee as Amount,
+    feeExcess: r.fee_excess,
+    reserved: r.reserved as Amount,
+  };
+  // The engine leaves out every control at its default (engine/types.ts, OrderState): so does the
+  // store, so an order read back is the very state the engine drained.
+  const postOnly = r.post_only === 1 || r.post_only === true;
+  if (
+    r.time_in_force === 'GTC' &&
+    r.expire_time === 0 &&
+    !postOnly &&
+    r.client_order_id === null &&
+    r.stp === 'cancel-oldest' &&
+    r.priority === null
+  )
+    return order;
+  return {
+    ...order,
+    ...(r.time_in_force === 'GTC' ? {} : { timeInForce: r.time_in_force }),
+    ...(postOnly ? { postOnly: true } : {}),
+    ...(r.client_order_id === null ? {} : { clientOrderId: r.client_order_id }),
+    ...(r.stp === 'cancel-oldest' ? {} : { stp: r.stp }),
+    ...(r.expire_time === 0 ? {} : { expireTime: r.expire_time as Micros }),
+    ...(r.priority === null ? {} : { priority: r.priority }),
+  };
+}
+
+/**
+ * An order's control columns (time_in_force, expire_time, post_only, client_order_id, stp,
+ * priority), the defaults written out (priority: null for its id): the values both stores write
+ * after the sixteen original columns.
+ */
+export function orderControlValues(
+  o: OrderState,
+): [TimeInForce, number, boolean, string | null, SelfTradeMode, number | null] {
+  return [
+    o.timeInForce ?? 'GTC',
+    o.expireTime ?? 0,
+    o.postOnly === true,
+    o.clientOrderId ?? null,
+    o.stp ?? 'cancel-oldest',
+    o.priority ?? null,
+  ];
+}
+
+export const switchFromRow = (r: { user_id: number; trigger_time: number }): SwitchState => ({
   userId: r.user_id as UserId,
-  marketId: r.market_id as MarketId,
-  side: r.side,
-  type: r.type,
-  price: r.price as Price,
-  volume: r.volume as Volume,
-  executed: r.executed as Volume,
-  status: r.status,
-  reason: r.reason,
-  openTime: r.open_time as Micros,
-  closeTime: r.close_time as Micros | null,
-  cost: r.cost as Amount,
-  fee: r.fee as Amount,
-  feeExcess: r.fee_excess,
-  reserved: r.reserved as Amount,
+  triggerTime: r.trigger_time as Micros,
 });
 
 export const tradeFromRow = (r: TradeRow): Trade => ({
@@ -307,3 +369,10 @@ export function sequencesFromMeta(rows: readonly { key: string; value: number }[
     nextMarketId: stored.get('nextMarketId') ?? 1,
   };
 }
+
+/**
+ * The snapshot's `switches` field: present only when a switch is armed, as the engine's own
+ * snapshot leaves it out when none is (engine/types.ts, EngineSnapshot).
+ */
+export const switchesOf = (switches: readonly SwitchState[]): { switches?: readonly SwitchState[] } =>
+  switches.length === 0 ? {} : { switches };

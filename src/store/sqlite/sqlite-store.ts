@@ -64,9 +64,12 @@ import {
   marketFromRow,
   ORDER_COLUMNS,
   type OrderRow,
+  orderControlValues,
   orderFromRow,
   SEQUENCE_KEYS,
   sequencesFromMeta,
+  switchesOf,
+  switchFromRow,
   type TotalsRow,
   TRADE_COLUMNS,
   type TradeRow,
@@ -286,6 +289,11 @@ export class SqliteStore implements Store {
     return row && orderFromRow(row);
   }
 
+  findOrderByClientId(userId: UserId, clientOrderId: string): OrderState | undefined {
+    const row = guarded(() => this.#read.orderByClientId.get(userId, clientOrderId));
+    return row && orderFromRow(row);
+  }
+
   listOrders(filter: OrderFilter, page?: Page): Iterable<OrderState> {
     const stmt = pickByMarket(this.#read.orderLists[filter.status], filter.marketId);
     const params = { user: filter.userId, market: filter.marketId };
@@ -493,24 +501,48 @@ function prepareWrites(db: Database.Database) {
         number,
         number,
         number,
+        ...OrderControlParams,
       ]
     >(
-      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          user_id = excluded.user_id, market_id = excluded.market_id, side = excluded.side,
          type = excluded.type, price = excluded.price, volume = excluded.volume,
          executed = excluded.executed, status = excluded.status, reason = excluded.reason,
          open_time = excluded.open_time, close_time = excluded.close_time, cost = excluded.cost,
-         fee = excluded.fee, reserved = excluded.reserved, fee_excess = excluded.fee_excess`,
+         fee = excluded.fee, reserved = excluded.reserved, fee_excess = excluded.fee_excess,
+         time_in_force = excluded.time_in_force, expire_time = excluded.expire_time,
+         post_only = excluded.post_only, client_order_id = excluded.client_order_id, stp = excluded.stp,
+         priority = excluded.priority`,
     ),
-    // An order's later states change only these columns (the others are fixed when it is placed):
-    // no conflict detection, and no foreign-key check of a market_id that cannot have changed.
+    // An order's later states change only these columns (the others are fixed when it is placed;
+    // an amend changes price, volume and client id): no conflict detection, and no foreign-key
+    // check of a market_id that cannot have changed.
     updateOrderState: db.prepare<
-      [number, number, string, string | null, number | null, number, number, number, number, number]
+      [
+        number,
+        number,
+        number,
+        string,
+        string | null,
+        number | null,
+        number,
+        number,
+        number,
+        number,
+        string | null,
+        number | null,
+        number,
+      ]
     >(
-      `UPDATE orders SET price = ?, executed = ?, status = ?, reason = ?, close_time = ?, cost = ?,
-         fee = ?, reserved = ?, fee_excess = ? WHERE id = ?`,
+      `UPDATE orders SET price = ?, volume = ?, executed = ?, status = ?, reason = ?, close_time = ?,
+         cost = ?, fee = ?, reserved = ?, fee_excess = ?, client_order_id = ?, priority = ? WHERE id = ?`,
     ),
+    upsertSwitch: db.prepare<[number, number]>(
+      `INSERT INTO cancel_all_after (user_id, trigger_time) VALUES (?, ?)
+       ON CONFLICT (user_id) DO UPDATE SET trigger_time = excluded.trigger_time`,
+    ),
+    deleteSwitch: db.prepare<[number]>('DELETE FROM cancel_all_after WHERE user_id = ?'),
     upsertBalance: db.prepare<[number, string, number, number]>(
       `INSERT INTO balances (user_id, asset, available, reserved) VALUES (?, ?, ?, ?)
        ON CONFLICT (user_id, asset) DO UPDATE SET available = excluded.available, reserved = excluded.reserved`,
@@ -593,6 +625,11 @@ function writeBatch(s: WriteStatements, batch: CommitBatch): void {
     // The upsert stays the fallback, should a row be missing after all.
     if (placed.has(o.id) || updateOrderState(s, o) === 0) upsertOrder(s, o);
   }
+  for (const w of changes.switches ?? []) {
+    // A disarmed or fired switch has no row: what is left is exactly the armed ones.
+    if (w.triggerTime > 0) s.upsertSwitch.run(w.userId, w.triggerTime);
+    else s.deleteSwitch.run(w.userId);
+  }
   for (const b of changes.balances) s.upsertBalance.run(b.userId, b.asset, b.available, b.reserved);
   for (const t of changes.totals) s.upsertTotals.run(t.asset, t.netDeposits, t.fees);
   for (const e of batch.ledger) s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
@@ -659,13 +696,23 @@ function upsertOrder(s: WriteStatements, o: OrderState): void {
     o.fee,
     o.reserved,
     o.feeExcess,
+    ...sqliteControls(o),
   );
+}
+
+type OrderControlParams = [string, number, number, string | null, string, number | null];
+
+/** The control columns as SQLite takes them (a boolean as 0 or 1). */
+function sqliteControls(o: OrderState): OrderControlParams {
+  const [timeInForce, expireTime, postOnly, clientOrderId, stp, priority] = orderControlValues(o);
+  return [timeInForce, expireTime, postOnly ? 1 : 0, clientOrderId, stp, priority];
 }
 
 /** Rows changed. */
 function updateOrderState(s: WriteStatements, o: OrderState): number {
   return s.updateOrderState.run(
     o.price,
+    o.volume,
     o.executed,
     o.status,
     o.reason,
@@ -674,6 +721,8 @@ function updateOrderState(s: WriteStatements, o: OrderState): number {
     o.fee,
     o.reserved,
     o.feeExcess,
+    o.clientOrderId ?? null,
+    o.priority ?? null,
     o.id,
   ).changes;
 }
@@ -744,14 +793,21 @@ function prepareReads(db: Database.Database) {
     ),
     totals: db.prepare<[], TotalsRow>('SELECT asset, net_deposits, fees FROM asset_totals ORDER BY asset'),
     openOrders: db.prepare<[], OrderRow>(
-      `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY id`,
+      `SELECT ${ORDER_COLUMNS} FROM orders WHERE status = 'open' ORDER BY coalesce(priority, id)`,
     ),
     meta: db.prepare<[], { key: string; value: number }>('SELECT key, value FROM meta'),
     bookSequences: db.prepare<[], { market_id: number; sequence: number }>(
       'SELECT market_id, sequence FROM book_sequences ORDER BY market_id',
     ),
+    switches: db.prepare<[], { user_id: number; trigger_time: number }>(
+      'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
+    ),
 
     order: db.prepare<[number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`),
+    orderByClientId: db.prepare<[number, string], OrderRow>(
+      `SELECT ${ORDER_COLUMNS} FROM orders INDEXED BY orders_by_user_client_id
+       WHERE user_id = ? AND client_order_id = ? ORDER BY id DESC LIMIT 1`,
+    ),
     orderLists: {
       open: { all: orderList(OPEN_STATUSES, false), market: orderList(OPEN_STATUSES, true) },
       done: { all: orderList(DONE_STATUSES, false), market: orderList(DONE_STATUSES, true) },
@@ -892,6 +948,7 @@ function readSnapshot(r: ReadStatements): EngineSnapshot {
     balances: r.balances.all().map(balanceFromRow),
     totals: r.totals.all().map(totalsFromRow),
     openOrders: r.openOrders.all().map(orderFromRow),
+    ...switchesOf(r.switches.all().map(switchFromRow)),
     sequences: sequencesFromMeta(r.meta.all()),
   };
 }

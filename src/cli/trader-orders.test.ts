@@ -1,6 +1,8 @@
 /** The order controls of the trader CLI: flags to order fields, and the times `--gtd` reads. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Command } from 'commander';
+import { registerTraderCommands } from './trader.js';
 import {
   describeSwitch,
   orderControls,
@@ -60,4 +62,35 @@ test("the switch's answer in words", () => {
     describeSwitch('1764331260.5000'),
     'Unless renewed, all your open orders are canceled at 2025-11-28 12:01:00 UTC.',
   );
+});
+
+/** The message a command line is refused with, parsed in-process as `openspot` would. */
+async function refusal(args: string[]): Promise<string> {
+  let stderr = '';
+  const program = new Command().option('--url <url>').option('--json').exitOverride();
+  program.configureOutput({ writeOut: () => undefined, writeErr: (text) => (stderr += text) });
+  registerTraderCommands(program);
+  try {
+    await program.parseAsync(['node', 'openspot', ...args]);
+  } catch (error) {
+    return `${stderr}${error instanceof Error ? error.message : String(error)}`;
+  }
+  return assert.fail(`accepted: ${args.join(' ')}`);
+}
+
+test('bad flags are refused before anything is sent', async () => {
+  const order = ['order', 'buy', 'BTC/EUR', '0.01', '--price', '100'];
+  const cases: Array<[string[], RegExp]> = [
+    [[...order, '--ioc', '--fok'], /cannot be used with/],
+    [[...order, '--fok', '--gtd', '1h'], /cannot be used with/],
+    [[...order, '--gtd', 'tomorrow'], /duration from now/],
+    [[...order, '--client-id', 'a b'], /1 to 36 characters/],
+    [[...order, '--stp', 'never'], /Allowed choices/],
+    [['cancel'], /name one order \(ID or --client-id\), or use --all/],
+    [['cancel', '5', '--all'], /name one order/],
+    [['cancel', '5', '--pair', 'BTC/EUR'], /--pair goes with --all/],
+    [['amend', '5'], /give --price, --volume or both/],
+    [['dead-man', '86401'], /0 \(off\) to 86400/],
+  ];
+  for (const [args, message] of cases) assert.match(await refusal(args), message, args.join(' '));
 });

@@ -311,13 +311,14 @@ export function registerTraderCommands(program: Command): void {
     );
 
   program
-    .command('dead-man <seconds>')
+    .command('dead-man')
     .description(
       "dead man's switch: unless called again within SECONDS, all your open orders are canceled (0: off)",
     )
+    .argument('<seconds>', 'timeout, 0 to 86400', parseSwitchTimeout)
     .action(
-      run(async (seconds: string) => {
-        const answer = await signedClient().cancelAllAfter(parseSwitchTimeout(seconds));
+      run(async (seconds: number) => {
+        const answer = await signedClient().cancelAllAfter(seconds);
         print(answer, () => describeSwitch(answer.data.trigger_time));
       }),
     );

@@ -260,23 +260,24 @@ describe('trader commands', { timeout: 300_000 }, () => {
 
     const client = (who: Trader) =>
       new OpenSpotClient({ baseUrl: `${t.url}/v1`, apiKey: who.apiKey, apiSecret: who.apiSecret });
+    // On ETH/BTC, where no other test trades: the taker meets dave's ask alone.
     await client(dave).createOrder({
-      pair: 'BTC/EUR',
+      pair: 'ETH/BTC',
       direction: 'sell',
       type: 'limit',
       volume: '0.5',
-      price: '95000',
+      price: '0.05000',
     });
-    const maker = await place(carol, ['buy', 'BTC/EUR', '0.01', '--price', '95000', '--post-only']);
+    const maker = await place(carol, ['buy', 'ETH/BTC', '0.01', '--price', '0.05', '--post-only']);
     assert.equal(maker.order.status, 'canceled', 'a post-only order that would take is canceled');
     assert.equal(maker.order.volume_executed.amount, '0.00000000');
     assert.ok(maker.order.reason !== null && maker.order.reason !== '');
 
-    const fok = await place(carol, ['buy', 'BTC/EUR', '1', '--price', '95000', '--fok']);
+    const fok = await place(carol, ['buy', 'ETH/BTC', '1', '--price', '0.05', '--fok']);
     assert.equal(fok.order.status, 'canceled', 'FOK: half the volume is there, so nothing trades');
     assert.equal(fok.order.volume_executed.amount, '0.00000000');
 
-    const ioc = await place(carol, ['buy', 'BTC/EUR', '1', '--price', '95000', '--ioc']);
+    const ioc = await place(carol, ['buy', 'ETH/BTC', '1', '--price', '0.05', '--ioc']);
     assert.equal(ioc.order.volume_executed.amount, '0.50000000', 'IOC takes what is there');
     assert.equal(ioc.order.status, 'canceled', 'and cancels the rest');
     const open = (await json(['orders'], as(carol))) as { data: Array<{ id: number }> };

@@ -58,7 +58,9 @@ const MARKETS = {
   },
 };
 
-async function fakeExchange(options: { failOrders?: number } = {}) {
+async function fakeExchange(
+  options: { failOrders?: number; book?: { bids: string[][]; asks: string[][] } } = {},
+) {
   const posted: Posted[] = [];
   const canceled: number[] = [];
   /** Dead man's switch calls: the key and the timeout. */
@@ -93,6 +95,8 @@ async function fakeExchange(options: { failOrders?: number } = {}) {
           : [];
         return send(res, 200, { success: true, message: 'ok', code: 200, data });
       }
+      if (req.method === 'GET' && url.startsWith('/v1/orderbook?'))
+        return send(res, 200, [{ ticker_id: 'BTC/EUR', timestamp: 1, bids: [], asks: [], ...options.book }]);
       const key = String(req.headers['x-api-key']);
       if (req.method === 'POST' && url === '/v1/orders/cancel-all-after') {
         const { timeout } = JSON.parse(raw) as { timeout: number };
@@ -194,6 +198,13 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
   assert.ok(stats.ordersPlaced > 20, `placed ${stats.ordersPlaced}`);
   assert.ok(fake.canceled.includes(999), 'leftover open order of an earlier run swept');
   assert.ok(!fake.canceled.includes(998), 'orders of other markets left alone');
+  // Makers (keys 1 and 2) quote post-only and arm the dead man's switch; the taker does neither.
+  const makerKeys = new Set(['key1', 'key2']);
+  const quotes = fake.posted.filter((o) => makerKeys.has(o.key));
+  assert.ok(quotes.length > 0 && quotes.every((o) => o.post_only === true && o.order_type === 'limit'));
+  assert.ok(fake.posted.filter((o) => o.key === 'key3').every((o) => o.post_only === undefined));
+  assert.deepEqual([...new Set(fake.switches.map((x) => x.key))].sort(), ['key1', 'key2']);
+  assert.ok(fake.switches.every((x) => x.timeout === 60));
   assert.ok(lines.some((l) => l.level === 'warn' && (l.obj as { pair?: string }).pair === 'NOPE/EUR'));
   assert.ok(lines.some((l) => l.msg === 'simulator is trading'));
 
@@ -222,13 +233,6 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
       );
   // Refreshes cancel the maker's earlier quotes (ids 1..6 were the first BTC/EUR quotes).
   assert.ok([1, 2, 3, 4, 5, 6].every((id) => fake.canceled.includes(id)));
-  // Makers (keys 1 and 2) quote post-only and arm the dead man's switch; the taker does neither.
-  const makerKeys = new Set(['key1', 'key2']);
-  const quotes = fake.posted.filter((o) => makerKeys.has(o.key));
-  assert.ok(quotes.length > 0 && quotes.every((o) => o.post_only === true && o.order_type === 'limit'));
-  assert.ok(fake.posted.filter((o) => o.key === 'key3').every((o) => o.post_only === undefined));
-  assert.deepEqual([...new Set(fake.switches.map((x) => x.key))].sort(), ['key1', 'key2']);
-  assert.ok(fake.switches.every((x) => x.timeout === 60));
 });
 
 test('the switch is renewed every quarter of its timeout while the loop runs', {
@@ -259,6 +263,35 @@ test('the switch is renewed every quarter of its timeout while the loop runs', {
   assert.ok(armed.length >= 3 && armed.length <= 6, `armed ${armed.length} times`);
   assert.ok(armed.every((x) => x.timeout === 2));
   assert.equal(sim.stats().errors, 0);
+});
+
+test('post-only quotes are placed behind the best opposite order, never into it', {
+  timeout: 10_000,
+}, async () => {
+  // A stale ask far below the reference and a bid far above it: quotes placed where the walk is
+  // would all take, so each side moves back behind them.
+  const fake = await fakeExchange({ book: { bids: [['61000.0', '1']], asks: [['59000.0', '1']] } });
+  const sim = startSimulator({
+    baseUrl: fake.baseUrl,
+    makers: [creds(1)],
+    takers: [],
+    markets: ['BTC/EUR'],
+    ratePerSecond: 20,
+    referencePrices: { 'BTC/EUR': '60000' },
+    seed: 3,
+    logger: memoryLogger().logger,
+  });
+  try {
+    await sleep(800);
+  } finally {
+    await sim.stop();
+    await fake.close();
+  }
+  const bids = fake.posted.filter((o) => o.order_direction === 'buy').map((o) => Number(o.price));
+  const asks = fake.posted.filter((o) => o.order_direction === 'sell').map((o) => Number(o.price));
+  assert.ok(bids.length > 0 && asks.length > 0);
+  assert.equal(Math.max(...bids), 58999.9, 'the best bid one tick under the best ask');
+  assert.equal(Math.min(...asks), 61000.1, 'the best ask one tick over the best bid');
 });
 
 test('503 with Retry-After makes it back off; stop() returns promptly', { timeout: 10_000 }, async () => {

@@ -21,7 +21,7 @@
 import { OpenSpotClient } from '../client/client.js';
 import { formatUnits, isZeroDecimal, parseUnits } from '../client/decimal.js';
 import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
-import type { Credentials, Market, Side } from '../client/types.js';
+import type { BookLevel, Credentials, Market, OrderBook, Side } from '../client/types.js';
 import { type PriceWalk, priceWalk } from './price-walk.js';
 import { type Random, seededRandom } from './random.js';
 import { ReplayFeed, type ReplayStep, replayTradesFor } from './replay.js';
@@ -440,6 +440,7 @@ class Runner {
       if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
       orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
     }
+    await this.#behindTheBook(m, orders);
     const ids = await this.#each(orders, (o) => this.#quote(maker, m, o));
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
   }
@@ -498,6 +499,40 @@ class Runner {
     });
     // Filled at once unless the maker's quote failed; what rests is canceled like any taker's.
     if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
+  }
+
+  /**
+   * Moves a side of the ladder back, whole, when its best quote would meet the best opposite order
+   * (another maker's quote from before the walk moved, a taker's resting order): a post-only quote
+   * that would take is canceled, so a maker quotes just behind that order instead, as a real one
+   * does. The book read is the public one; when it cannot be read the ladder stays as it is.
+   */
+  async #behindTheBook(m: MarketState, orders: Array<{ side: Side; ticks: bigint; lots: bigint }>) {
+    let book: OrderBook | undefined;
+    try {
+      // The interface's depth counts both sides: 2 is the best level of each.
+      [book] = await this.#public.orderbook({ tickerId: m.pair, depth: 2 });
+    } catch (error) {
+      this.#failed(error, `${m.pair} order book`);
+      return;
+    }
+    const best = (level: BookLevel | undefined) =>
+      level === undefined ? undefined : ticksOf(level[0], m.market.pairDecimals);
+    const bestAsk = best(book?.asks[0]);
+    const bestBid = best(book?.bids[0]);
+    const bids = orders.filter((o) => o.side === 'buy');
+    const asks = orders.filter((o) => o.side === 'sell');
+    const topBid = bids.reduce((top, o) => maxBig(top, o.ticks), 0n);
+    if (bestAsk !== undefined && bids.length > 0 && topBid >= bestAsk)
+      for (const o of bids) o.ticks -= topBid - bestAsk + 1n;
+    const lowAsk = asks.reduce(
+      (low, o) => (low === undefined || o.ticks < low ? o.ticks : low),
+      undefined as bigint | undefined,
+    );
+    if (bestBid !== undefined && lowAsk !== undefined && lowAsk <= bestBid)
+      for (const o of asks) o.ticks += bestBid - lowAsk + 1n;
+    // A bid pushed to zero or below cannot be placed.
+    for (let i = orders.length - 1; i >= 0; i -= 1) if (orders[i]!.ticks < 1n) orders.splice(i, 1);
   }
 
   /**

@@ -397,9 +397,11 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
         volume: '1.2',
       });
       await s.cancelOrder(ids[1]!);
+      // An amend is an `amended` message that says why; the local book follows the new volume.
+      await s.amend(ids[0]!, { volume: '0.45' });
 
       await eventually(() => {
-        assert.deepEqual(bookSub.book.asks(), [{ price: '2000.00', qty: '0.30000000' }]);
+        assert.deepEqual(bookSub.book.asks(), [{ price: '2000.00', qty: '0.25000000' }]);
         assert.ok(
           books.every((status) => status === 'ok'),
           JSON.stringify(books),
@@ -411,6 +413,10 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
         assert.ok(events.includes('trade'));
         assert.ok(events.includes('closed'));
         assert.ok(events.includes('canceled'));
+        const amended = executions.find((m) => m.type === 'update' && m.data.event === 'amended');
+        assert.ok(amended?.type === 'update');
+        assert.equal(amended.data.reason, 'amended by user');
+        assert.equal(amended.data.order.volume.amount, '0.45000000');
       });
     } finally {
       rt.disconnect();

@@ -161,9 +161,13 @@ export function OrderForm(props: {
       setStatus(placed);
       props.onPlaced(id === undefined ? undefined : Number(id));
       // IOC, FOK and post-only orders may end on arrival: say how, with the server's reason.
+      // (The order is placed either way: a failed read leaves the status as it is.)
       if (id !== undefined && Object.keys(extra).length > 0) {
-        const order = (await session.client.request<Envelope<Order>>('GET', `/orders/${id}`)).data;
-        if (order.status !== 'open')
+        const order = await session.client
+          .request<Envelope<Order>>('GET', `/orders/${id}`)
+          .then((answer) => answer.data)
+          .catch(() => undefined);
+        if (order !== undefined && order.status !== 'open')
           setStatus(`${placed} It is ${order.status}${order.reason ? `: ${order.reason}` : ''}.`);
       }
     } catch (error) {

@@ -65,6 +65,8 @@ async function fakeExchange(
   const canceled: number[] = [];
   /** Dead man's switch calls: the key and the timeout. */
   const switches: Array<{ key: string; timeout: number }> = [];
+  /** The markets of the cancel-alls received. */
+  const cancelAlls: string[] = [];
   const open = new Set<number>([999]);
   let nextId = 1;
   let failures = 0;
@@ -86,14 +88,13 @@ async function fakeExchange(
           { ticker_id: 'BTC/EUR', last_price: '0.0' },
           { ticker_id: 'ETH/EUR', last_price: '2500.00' },
         ]);
-      if (req.method === 'GET' && url === '/v1/open-orders') {
-        const data = open.has(999)
-          ? [
-              { id: 999, pair: 'BTCEUR' },
-              { id: 998, pair: 'USDTEUR' },
-            ]
-          : [];
-        return send(res, 200, { success: true, message: 'ok', code: 200, data });
+      // Cancel-all of one market: order 999 is a BTC/EUR order an earlier run left open.
+      if (req.method === 'DELETE' && url.startsWith('/v1/orders?pair=')) {
+        const pair = decodeURIComponent(url.slice('/v1/orders?pair='.length));
+        cancelAlls.push(pair);
+        const mine = pair === 'BTC/EUR' && open.delete(999) ? [999] : [];
+        canceled.push(...mine);
+        return send(res, 200, { success: true, message: 'ok', code: 200, data: { canceled: mine.length } });
       }
       if (req.method === 'GET' && url.startsWith('/v1/orderbook?'))
         return send(res, 200, [{ ticker_id: 'BTC/EUR', timestamp: 1, bids: [], asks: [], ...options.book }]);
@@ -134,6 +135,7 @@ async function fakeExchange(
     posted,
     canceled,
     switches,
+    cancelAlls,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -197,7 +199,11 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
   const stats = sim.stats();
   assert.ok(stats.ordersPlaced > 20, `placed ${stats.ordersPlaced}`);
   assert.ok(fake.canceled.includes(999), 'leftover open order of an earlier run swept');
-  assert.ok(!fake.canceled.includes(998), 'orders of other markets left alone');
+  assert.deepEqual(
+    [...fake.cancelAlls].sort(),
+    ['BTC/EUR', 'ETH/BTC', 'ETH/EUR'].flatMap((pair) => [pair, pair, pair]),
+    'one cancel-all per account (3) and simulated market, none for other markets',
+  );
   // Makers (keys 1 and 2) quote post-only and arm the dead man's switch; the taker does neither.
   const makerKeys = new Set(['key1', 'key2']);
   const quotes = fake.posted.filter((o) => makerKeys.has(o.key));

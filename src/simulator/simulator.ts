@@ -354,18 +354,20 @@ class Runner {
     }
   }
 
-  /** Cancels what earlier runs left open in the simulated markets (ids are not remembered). */
+  /**
+   * Cancels what earlier runs left open in the simulated markets (ids are not remembered): one
+   * cancel-all per account and market, which leaves the accounts' orders elsewhere alone.
+   */
   async #sweep(): Promise<void> {
-    const names = new Set(this.#markets.map((m) => m.market.altname));
     for (const account of [...this.#makers, ...this.#takers]) {
-      try {
-        const open = await account.client.openOrders();
-        const ids = open.data.filter((o) => names.has(o.pair)).map((o) => o.id);
-        for (let i = 0; i < ids.length && !this.#stopped; i += 20)
-          await this.#each(ids.slice(i, i + 20), (id) => this.#cancel(account, id));
-      } catch (error) {
-        this.#failed(error, `${account.name} open orders`);
-      }
+      if (this.#stopped) return;
+      await this.#each(this.#markets, async (m) => {
+        try {
+          this.stats.ordersCanceled += (await account.client.cancelAll({ pair: m.pair })).data.canceled;
+        } catch (error) {
+          this.#failed(error, `${account.name} cancel-all ${m.pair}`);
+        }
+      });
     }
   }
 

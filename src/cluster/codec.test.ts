@@ -6,19 +6,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import type {
-  Amount,
-  AssetCode,
-  FeeRate,
-  MarketId,
-  Micros,
-  OrderId,
-  Price,
-  TradeId,
-  UserId,
-  Volume,
+import {
+  AmendReason,
+  type Amount,
+  type AssetCode,
+  type FeeRate,
+  type MarketId,
+  type Micros,
+  type OrderId,
+  type Price,
+  type TradeId,
+  type UserId,
+  type Volume,
 } from '../domain/types.js';
-import type { Command, EngineEvent, OrderState, Rejection, Trade } from '../engine/types.js';
+import type { Command, EngineEvent, OrderState, PlaceResult, Rejection, Trade } from '../engine/types.js';
 import type { IdempotencyRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import type { LedgerEntry } from '../store/store.js';
@@ -58,15 +59,31 @@ const marketParameters = {
   makerFee: q<FeeRate>(),
   takerFee: q<FeeRate>(),
 };
-const placeOrderArb: fc.Arbitrary<PlaceOrder> = fc.record({
-  kind: fc.constant('placeOrder' as const),
-  userId: q<UserId>(),
-  marketId: q<MarketId>(),
-  side,
-  type: orderType,
-  price: q<Price>(),
-  volume: q<Volume>(),
-});
+const timeInForce = fc.constantFrom('GTC' as const, 'IOC' as const, 'FOK' as const, 'GTD' as const);
+const stp = fc.constantFrom(
+  'cancel-oldest' as const,
+  'cancel-newest' as const,
+  'cancel-both' as const,
+  'decrement' as const,
+);
+/** The order controls are optional: absent, present, or present as undefined, all kept apart. */
+const placeOrderArb: fc.Arbitrary<PlaceOrder> = fc.record(
+  {
+    kind: fc.constant('placeOrder' as const),
+    userId: q<UserId>(),
+    marketId: q<MarketId>(),
+    side,
+    type: orderType,
+    price: q<Price>(),
+    volume: q<Volume>(),
+    timeInForce: fc.option(timeInForce, { nil: undefined }),
+    postOnly: fc.option(fc.boolean(), { nil: undefined }),
+    clientOrderId: fc.option(fc.option(text, { nil: null }), { nil: undefined }),
+    stp: fc.option(stp, { nil: undefined }),
+    expireTime: fc.option(q<Micros>(), { nil: undefined }),
+  },
+  { requiredKeys: ['kind', 'userId', 'marketId', 'side', 'type', 'price', 'volume'] },
+);
 
 const commandArb: fc.Arbitrary<Command> = fc.oneof(
   fc.record({
@@ -85,26 +102,73 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
   }),
   placeOrderArb,
   fc.record({ kind: fc.constant('cancelOrder' as const), userId: q<UserId>(), orderId: q<OrderId>() }),
+  fc.record({ kind: fc.constant('cancelClientOrder' as const), userId: q<UserId>(), clientOrderId: text }),
+  fc.record(
+    {
+      kind: fc.constant('amendOrder' as const),
+      userId: q<UserId>(),
+      orderId: q<OrderId>(),
+      price: q<Price>(),
+      volume: q<Volume>(),
+      clientOrderId: fc.option(text, { nil: null }),
+    },
+    { requiredKeys: ['kind', 'userId', 'orderId'] },
+  ),
+  fc.record(
+    { kind: fc.constant('cancelAllOrders' as const), userId: q<UserId>(), marketId: q<MarketId>() },
+    { requiredKeys: ['kind', 'userId'] },
+  ),
+  fc.record({ kind: fc.constant('cancelAllAfter' as const), userId: q<UserId>(), timeout: q<Micros>() }),
+  fc.record({ kind: fc.constant('placeOrders' as const), orders: fc.array(placeOrderArb, { maxLength: 3 }) }),
+  fc.constant({ kind: 'tick' as const }),
 );
 
-const orderArb: fc.Arbitrary<OrderState> = fc.record({
-  id: q<OrderId>(),
-  userId: q<UserId>(),
-  marketId: q<MarketId>(),
-  side,
-  type: orderType,
-  price: q<Price>(),
-  volume: q<Volume>(),
-  executed: q<Volume>(),
-  status: fc.constantFrom('open' as const, 'closed' as const, 'canceled' as const),
-  reason: fc.option(text, { nil: null }),
-  openTime: q<Micros>(),
-  closeTime: fc.option(q<Micros>(), { nil: null }),
-  cost: q<Amount>(),
-  fee: q<Amount>(),
-  feeExcess: safe,
-  reserved: q<Amount>(),
-});
+const orderArb: fc.Arbitrary<OrderState> = fc.record(
+  {
+    id: q<OrderId>(),
+    userId: q<UserId>(),
+    marketId: q<MarketId>(),
+    side,
+    type: orderType,
+    price: q<Price>(),
+    volume: q<Volume>(),
+    executed: q<Volume>(),
+    status: fc.constantFrom('open' as const, 'closed' as const, 'canceled' as const),
+    reason: fc.option(text, { nil: null }),
+    openTime: q<Micros>(),
+    closeTime: fc.option(q<Micros>(), { nil: null }),
+    cost: q<Amount>(),
+    fee: q<Amount>(),
+    feeExcess: safe,
+    reserved: q<Amount>(),
+    timeInForce,
+    postOnly: fc.constant(true as const),
+    clientOrderId: text,
+    stp,
+    expireTime: q<Micros>(),
+    priority: safe,
+  },
+  {
+    requiredKeys: [
+      'id',
+      'userId',
+      'marketId',
+      'side',
+      'type',
+      'price',
+      'volume',
+      'executed',
+      'status',
+      'reason',
+      'openTime',
+      'closeTime',
+      'cost',
+      'fee',
+      'feeExcess',
+      'reserved',
+    ],
+  },
+);
 
 const tradeArb: fc.Arbitrary<Trade> = fc.record({
   id: q<TradeId>(),
@@ -141,6 +205,22 @@ const eventArb: fc.Arbitrary<EngineEvent> = fc.oneof(
   }),
   fc.record({ type: fc.constantFrom('orderAccepted' as const, 'orderDone' as const), order: orderArb }),
   fc.record({ type: fc.constant('trade' as const), trade: tradeArb }),
+  fc.record({
+    type: fc.constant('orderAmended' as const),
+    order: orderArb,
+    reason: fc.constantFrom(AmendReason.user, AmendReason.selfTradeDecrement),
+  }),
+  fc.record({
+    type: fc.constant('cancelAllAfterSet' as const),
+    userId: q<UserId>(),
+    triggerTime: q<Micros>(),
+    time: q<Micros>(),
+  }),
+  fc.record({
+    type: fc.constant('cancelAllAfterFired' as const),
+    userId: q<UserId>(),
+    triggerTime: q<Micros>(),
+  }),
 );
 
 const rejectionArb: fc.Arbitrary<Rejection> = fc.record(
@@ -157,6 +237,12 @@ const ledgerEntryArb: fc.Arbitrary<LedgerEntry> = fc.record({
   time: q<Micros>(),
 });
 
+/** One order of a placeOrders batch: its id or its refusal. */
+const placeResultArb: fc.Arbitrary<PlaceResult> = fc.oneof(
+  fc.record({ ok: fc.constant(true as const), orderId: q<OrderId>() }),
+  fc.record({ ok: fc.constant(false as const), error: rejectionArb }),
+);
+
 /** What Exchange.submit answers: a CommandResult, with a deposit's ledger entry and duplicate flag. */
 const resultArb: fc.Arbitrary<SubmitResult> = fc.oneof(
   fc.record(
@@ -165,10 +251,14 @@ const resultArb: fc.Arbitrary<SubmitResult> = fc.oneof(
       events: fc.array(eventArb, { maxLength: 6 }),
       duplicate: fc.option(fc.boolean(), { nil: undefined }),
       recorded: fc.option(ledgerEntryArb, { nil: undefined }),
+      results: fc.array(placeResultArb, { maxLength: 3 }),
     },
     { requiredKeys: ['ok', 'events'] },
   ),
-  fc.record({ ok: fc.constant(false as const), error: rejectionArb }),
+  fc.record(
+    { ok: fc.constant(false as const), error: rejectionArb, events: fc.array(eventArb, { maxLength: 3 }) },
+    { requiredKeys: ['ok', 'error'] },
+  ),
 );
 
 const idempotencyArb: fc.Arbitrary<IdempotencyRequest> = fc.record({ key: text, fingerprint: text });

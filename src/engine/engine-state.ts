@@ -67,7 +67,9 @@ export interface StateOrder extends RestingOrder {
 /** The state of the order controls (issue 21) beside the books. */
 export interface StateControls {
   readonly maxOpenOrdersPerUser: number;
-  readonly deadlines: Pick<DeadlineHeap<Deadline>, 'size' | 'values' | 'checkStructure'>;
+  readonly deadlines: Pick<DeadlineHeap<Deadline>, 'size' | 'checkStructure'> & {
+    values(): readonly unknown[];
+  };
   /** Armed dead man's switches, in ascending user id. */
   readonly switches: readonly SwitchState[];
   /** Per user, its resting orders with a client order id, by that id. */
@@ -168,16 +170,25 @@ export function hashState(view: EngineStateView): string {
   return hash.digest('hex');
 }
 
-/** An order's controls for the hash, empty when all are defaults (its line is then as before they existed). */
-function controlsText(o: StateOrder): string {
-  if (
+/**
+ * True when an order uses none of the order controls (and no amend moved it): its state and its
+ * hash line are then exactly what they were before the controls existed.
+ */
+export function hasDefaultControls(
+  o: Pick<StateOrder, 'id' | 'priority' | 'timeInForce' | 'postOnly' | 'clientOrderId' | 'stp'>,
+): boolean {
+  return (
     o.timeInForce === 'GTC' &&
     !o.postOnly &&
     o.clientOrderId === null &&
     o.stp === 'cancel-oldest' &&
     o.priority === o.id
-  )
-    return '';
+  );
+}
+
+/** An order's controls for the hash, empty when all are defaults (its line is then as before they existed). */
+function controlsText(o: StateOrder): string {
+  if (hasDefaultControls(o)) return '';
   return ` ${o.timeInForce} ${o.postOnly} ${JSON.stringify(o.clientOrderId)} ${o.stp} ${o.expireTime} ${o.priority}`;
 }
 
@@ -194,7 +205,7 @@ function controlFault(o: StateOrder, at: string, view: EngineStateView): string 
     return `${at} is ${o.timeInForce} with expire time ${o.expireTime}`;
   if (
     o.expireTime > 0 !== o.heapIndex >= 0 ||
-    (o.heapIndex >= 0 && controls.deadlines.values()[o.heapIndex] !== (o as unknown))
+    (o.heapIndex >= 0 && controls.deadlines.values()[o.heapIndex] !== o)
   )
     return `${at}'s expiry is not in the deadline heap where it says (${o.heapIndex})`;
   if (o.clientOrderId !== null && controls.clientIds.get(o.userId)?.get(o.clientOrderId) !== o)

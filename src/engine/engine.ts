@@ -32,7 +32,13 @@ import {
 import { type Account, AccountBook } from './account-book.js';
 import { BookSide, type Level, type RestingOrder } from './book-side.js';
 import { type Deadline, DeadlineHeap, DeadlineKind } from './deadlines.js';
-import { type EngineStateView, findViolation, hashState, InternalStateError } from './engine-state.js';
+import {
+  type EngineStateView,
+  findViolation,
+  hasDefaultControls,
+  hashState,
+  InternalStateError,
+} from './engine-state.js';
 import { OrderIndex } from './order-index.js';
 import {
   type BookLevels,
@@ -301,15 +307,7 @@ class LiveOrder implements RestingOrder {
       feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
-    if (
-      this.timeInForce === 'GTC' &&
-      !this.postOnly &&
-      this.clientOrderId === null &&
-      this.stp === 'cancel-oldest' &&
-      this.priority === this.id
-    )
-      return state;
-    return this.withControls(state);
+    return hasDefaultControls(this) ? state : this.withControls(state);
   }
 
   /** The state with the controls that differ from their defaults (an order without any has none). */

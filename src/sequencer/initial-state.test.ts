@@ -55,8 +55,9 @@ test('the freshly seeded state is kept once, before any order, and never replace
     marketId: exchange.catalogue.marketByName('BTC/EUR')!.id,
     side: 'buy',
     type: 'limit',
-    price: 10 as Price,
-    volume: 100 as Volume,
+    // 0.001 BTC at 30,000 EUR: 30 EUR of the 100 deposited.
+    price: 300_000 as Price,
+    volume: 100_000 as Volume,
   });
   assert.equal(await keepInitialState(exchange), false, 'already kept');
   await exchange.store.deleteCheckpoint(INITIAL_CHECKPOINT);

@@ -311,7 +311,8 @@ test('a checkpoint restore reaches every view as a reset entry carrying the rest
       side: 'buy',
       type: 'limit',
       price: price as Price,
-      volume: 1000 as Volume,
+      // 0.01 BTC at 100 EUR: an order worth at least one cent (smaller ones are refused).
+      volume: 1_000_000 as Volume,
     });
   await place(1000);
   await exchange.saveCheckpoint('one');

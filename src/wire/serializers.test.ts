@@ -225,7 +225,40 @@ test('order: open limit order with nothing executed', () => {
     asset_pair: { id: 1, name: 'BTCEUR', display_name: 'BTC/EUR', base_name: 'BTC', quote_name: 'EUR' },
     trigger_conditions: 'none',
     trades: [],
+    client_order_id: null,
   });
+  // The key order too: the interface's fields as before, the client id appended.
+  assert.equal(Object.keys(record).at(-1), 'client_order_id');
+});
+
+test('order: the controls appended after the interface fields, defaults left out; a GTD expiry in expire_time', () => {
+  const record = serializeOrder(
+    order({
+      timeInForce: 'GTD',
+      expireTime: 1_767_225_600_123_456 as Micros,
+      postOnly: true,
+      clientOrderId: 'mm-7',
+      stp: 'decrement',
+    }),
+    BTCEUR,
+    catalogue,
+    [],
+  );
+  assert.equal(record.expire_time, '1767225600.1234');
+  assert.deepEqual(Object.keys(record).slice(-5), [
+    'trades',
+    'client_order_id',
+    'time_in_force',
+    'post_only',
+    'stp',
+  ]);
+  assert.deepEqual(
+    [record.client_order_id, record.time_in_force, record.post_only, record.stp],
+    ['mm-7', 'GTD', true, 'decrement'],
+  );
+  const ioc = serializeOrder(order({ timeInForce: 'IOC', clientOrderId: 'x' }), BTCEUR, catalogue, []);
+  assert.deepEqual(Object.keys(ioc).slice(-3), ['trades', 'client_order_id', 'time_in_force']);
+  assert.equal(ioc.expire_time, '0.0000');
 });
 
 test('order: canceled after a partial fill, with its execution', () => {

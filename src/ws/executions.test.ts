@@ -214,3 +214,36 @@ test("a fill that leaves the order open reports that execution only, without rea
   );
   assert.equal(historyReads, 0);
 });
+
+test('an amend is an `amended` step with its reason; the outcomes of the controls are `canceled` steps told apart by reason', () => {
+  const resting = order({ id: 20 as OrderId, userId: 5 as UserId, side: 'buy', clientOrderId: 'q-1' });
+  const amended = order({ ...resting, volume: 50_000_000 as Volume, priority: 22 });
+  const ioc = order({ id: 21 as OrderId, userId: 5 as UserId, side: 'buy', timeInForce: 'IOC' });
+  const iocDone = order({
+    ...ioc,
+    status: 'canceled',
+    reason: 'immediate-or-cancel remainder',
+    closeTime: 9 as Micros,
+  });
+  const events: EngineEvent[] = [
+    { type: 'orderAmended', order: amended, reason: 'amended by user' },
+    { type: 'orderAccepted', order: ioc },
+    { type: 'orderDone', order: iocDone },
+  ];
+  const history: OrderHistory = { order: () => undefined, tradesOfOrders: () => new Map() };
+  const steps = executionSteps(events, (u) => u === 5, history);
+  assert.deepEqual(
+    steps.map((s) => [s.event, s.order.id, s.reason ?? s.order.reason]),
+    [
+      ['amended', 20, 'amended by user'],
+      ['accepted', 21, null],
+      ['canceled', 21, 'immediate-or-cancel remainder'],
+    ],
+  );
+  assert.equal(steps[0]!.order.volume, 50_000_000);
+  assert.deepEqual(
+    executionSteps(events, (u) => u === 6, history),
+    [],
+    'only the watched user',
+  );
+});

@@ -30,6 +30,7 @@ import {
   type MarketRow,
   type OrderRow,
   restoredChecks,
+  type SwitchRow,
   type TotalsRow,
   type TradeRow,
 } from './committed-state.js';
@@ -52,7 +53,7 @@ const TYPES = {
 } as unknown as pg.CustomTypesConfig;
 
 const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
 const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 
@@ -80,6 +81,9 @@ export async function readCommittedPostgres(url: string): Promise<Committed> {
     );
     const meta = new Map(
       (await all<{ key: string; value: number }>('SELECT key, value FROM meta')).map((r) => [r.key, r.value]),
+    );
+    const switches = await all<SwitchRow>(
+      'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
     );
     // Summed by PostgreSQL in numeric (exact), read as decimal text.
     const candles = (
@@ -119,6 +123,14 @@ export async function readCommittedPostgres(url: string): Promise<Committed> {
         fees: t.fees as Amount,
       })),
       openOrders: orders.filter((o) => o.status === 'open').map(orderState),
+      ...(switches.length === 0
+        ? {}
+        : {
+            switches: switches.map((w) => ({
+              userId: w.user_id as UserId,
+              triggerTime: w.trigger_time as Micros,
+            })),
+          }),
       sequences: {
         nextOrderId: meta.get('nextOrderId') ?? 1,
         nextTradeId: meta.get('nextTradeId') ?? 1,
@@ -137,6 +149,7 @@ export async function readCommittedPostgres(url: string): Promise<Committed> {
       totals,
       meta,
       candles,
+      switches,
       ...restoredChecks(Engine.restore(snapshot)),
     };
   } finally {
@@ -162,5 +175,12 @@ function orderState(o: OrderRow): OrderState {
     fee: o.fee as Amount,
     feeExcess: o.fee_excess,
     reserved: o.reserved as Amount,
+    // The controls, each only when not its default (engine/types.ts, OrderState).
+    ...(o.time_in_force === 'GTC' ? {} : { timeInForce: o.time_in_force }),
+    ...(o.post_only === true ? { postOnly: true } : {}),
+    ...(o.client_order_id === null ? {} : { clientOrderId: o.client_order_id }),
+    ...(o.stp === 'cancel-oldest' ? {} : { stp: o.stp }),
+    ...(o.expire_time === 0 ? {} : { expireTime: o.expire_time as Micros }),
+    ...(o.priority === null ? {} : { priority: o.priority }),
   };
 }

@@ -33,6 +33,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
 
 export const USER_CANCEL_REASON = 'canceled by user';
+export const CANCEL_ALL_REASON = 'canceled by cancel-all';
 const FEE_SCALE = 100_000_000n;
 
 export interface AssetRow {
@@ -68,6 +69,18 @@ export interface OrderRow {
   fee: number;
   reserved: number;
   fee_excess: number;
+  time_in_force: 'GTC' | 'IOC' | 'FOK' | 'GTD';
+  expire_time: number;
+  /** 0/1 in SQLite, a boolean from PostgreSQL. */
+  post_only: number | boolean;
+  client_order_id: string | null;
+  stp: 'cancel-oldest' | 'cancel-newest' | 'cancel-both' | 'decrement';
+  priority: number | null;
+}
+/** An armed dead man's switch. */
+export interface SwitchRow {
+  user_id: number;
+  trigger_time: number;
 }
 export interface TradeRow {
   id: number;
@@ -151,6 +164,8 @@ export interface Committed {
   readonly totals: TotalsRow[];
   readonly meta: Map<string, number>;
   readonly candles: CandleSums[];
+  /** The armed dead man's switches, by user. */
+  readonly switches: SwitchRow[];
   readonly integrity: string;
   /** `Engine.restore(SqliteStore.loadSnapshot()).audit()` on the same file. */
   readonly audit: ReturnType<Engine['audit']>;
@@ -192,6 +207,7 @@ export function readCommitted(dbFile: string): Committed {
         meta: new Map(
           all<{ key: string; value: number }>('SELECT key, value FROM meta').map((r) => [r.key, r.value]),
         ),
+        switches: all<SwitchRow>('SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id'),
         candles: candleSums(
           all<{ market_id: number; interval: number; count: number; volume: string; quote_volume: string }>(
             'SELECT market_id, interval, count, volume, quote_volume FROM candles',
@@ -475,7 +491,9 @@ export function replayCheck(c: Committed): string[] {
   for (const t of c.trades)
     lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, t.taker_order_id));
   for (const o of c.orders) {
-    if (o.status !== 'canceled' || o.reason !== USER_CANCEL_REASON) continue;
+    // A cancel-all cancels each order on its own, as a cancel of it would at that time.
+    if (o.status !== 'canceled' || (o.reason !== USER_CANCEL_REASON && o.reason !== CANCEL_ALL_REASON))
+      continue;
     const after = Math.max(o.id, lastTaker.get(o.id) ?? 0);
     const list = cancelAfter.get(after) ?? [];
     list.push(o);
@@ -556,7 +574,11 @@ export function replayCheck(c: Committed): string[] {
       fee: state.fee,
       fee_excess: state.feeExcess,
       reserved: state.reserved,
-      reason: state.reason,
+      // Replayed as a plain cancel, a cancel-all's order says so; the stored reason says cancel-all.
+      reason:
+        state.reason === USER_CANCEL_REASON && o.reason === CANCEL_ALL_REASON
+          ? CANCEL_ALL_REASON
+          : state.reason,
       close_time: state.closeTime,
     };
     const storedView = {

@@ -28,6 +28,8 @@ test(`HTTP crash: SIGKILL under signed load, ${KILLS} kills, restart and check (
     t.diagnostic(JSON.stringify(summary));
     assert.ok(summary.ackedOrders >= 20 * KILLS, `only ${summary.ackedOrders} acknowledged orders`);
     assert.ok(summary.ackedCancels > 0, 'no cancel was acknowledged');
+    for (const [kind, n] of Object.entries(summary.ackedControls))
+      assert.ok(n > 0, `no ${kind} of the order controls was acknowledged`);
     assert.ok(summary.trades > 0, 'nothing traded');
   });
 });

@@ -45,6 +45,7 @@ import {
   type QueuedOrder,
 } from './book-hash.js';
 import {
+  CANCEL_ALL_REASON,
   type Committed,
   checkLedger,
   committedBooks,
@@ -101,6 +102,8 @@ export interface CrashSummary {
   readonly requests: number;
   readonly ackedOrders: number;
   readonly ackedCancels: number;
+  /** Acknowledged requests of the order controls: client-id amends, cancel-alls, switches armed. */
+  readonly ackedControls: { readonly amend: number; readonly cancelAll: number; readonly switch: number };
   /** Refusals by kind and status, e.g. `cancel 409`. */
   readonly refused: Readonly<Record<string, number>>;
   readonly unanswered: { readonly placements: number; readonly cancels: number };
@@ -139,6 +142,9 @@ export interface PlaceRecord {
   readonly price: number;
   /** lots */
   readonly volume: number;
+  /** The order controls it was sent with: a client id, a GTD expiry (Unix seconds). */
+  readonly clientOrderId?: string;
+  readonly expireSeconds?: number;
   outcome: Outcome;
   status?: number;
   orderId?: number;
@@ -155,6 +161,38 @@ export interface CancelRecord {
   status?: number;
   committed?: boolean;
 }
+
+/**
+ * The order controls' requests (PATCH /orders/:id giving a new client id, DELETE /orders,
+ * POST /orders/cancel-all-after), checked by checkControls.
+ */
+export type ControlRecord =
+  | {
+      readonly kind: 'amend';
+      readonly round: number;
+      readonly trader: Trader;
+      readonly orderId: number;
+      readonly clientOrderId: string;
+      outcome: Outcome;
+      status?: number;
+    }
+  | {
+      readonly kind: 'cancelAll';
+      readonly round: number;
+      readonly trader: Trader;
+      outcome: Outcome;
+      status?: number;
+      canceled?: number;
+    }
+  | {
+      readonly kind: 'switch';
+      readonly round: number;
+      readonly trader: Trader;
+      outcome: Outcome;
+      status?: number;
+      /** The acknowledged trigger_time, in units of 100 µs (its 4 decimals). */
+      trigger?: number;
+    };
 
 /** Lots per tag space: the tag is `volume % TAG_SPACE`. */
 export const TAG_SPACE = 1_000_000;
@@ -176,6 +214,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
   const dataDir = mkdtempSync(join(tmpdir(), 'openspot-crash-http-'));
   const places = new Map<number, PlaceRecord>();
   const cancels: CancelRecord[] = [];
+  const controls: ControlRecord[] = [];
   const unexpected: string[] = [];
   const readyzSeen = new Set<string>();
   let outagesDone = 0;
@@ -204,6 +243,73 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     const streamOf = (round: number, client: number) =>
       seededRandom((options.seed ^ Math.imul(round * 1024 + client + 1, 0x9e3779b1)) >>> 0);
 
+    let amends = 0;
+    /**
+     * One of the order controls' requests, recorded: an amend of an open order's client id, a
+     * cancel-all, or arming the dead man's switch for an hour (it never fires during the test:
+     * what is checked is that its deadline is committed). Undefined when there is nothing to amend.
+     */
+    const sendControl = async (
+      live: ServerProcess,
+      round: number,
+      trader: Trader,
+      open: number[],
+      draw: number,
+      random: () => number,
+      unavailable: (what: string, answer: Answer) => boolean,
+    ): Promise<ControlRecord | undefined> => {
+      const settle = (record: ControlRecord, answer: Answer | undefined, ok: number, refused: number[]) => {
+        if (answer === undefined) record.outcome = 'unanswered';
+        else {
+          record.status = answer.status;
+          if (answer.status === ok) record.outcome = 'ack';
+          else if (refused.includes(answer.status)) record.outcome = 'refused';
+          else if (unavailable(`${record.kind}`, answer)) record.outcome = 'unavailable';
+          else unexpected.push(`${record.kind}: ${answer.status} ${answer.text}`);
+        }
+      };
+      if (draw < 0.1) {
+        if (open.length === 0) return undefined;
+        const orderId = open[Math.floor(random() * open.length)]!;
+        const clientOrderId = `a${++amends}`;
+        const record: ControlRecord = {
+          kind: 'amend',
+          round,
+          trader,
+          orderId,
+          clientOrderId,
+          outcome: 'pending',
+        };
+        controls.push(record);
+        const answer = await signed(live.url, trader, 'PATCH', `/orders/${orderId}`, {
+          client_order_id: clientOrderId,
+        });
+        // 409: the order ended meanwhile (filled, or canceled by a request in flight).
+        settle(record, answer, 200, [404, 409]);
+        return record;
+      }
+      if (draw < 0.115) {
+        const record: ControlRecord = { kind: 'cancelAll', round, trader, outcome: 'pending' };
+        controls.push(record);
+        const answer = await signed(live.url, trader, 'DELETE', '/orders');
+        settle(record, answer, 200, []);
+        if (record.outcome === 'ack') {
+          record.canceled = (JSON.parse(answer!.text) as { data: { canceled: number } }).data.canceled;
+          open.splice(0, open.length);
+        }
+        return record;
+      }
+      const record: ControlRecord = { kind: 'switch', round, trader, outcome: 'pending' };
+      controls.push(record);
+      const answer = await signed(live.url, trader, 'POST', '/orders/cancel-all-after', { timeout: 3600 });
+      settle(record, answer, 200, []);
+      if (record.outcome === 'ack') {
+        const text = (JSON.parse(answer!.text) as { data: { trigger_time: string } }).data.trigger_time;
+        record.trigger = Number(text.replace('.', ''));
+      }
+      return record;
+    };
+
     /**
      * One client request against `live`, recorded. A 503 is expected only while the database is
      * made to go away (`outage`), and must then be in the interface's shape with Retry-After.
@@ -220,6 +326,11 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
             unexpected.push(`${what}: 503 not in the interface's shape: ${answer.text}`);
           return true;
         };
+        const control = random();
+        if (control < 0.14) {
+          const record = await sendControl(live, round, trader, open, control, random, unavailable);
+          if (record !== undefined) return record.outcome;
+        }
         if (open.length > 0 && (random() < 0.25 || open.length > 150)) {
           const orderId = open.splice(Math.floor(random() * open.length), 1)[0]!;
           const record: CancelRecord = { kind: 'cancel', round, trader, orderId, outcome: 'pending' };
@@ -248,6 +359,11 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         const tag = nextTag++;
         if (tag >= TAG_SPACE) throw new Error('out of tags');
         const volume = (1 + Math.floor(random() * 30)) * TAG_SPACE + tag;
+        // Some limit orders carry a client id, some expire in an hour (GTD): both are committed state.
+        const controlDraw = random();
+        const clientOrderId = type === 'limit' && controlDraw < 0.15 ? `t${tag}` : undefined;
+        const expireSeconds =
+          type === 'limit' && controlDraw >= 0.85 ? Math.floor(Date.now() / 1000) + 3600 : undefined;
         const record: PlaceRecord = {
           kind: 'place',
           tag,
@@ -258,6 +374,8 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           type,
           price,
           volume,
+          ...(clientOrderId === undefined ? {} : { clientOrderId }),
+          ...(expireSeconds === undefined ? {} : { expireSeconds }),
           outcome: 'pending',
         };
         places.set(tag, record);
@@ -267,6 +385,8 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           pair: market.pair,
           volume: fromUnits(volume, market.lotDecimals),
           ...(type === 'limit' ? { price: fromUnits(price, market.pairDecimals) } : {}),
+          ...(clientOrderId === undefined ? {} : { client_order_id: clientOrderId }),
+          ...(expireSeconds === undefined ? {} : { time_in_force: 'GTD', expire_time: expireSeconds }),
         });
         if (answer === undefined) {
           record.outcome = 'unanswered';
@@ -290,7 +410,12 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     };
     /** Everything checked against the committed state; the books' hash when all is well. */
     const checkCommitted = (c: Committed, when: string): string => {
-      const problems = [...checkLedger(c), ...replayCheck(c), ...checkAcks(c, places, cancels)];
+      const problems = [
+        ...checkLedger(c),
+        ...replayCheck(c),
+        ...checkAcks(c, places, cancels),
+        ...checkControls(c, places, controls),
+      ];
       if (problems.length > 0)
         throw new Error(`${when}, the committed state is wrong:\n${problems.slice(0, 20).join('\n')}`);
       return bookHash(committedBooks(c));
@@ -460,6 +585,20 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       requests: all.length + cancels.length,
       ackedOrders: count(all, 'ack'),
       ackedCancels: count(cancels, 'ack'),
+      ackedControls: {
+        amend: count(
+          controls.filter((r) => r.kind === 'amend'),
+          'ack',
+        ),
+        cancelAll: count(
+          controls.filter((r) => r.kind === 'cancelAll'),
+          'ack',
+        ),
+        switch: count(
+          controls.filter((r) => r.kind === 'switch'),
+          'ack',
+        ),
+      },
       refused: refusals([...all, ...cancels]),
       unanswered: { placements: count(all, 'unanswered'), cancels: count(cancels, 'unanswered') },
       unansweredCommitted: {
@@ -680,4 +819,62 @@ export async function servedBooks(
     books.push(bookFromParts(m.pair, levels(book!.bids), levels(book!.asks), orders));
   }
   return books;
+}
+
+/**
+ * The order controls against the committed state: every stored order carries the client id and
+ * GTD expiry it was placed with, or the client id of an amend of it that was acknowledged (or left
+ * in doubt); orders canceled by a cancel-all are at least as many as the acknowledged cancel-alls
+ * said, and none without such a request; an acknowledged dead man's switch is committed with a
+ * deadline at or after the last one acknowledged, and none is armed without a request.
+ */
+export function checkControls(
+  c: Committed,
+  places: Map<number, PlaceRecord>,
+  controls: readonly ControlRecord[],
+): string[] {
+  const problems: string[] = [];
+  const fail = (text: string) => {
+    if (problems.length < 50) problems.push(text);
+  };
+  const amendsOf = new Map<number, Extract<ControlRecord, { kind: 'amend' }>[]>();
+  for (const r of controls)
+    if (r.kind === 'amend') amendsOf.set(r.orderId, [...(amendsOf.get(r.orderId) ?? []), r]);
+  for (const o of c.orders) {
+    const p = places.get(o.volume % TAG_SPACE);
+    if (p === undefined) continue; // checkAcks reports it
+    const expire = p.expireSeconds === undefined ? 0 : p.expireSeconds * 1_000_000;
+    if (o.expire_time !== expire || o.time_in_force !== (p.expireSeconds === undefined ? 'GTC' : 'GTD'))
+      fail(
+        `order ${o.id}: stored ${o.time_in_force} expiring ${o.expire_time}, sent ${p.expireSeconds ?? 'GTC'}`,
+      );
+    const amends = amendsOf.get(o.id) ?? [];
+    const acked = amends.filter((a) => a.outcome === 'ack').map((a) => a.clientOrderId);
+    const doubtful = amends.filter((a) => inDoubt(a.outcome)).map((a) => a.clientOrderId);
+    const allowed = new Set([...(acked.length > 0 ? acked : [p.clientOrderId ?? null]), ...doubtful]);
+    if (!allowed.has(o.client_order_id))
+      fail(`order ${o.id}: client id ${o.client_order_id}, expected one of ${[...allowed].join(', ')}`);
+  }
+  const users = new Set(controls.map((r) => r.trader.userId));
+  for (const o of c.orders) users.add(o.user_id);
+  for (const userId of users) {
+    const mine = controls.filter((r) => r.trader.userId === userId);
+    const cancelAlls = mine.filter((r) => r.kind === 'cancelAll');
+    const stored = c.orders.filter((o) => o.user_id === userId && o.reason === CANCEL_ALL_REASON).length;
+    const acked = cancelAlls.reduce((n, r) => n + (r.outcome === 'ack' ? (r.canceled ?? 0) : 0), 0);
+    if (stored < acked)
+      fail(`user ${userId}: ${stored} orders canceled by cancel-all, ${acked} acknowledged`);
+    if (stored > 0 && !cancelAlls.some((r) => r.outcome === 'ack' || inDoubt(r.outcome)))
+      fail(`user ${userId}: ${stored} orders canceled by a cancel-all nobody sent`);
+    const switches = mine.filter((r) => r.kind === 'switch');
+    const row = c.switches.find((w) => w.user_id === userId);
+    const lastAcked = Math.max(0, ...switches.map((r) => (r.outcome === 'ack' ? (r.trigger ?? 0) : 0)));
+    if (lastAcked > 0 && (row === undefined || Math.floor(row.trigger_time / 100) < lastAcked))
+      fail(
+        `user ${userId}: switch acknowledged until ${lastAcked} (100 µs), committed ${row?.trigger_time ?? 'none'}`,
+      );
+    if (row !== undefined && !switches.some((r) => r.outcome === 'ack' || inDoubt(r.outcome)))
+      fail(`user ${userId}: a switch is armed that nobody armed`);
+  }
+  return problems;
 }

@@ -16,7 +16,7 @@ import type {
   Volume,
 } from '../../src/domain/types.js';
 import type { Engine } from '../../src/engine/engine.js';
-import type { Command, CommandResult, EngineSnapshot } from '../../src/engine/types.js';
+import type { Command, CommandResult, EngineSnapshot, PlaceOrder } from '../../src/engine/types.js';
 import { ASSETS, MARKETS } from './fixtures.js';
 
 export const T0 = 1_700_000_000_000_000;
@@ -89,6 +89,67 @@ export const streamArb = fc.array(
   fc.oneof(
     { weight: 6, arbitrary: placeArb },
     { weight: 3, arbitrary: cancelArb },
+    { weight: 1, arbitrary: fundsArb },
+  ),
+  { maxLength: 400, size: 'max' },
+);
+
+// ---- the order controls (issue 21) ----------------------------------------------------------
+
+/** Optional controls for a placeOrder: each left out half the time. */
+const controlsArb = fc.record(
+  {
+    timeInForce: fc.constantFrom('GTC' as const, 'IOC' as const, 'FOK' as const, 'GTD' as const),
+    postOnly: fc.boolean(),
+    clientOrderId: fc.constantFrom('a', 'b', 'c'),
+    stp: fc.constantFrom(
+      'cancel-oldest' as const,
+      'cancel-newest' as const,
+      'cancel-both' as const,
+      'decrement' as const,
+    ),
+    // Commands run at T0 + their index (applyAll): some expiries are past (refused), most come later.
+    expireTime: fc.integer({ min: T0, max: T0 + 500 }).map((t) => t as Micros),
+  },
+  { requiredKeys: [] },
+);
+
+const controlledPlaceArb: fc.Arbitrary<Command> = fc
+  .tuple(placeArb, controlsArb)
+  .map(([order, controls]) => ({ ...(order as PlaceOrder), ...controls }));
+
+const amendArb: fc.Arbitrary<Command> = fc
+  .record(
+    {
+      userId: userArb,
+      orderId: fc.integer({ min: 1, max: 120 }).map((id) => id as OrderId),
+      price: fc.integer({ min: 4_990, max: 300_010 }).map((p) => p as Price),
+      volume: fc.integer({ min: 1, max: 40 }).map((lots) => (lots * 100) as Volume),
+      clientOrderId: fc.constantFrom('a', 'b', null),
+    },
+    { requiredKeys: ['userId', 'orderId'] },
+  )
+  .map((fields) => ({ kind: 'amendOrder', ...fields }));
+
+const sessionArb: fc.Arbitrary<Command> = fc.oneof(
+  userArb.map((userId): Command => ({ kind: 'cancelAllOrders', userId })),
+  fc
+    .record({ userId: userArb, timeout: fc.constantFrom(0, 1, 20, 150) })
+    .map(({ userId, timeout }): Command => ({ kind: 'cancelAllAfter', userId, timeout: timeout as Micros })),
+  fc.constant<Command>({ kind: 'tick' }),
+  fc
+    .array(controlledPlaceArb, { minLength: 1, maxLength: 4 })
+    .map((orders): Command => ({ kind: 'placeOrders', orders: orders as PlaceOrder[] })),
+);
+
+/** Streams that use every order control besides today's commands (run with applyAll). */
+export const controlledStreamArb = fc.array(
+  fc.oneof(
+    { weight: 3, arbitrary: placeArb },
+    { weight: 4, arbitrary: controlledPlaceArb },
+    { weight: 3, arbitrary: cancelArb },
+    { weight: 2, arbitrary: amendArb },
+    { weight: 1, arbitrary: sessionArb },
     { weight: 1, arbitrary: fundsArb },
   ),
   { maxLength: 400, size: 'max' },

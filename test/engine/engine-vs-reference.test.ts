@@ -8,12 +8,18 @@
  * user's balance in every asset equal to the reference's, fee and net-deposit totals equal.
  * Checked every 250 commands and at the end: the aggregated levels of every book and the full
  * state of every open order.
+ *
+ * A second set of streams adds every order control (issue 21; stream.ts's `controls`): there the
+ * results of batches, the deadlines that fired before a refusal, every user's dead man's switch,
+ * the engine's own invariants (validateInternalState) and, every 5,000 commands, a restore from
+ * its snapshot (same state hash, then carrying on with the restored engine) are checked too.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AssetCode, MarketId, Micros, OrderId, UserId } from '../../src/domain/types.js';
-import type { Engine } from '../../src/engine/engine.js';
-import type { Command, OrderState } from '../../src/engine/types.js';
+import { CancelReason } from '../../src/domain/types.js';
+import { Engine } from '../../src/engine/engine.js';
+import type { Command, CommandResult, EngineOptions, OrderState } from '../../src/engine/types.js';
 import { ASSETS, MARKETS, newEngine } from './fixtures.js';
 import { ReferenceBook } from './reference-book.js';
 import { Generator, USERS } from './stream.js';
@@ -71,7 +77,10 @@ function checkFull(engine: Engine, ref: ReferenceBook): void {
       );
     }
   }
-  const expected: OrderState[] = [...ref.openOrders()].sort((a, b) => a.id - b.id).map((o) => ref.state(o));
+  // In time priority, as a snapshot lists them (an amended order's priority is not its id).
+  const expected: OrderState[] = [...ref.openOrders()]
+    .sort((a, b) => a.priority - b.priority)
+    .map((o) => ref.state(o));
   assert.deepEqual(engine.snapshot().openOrders, expected, 'open orders');
 }
 
@@ -87,10 +96,30 @@ interface RunStats {
   marketNoLiquidity: number;
 }
 
-function run(seed: number, commands: number): RunStats {
-  const engine = newEngine();
-  const ref = new ReferenceBook(ASSETS, MARKETS);
-  const gen = new Generator(seed, ref);
+/** What the controlled streams must exercise: how often each new outcome happened. */
+type ControlStats = Record<string, number>;
+
+function countControls(result: CommandResult, command: Command, counts: ControlStats): void {
+  const add = (key: string) => {
+    counts[key] = (counts[key] ?? 0) + 1;
+  };
+  if (!result.ok) add(`refused ${result.error.code}`);
+  if (result.ok && command.kind === 'placeOrders')
+    for (const item of result.results ?? [])
+      add(item.ok ? 'batch item placed' : `batch item ${item.error.code}`);
+  for (const ev of result.events ?? []) {
+    if (ev.type === 'orderDone' && ev.order.reason !== null) add(ev.order.reason);
+    else if (ev.type === 'orderDone' && ev.order.timeInForce === 'FOK') add('FOK filled');
+    else if (ev.type === 'orderAmended') add(`amended: ${ev.reason}`);
+    else if (ev.type === 'cancelAllAfterFired') add('switch fired');
+  }
+}
+
+function run(seed: number, commands: number, controls = false, counts: ControlStats = {}): RunStats {
+  const options: EngineOptions = controls ? { maxOpenOrdersPerUser: 5 } : {};
+  let engine = newEngine(options);
+  const ref = new ReferenceBook(ASSETS, MARKETS, options.maxOpenOrdersPerUser);
+  const gen = new Generator(seed, ref, { controls });
   const stats: RunStats = {
     accepted: 0,
     rejected: 0,
@@ -103,15 +132,22 @@ function run(seed: number, commands: number): RunStats {
   const stream = gen.funding();
   let time = 1_700_000_000_000_000;
   for (let i = 0; i < commands; i++) {
-    const command = i < stream.length ? stream[i]! : gen.next();
     time += 1 + (i % 7);
+    gen.now = time;
+    const command = i < stream.length ? stream[i]! : gen.next();
     try {
       const e = engine.apply(command, time as Micros);
       const r = ref.apply(command, time);
       if (e.ok !== r.ok) {
         assert.fail(`outcome differs: engine ${JSON.stringify(e)}, reference ${JSON.stringify(r)}`);
       }
+      if (controls) countControls(e, command, counts);
+      if (e.ok && r.ok) {
+        const codes = (results: typeof e.results) => results?.map((x) => (x.ok ? x : x.error.code));
+        assert.deepEqual(codes(e.results), codes(r.results), 'batch results');
+      }
       if (!e.ok && !r.ok) {
+        assert.deepEqual(e.events, r.events, 'deadlines fired before the refusal');
         assert.equal(e.error.code, r.code, 'rejection code');
         stats.rejected++;
         if (command.kind === 'placeOrder' && command.type === 'market' && r.code === 'below_ordermin')
@@ -138,6 +174,21 @@ function run(seed: number, commands: number): RunStats {
       checkLedger(engine, ref);
       if (i % FULL_CHECK_EVERY === 0) checkFull(engine, ref);
       if (i % 1000 === 999) engine.drainChanges();
+      if (controls && i % FULL_CHECK_EVERY === 0) {
+        engine.validateInternalState();
+        for (const userId of ALL_USERS)
+          assert.equal(
+            engine.cancelAllAfterTime(userId as UserId),
+            ref.switchOf(userId),
+            `switch of user ${userId}`,
+          );
+      }
+      if (controls && i % 5000 === 4999) {
+        const restored = Engine.restore(engine.snapshot(), options);
+        assert.equal(restored.stateHash(), engine.stateHash(), 'a restore reproduces the state');
+        assert.equal(restored.nextDeadline(), engine.nextDeadline(), 'and the next deadline');
+        engine = restored;
+      }
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       throw new Error(`seed ${seed}, command #${i} ${JSON.stringify(command)}:\n${message}`);
@@ -158,6 +209,47 @@ function run(seed: number, commands: number): RunStats {
     for (const a of ASSETS) assert.equal(engine.balance(userId as UserId, a.code as AssetCode).reserved, 0);
   }
   return stats;
+}
+
+const CONTROL_SEEDS = [3, 1234, 777];
+const CONTROL_COMMANDS = 20_000;
+
+for (const seed of CONTROL_SEEDS) {
+  test(`engine matches the reference book with every order control: seed ${seed}, ${CONTROL_COMMANDS} commands`, () => {
+    const counts: ControlStats = {};
+    const stats = run(seed, CONTROL_COMMANDS, true, counts);
+    const at = (key: string) => counts[key] ?? 0;
+    const report = JSON.stringify({ stats, counts });
+    assert.ok(stats.trades > 1_000, `few trades: ${report}`);
+    for (const reason of [
+      CancelReason.immediateOrCancel,
+      CancelReason.fillOrKill,
+      CancelReason.postOnly,
+      CancelReason.expired,
+      CancelReason.deadMansSwitch,
+      CancelReason.cancelAll,
+      CancelReason.selfTrade,
+      CancelReason.selfTradeNewest,
+      CancelReason.selfTradeBoth,
+      CancelReason.selfTradeDecrement,
+    ])
+      assert.ok(at(reason) >= 5, `few orders ended with "${reason}": ${report}`);
+    for (const key of [
+      'FOK filled',
+      'amended: amended by user',
+      'amended: self-trade prevention (decrement)',
+      'switch fired',
+      'batch item placed',
+      'refused too_many_open_orders',
+      'refused order_value_too_small',
+      'refused duplicate_client_order_id',
+      'refused volume_not_above_executed',
+      'refused invalid_expire_time',
+      'refused invalid_batch',
+    ])
+      assert.ok(at(key) >= 3, `few "${key}": ${report}`);
+    console.log(`controls seed ${seed}: ${report}`);
+  });
 }
 
 const SEEDS = [1, 42, 20240601, 987654321, 7];

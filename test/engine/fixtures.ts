@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { AssetCode, AssetType, FeeRate, MarketId, Micros, Volume } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
-import type { Command } from '../../src/engine/types.js';
+import type { Command, EngineOptions } from '../../src/engine/types.js';
 import type { RefAsset, RefMarket } from './reference-book.js';
 
 export const ASSETS: readonly (RefAsset & { readonly type: AssetType })[] = [
@@ -77,8 +77,8 @@ export function catalogueCommands(): Command[] {
 }
 
 /** A fresh engine with the catalogue above; market ids are checked to be 1, 2, 3. */
-export function newEngine(): Engine {
-  const engine = new Engine();
+export function newEngine(options: EngineOptions = {}): Engine {
+  const engine = new Engine(options);
   for (const c of catalogueCommands()) {
     const r = engine.apply(c, 0 as Micros);
     assert.ok(r.ok, `catalogue command refused: ${JSON.stringify(r)}`);

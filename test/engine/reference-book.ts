@@ -21,8 +21,27 @@
  * - a limit order rests with what it still holds; a market order never rests: it is `closed` when
  *   anything executed, otherwise `canceled` ('insufficient funds' when the budget stopped it,
  *   'no liquidity' otherwise); whatever an order still holds when it ends is released
+ *
+ * The order controls (issue 21), from their written rules:
+ * - checks in this order, after today's: time in force (FOK/GTD not for market orders), post-only
+ *   (limit, GTC or GTD only), self-trade mode, expire time (GTD: after now, at most a year ahead;
+ *   otherwise none), client order id (format, then unique among the user's open orders); then a
+ *   limit order worth < 1 quote unit, then (GTC/GTD limit) the per-user open-order limit
+ * - post-only that crosses the best opposite price: canceled, nothing traded; FOK: canceled
+ *   unless the makers it would meet, in priority order, hold its volume before any of its own
+ *   user's orders that its mode would not simply cancel; IOC: the remainder canceled
+ * - self-trade modes: cancel-oldest cancels the maker and goes on; cancel-newest stops the taker;
+ *   cancel-both cancels both; decrement cancels the smaller (both when equal) and shrinks the
+ *   larger's volume by the smaller's remaining, releasing what it then holds beyond
+ *   hold(price, remaining) (a sell: its remaining base units; a market buy keeps its budget)
+ * - amend: lower volume keeps priority and holds min(held, hold(price, remaining)); a new price
+ *   or higher volume takes priority = the next order id and holds hold(new price, remaining),
+ *   then matches as a taker if it crosses and rests with what is left
+ * - deadlines (GTD expiries, switches) due at a command's time fire first, earliest first,
+ *   expiries before switches at the same time, then by id; each ends its orders at its own time
  */
 import {
+  AmendReason,
   type Amount,
   type AssetCode,
   CancelReason,
@@ -32,12 +51,25 @@ import {
   type OrderStatus,
   type OrderType,
   type Price,
+  type SelfTradeMode,
   type Side,
+  type TimeInForce,
   type TradeId,
   type UserId,
   type Volume,
 } from '../../src/domain/types.js';
-import type { Command, EngineEvent, OrderState, RejectCode, Trade } from '../../src/engine/types.js';
+import {
+  type Command,
+  type EngineEvent,
+  MAX_BATCH_ORDERS,
+  MAX_CANCEL_ALL_AFTER,
+  MAX_EXPIRY_AHEAD,
+  type OrderState,
+  type PlaceOrder,
+  type PlaceResult,
+  type RejectCode,
+  type Trade,
+} from '../../src/engine/types.js';
 
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const FEE_SCALE = 100_000_000n;
@@ -65,9 +97,16 @@ export interface RefOrder {
   readonly marketId: number;
   readonly side: Side;
   readonly type: OrderType;
-  readonly price: number;
-  readonly volume: number;
+  price: number;
+  volume: number;
   readonly openTime: number;
+  /** Time priority: lower first; the id unless an amend moved the order. */
+  priority: number;
+  readonly timeInForce: TimeInForce;
+  readonly postOnly: boolean;
+  clientOrderId: string | null;
+  readonly stp: SelfTradeMode;
+  readonly expireTime: number;
   executed: number;
   status: OrderStatus;
   reason: string | null;
@@ -85,8 +124,13 @@ export interface RefBalance {
 }
 
 export type RefResult =
-  | { readonly ok: true; readonly events: EngineEvent[] }
-  | { readonly ok: false; readonly code: RejectCode };
+  | { readonly ok: true; readonly events: EngineEvent[]; readonly results?: PlaceResult[] }
+  | { readonly ok: false; readonly code: RejectCode; readonly events?: EngineEvent[] };
+
+/** A refusal inside the reference: its code (the field and message are not compared). */
+class Refused {
+  constructor(readonly code: RejectCode) {}
+}
 
 const isPositiveSafeInt = (n: number): boolean => Number.isSafeInteger(n) && n > 0;
 const toNumber = (n: bigint): number => {
@@ -107,8 +151,16 @@ export class ReferenceBook {
   private nextOrderId = 1;
   private nextTradeId = 1;
   private events: EngineEvent[] = [];
+  /** Armed dead man's switches: user id -> trigger time. */
+  private readonly switches = new Map<number, number>();
+  /** Why self-trade prevention stopped the taker being matched, or null. */
+  private stopped: string | null = null;
 
-  constructor(assets: readonly RefAsset[], markets: readonly RefMarket[]) {
+  constructor(
+    assets: readonly RefAsset[],
+    markets: readonly RefMarket[],
+    private readonly maxOpenOrdersPerUser = 1_000,
+  ) {
     for (const a of assets) {
       this.assets.set(a.code, a);
       this.fees.set(a.code, 0n);
@@ -176,6 +228,7 @@ export class ReferenceBook {
 
   apply(command: Command, time: number): RefResult {
     this.events = [];
+    this.fireDeadlines(time);
     let code: RejectCode | null;
     switch (command.kind) {
       case 'deposit':
@@ -190,10 +243,110 @@ export class ReferenceBook {
       case 'cancelOrder':
         code = this.cancel(command.userId, command.orderId, time);
         break;
+      case 'cancelClientOrder': {
+        const order = this.open.find(
+          (o) => o.userId === command.userId && o.clientOrderId === command.clientOrderId,
+        );
+        code = order === undefined ? 'order_not_found' : this.cancel(command.userId, order.id, time);
+        break;
+      }
+      case 'amendOrder':
+        code = this.amend(command, time);
+        break;
+      case 'cancelAllOrders':
+        code = this.cancelAll(command.userId, command.marketId, time);
+        break;
+      case 'cancelAllAfter':
+        code = this.cancelAllAfter(command.userId, command.timeout, time);
+        break;
+      case 'placeOrders':
+        return this.placeBatch(command.orders, time);
+      case 'tick':
+        code = null;
+        break;
       default:
-        throw new Error(`reference: unsupported command ${command.kind}`);
+        throw new Error(`reference: unsupported command ${(command as Command).kind}`);
     }
-    return code === null ? { ok: true, events: this.events } : { ok: false, code };
+    if (code === null) return { ok: true, events: this.events };
+    return this.events.length === 0 ? { ok: false, code } : { ok: false, code, events: this.events };
+  }
+
+  /** Armed switch of a user: its trigger time, or null. */
+  switchOf(userId: number): number | null {
+    return this.switches.get(userId) ?? null;
+  }
+
+  /** Fires every deadline due at `time`, one at a time, the earliest (then expiries, then lowest id) first. */
+  private fireDeadlines(time: number): void {
+    for (;;) {
+      let next: { due: number; kind: number; key: number } | null = null;
+      const consider = (due: number, kind: number, key: number) => {
+        if (due > time) return;
+        if (
+          next === null ||
+          due < next.due ||
+          (due === next.due && (kind < next.kind || (kind === next.kind && key < next.key)))
+        )
+          next = { due, kind, key };
+      };
+      for (const o of this.open) if (o.expireTime > 0) consider(o.expireTime, 0, o.id);
+      for (const [userId, due] of this.switches) consider(due, 1, userId);
+      if (next === null) return;
+      const { due, kind, key } = next;
+      if (kind === 0) {
+        this.end(this.orders.get(key)!, 'canceled', CancelReason.expired, due);
+      } else {
+        this.switches.delete(key);
+        this.events.push({ type: 'cancelAllAfterFired', userId: key as UserId, triggerTime: due as Micros });
+        for (const o of this.userOrders(key, undefined))
+          this.end(o, 'canceled', CancelReason.deadMansSwitch, due);
+      }
+    }
+  }
+
+  /** A user's open orders (of one market, or all), in ascending id. */
+  private userOrders(userId: number, marketId: number | undefined): RefOrder[] {
+    return this.open
+      .filter((o) => o.userId === userId && (marketId === undefined || o.marketId === marketId))
+      .sort((a, b) => a.id - b.id);
+  }
+
+  private cancelAll(userId: number, marketId: number | undefined, time: number): RejectCode | null {
+    if (marketId !== undefined && !this.markets.has(marketId)) return 'unknown_market';
+    for (const o of this.userOrders(userId, marketId)) this.end(o, 'canceled', CancelReason.cancelAll, time);
+    return null;
+  }
+
+  private cancelAllAfter(userId: number, timeout: number, time: number): RejectCode | null {
+    if (!isPositiveSafeInt(userId)) return 'invalid_amount';
+    if (!Number.isSafeInteger(timeout) || timeout < 0 || timeout > MAX_CANCEL_ALL_AFTER)
+      return 'invalid_timeout';
+    const triggerTime = timeout === 0 ? 0 : time + timeout;
+    if (triggerTime === 0) this.switches.delete(userId);
+    else this.switches.set(userId, triggerTime);
+    this.events.push({
+      type: 'cancelAllAfterSet',
+      userId: userId as UserId,
+      triggerTime: triggerTime as Micros,
+      time: time as Micros,
+    });
+    return null;
+  }
+
+  private placeBatch(orders: readonly PlaceOrder[], time: number): RefResult {
+    if (orders.length < 1 || orders.length > MAX_BATCH_ORDERS) {
+      return this.events.length === 0
+        ? { ok: false, code: 'invalid_batch' }
+        : { ok: false, code: 'invalid_batch', events: this.events };
+    }
+    const results: PlaceResult[] = orders.map((c) => {
+      const code = this.place(c, time);
+      // Only the code is compared; the message is the engine's.
+      return code === null
+        ? { ok: true, orderId: this.lastOrderId as OrderId }
+        : { ok: false, error: { code, message: '' } };
+    });
+    return { ok: true, events: this.events, results };
   }
 
   private deposit(userId: number, asset: string, amount: number, time: number): RejectCode | null {
@@ -282,7 +435,82 @@ export class ReferenceBook {
     return v;
   }
 
-  private place(c: Extract<Command, { kind: 'placeOrder' }>, time: number): RejectCode | null {
+  private place(c: PlaceOrder, time: number): RejectCode | null {
+    try {
+      return this.placeChecked(c, time);
+    } catch (error) {
+      if (error instanceof Refused) return error.code;
+      throw error;
+    }
+  }
+
+  /** The order-control fields of `c`, checked in the documented order (throws Refused). */
+  private controls(c: PlaceOrder, isLimit: boolean, time: number) {
+    const timeInForce = c.timeInForce ?? 'GTC';
+    if (!['GTC', 'IOC', 'FOK', 'GTD'].includes(timeInForce)) throw new Refused('invalid_time_in_force');
+    if (!isLimit && (timeInForce === 'FOK' || timeInForce === 'GTD'))
+      throw new Refused('invalid_time_in_force');
+    const postOnly = c.postOnly ?? false;
+    if (typeof postOnly !== 'boolean') throw new Refused('invalid_post_only');
+    if (postOnly && !(isLimit && (timeInForce === 'GTC' || timeInForce === 'GTD')))
+      throw new Refused('invalid_post_only');
+    const stp = c.stp ?? 'cancel-oldest';
+    if (!['cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement'].includes(stp))
+      throw new Refused('invalid_stp');
+    const expireTime = c.expireTime ?? 0;
+    if (timeInForce === 'GTD') {
+      if (!Number.isSafeInteger(expireTime) || expireTime <= time || expireTime - time > MAX_EXPIRY_AHEAD)
+        throw new Refused('invalid_expire_time');
+    } else if (expireTime !== 0) throw new Refused('invalid_expire_time');
+    const clientOrderId = c.clientOrderId ?? null;
+    if (clientOrderId !== null) this.checkClientOrderId(c.userId, clientOrderId, null);
+    return { timeInForce, postOnly, stp, expireTime, clientOrderId };
+  }
+
+  private checkClientOrderId(userId: number, id: string, self: RefOrder | null): void {
+    if (typeof id !== 'string' || !/^[A-Za-z0-9_-]{1,36}$/.test(id))
+      throw new Refused('invalid_client_order_id');
+    if (this.open.some((o) => o !== self && o.userId === userId && o.clientOrderId === id))
+      throw new Refused('duplicate_client_order_id');
+  }
+
+  /** What a limit buy of `volume` at `price` holds: cost plus the fee at the larger rate, rounded up. */
+  private holdFor(m: RefMarket, price: number, volume: number): bigint {
+    const cost = this.costOf(m, price, volume);
+    return cost + ReferenceBook.ceilDiv(cost * BigInt(Math.max(m.makerFee, m.takerFee)), FEE_SCALE);
+  }
+
+  /** Total resting volume at one price of one side, `except` left out. */
+  private levelTotal(m: RefMarket, side: Side, price: number, except: RefOrder | null): bigint {
+    let total = 0n;
+    for (const o of this.open)
+      if (o !== except && o.marketId === m.id && o.side === side && o.price === price)
+        total += BigInt(o.volume - o.executed);
+    return total;
+  }
+
+  /** True when a limit order of `side` at `price` meets a resting order of the other side. */
+  private crosses(m: RefMarket, side: Side, price: number): boolean {
+    const best = this.bestPrice(m.id, side === 'buy' ? 'sell' : 'buy');
+    return best !== null && (side === 'buy' ? best <= price : best >= price);
+  }
+
+  /** The resting orders a taker of `side` at limit `price` (null: market) would meet, in priority order. */
+  private makersFor(m: RefMarket, side: Side, price: number | null): RefOrder[] {
+    const opposite: Side = side === 'buy' ? 'sell' : 'buy';
+    return this.open
+      .filter(
+        (o) =>
+          o.marketId === m.id &&
+          o.side === opposite &&
+          (price === null || (side === 'buy' ? o.price <= price : o.price >= price)),
+      )
+      .sort(
+        (a, b) => (opposite === 'sell' ? a.price - b.price : b.price - a.price) || a.priority - b.priority,
+      );
+  }
+
+  private placeChecked(c: PlaceOrder, time: number): RejectCode | null {
     const m = this.markets.get(c.marketId);
     if (m === undefined) return 'unknown_market';
     if (!isPositiveSafeInt(c.volume)) return 'invalid_volume';
@@ -290,6 +518,15 @@ export class ReferenceBook {
     const isLimit = c.type === 'limit';
     if (isLimit && !isPositiveSafeInt(c.price)) return 'invalid_price';
     if (!isPositiveSafeInt(c.userId)) return 'invalid_amount';
+    const controls = this.controls(c, isLimit, time);
+    const tif = controls.timeInForce;
+    if (isLimit && this.costOf(m, c.price, c.volume) < 1n) return 'order_value_too_small';
+    if (
+      isLimit &&
+      (tif === 'GTC' || tif === 'GTD') &&
+      this.open.filter((o) => o.userId === c.userId).length >= this.maxOpenOrdersPerUser
+    )
+      return 'too_many_open_orders';
 
     const holdAsset = c.side === 'buy' ? m.quote : m.base;
     const available = this.balance(c.userId, holdAsset).available;
@@ -298,9 +535,8 @@ export class ReferenceBook {
       hold = this.baseUnits(m, c.volume);
       if (hold > MAX) return 'too_large';
     } else if (isLimit) {
-      const cost = this.costOf(m, c.price, c.volume);
-      if (cost > MAX) return 'too_large';
-      hold = cost + ReferenceBook.ceilDiv(cost * BigInt(Math.max(m.makerFee, m.takerFee)), FEE_SCALE);
+      if (this.costOf(m, c.price, c.volume) > MAX) return 'too_large';
+      hold = this.holdFor(m, c.price, c.volume);
       if (hold > MAX) return 'too_large';
     } else {
       hold = available;
@@ -311,15 +547,12 @@ export class ReferenceBook {
     if (isLimit) {
       // Every amount exact: the volume in base units, and the total of the level it may rest at.
       if (this.baseUnits(m, c.volume) > MAX) return 'too_large';
-      let level = BigInt(c.volume);
-      for (const o of this.open)
-        if (o.marketId === m.id && o.side === c.side && o.price === c.price)
-          level += BigInt(o.volume - o.executed);
-      if (level > MAX) return 'too_large';
+      if (this.levelTotal(m, c.side, c.price, null) + BigInt(c.volume) > MAX) return 'too_large';
     }
 
+    const id = this.nextOrderId++;
     const taker: RefOrder = {
-      id: this.nextOrderId++,
+      id,
       userId: c.userId,
       marketId: m.id,
       side: c.side,
@@ -327,6 +560,8 @@ export class ReferenceBook {
       price: isLimit ? c.price : 0,
       volume: c.volume,
       openTime: time,
+      priority: id,
+      ...controls,
       executed: 0,
       status: 'open',
       reason: null,
@@ -342,43 +577,20 @@ export class ReferenceBook {
     account.reserved += hold;
     this.events.push({ type: 'orderAccepted', order: this.state(taker) });
 
-    let budgetExhausted = false;
-    const opposite: Side = c.side === 'buy' ? 'sell' : 'buy';
-    while (taker.executed < taker.volume) {
-      // The best maker: best price for the taker, then lowest id (earliest arrival).
-      let maker: RefOrder | null = null;
-      for (const o of this.open) {
-        if (o.marketId !== m.id || o.side !== opposite) continue;
-        if (
-          maker === null ||
-          (opposite === 'sell' ? o.price < maker.price : o.price > maker.price) ||
-          (o.price === maker.price && o.id < maker.id)
-        ) {
-          maker = o;
-        }
-      }
-      if (maker === null) break;
-      if (isLimit && (c.side === 'buy' ? maker.price > c.price : maker.price < c.price)) break;
-      if (maker.userId === taker.userId) {
-        this.end(maker, 'canceled', CancelReason.selfTrade, time);
-        continue;
-      }
-      let volume = Math.min(taker.volume - taker.executed, maker.volume - maker.executed);
-      if (!isLimit && c.side === 'buy') {
-        const afford = this.affordable(m, maker.price, volume, taker.reserved, taker);
-        if (afford < volume) {
-          if (afford > 0) this.fill(m, taker, maker, afford, time);
-          budgetExhausted = true;
-          break;
-        }
-        volume = afford;
-      }
-      this.fill(m, taker, maker, volume, time);
+    if (controls.postOnly && this.crosses(m, c.side, c.price)) {
+      this.end(taker, 'canceled', CancelReason.postOnly, time);
+      return null;
     }
-
-    if (taker.executed === taker.volume) {
-      this.end(taker, 'closed', null, time);
-    } else if (!isLimit) {
+    if (tif === 'FOK' && !this.fillable(m, taker)) {
+      this.end(taker, 'canceled', CancelReason.fillOrKill, time);
+      return null;
+    }
+    const budgetExhausted = this.match(m, taker, time);
+    const stopped = this.stopped;
+    this.stopped = null;
+    if (stopped !== null) this.end(taker, 'canceled', stopped, time);
+    else if (taker.executed === taker.volume) this.end(taker, 'closed', null, time);
+    else if (!isLimit) {
       if (taker.executed > 0) this.end(taker, 'closed', null, time);
       else
         this.end(
@@ -387,9 +599,162 @@ export class ReferenceBook {
           budgetExhausted ? CancelReason.insufficientFunds : CancelReason.noLiquidity,
           time,
         );
-    } else {
-      this.open.push(taker);
+    } else if (tif === 'IOC') this.end(taker, 'canceled', CancelReason.immediateOrCancel, time);
+    else if (tif === 'FOK')
+      throw new Error(`reference: FOK order ${taker.id} passed the check but did not fill`);
+    else this.open.push(taker);
+    return null;
+  }
+
+  /** FOK: the makers met in priority order hold its volume before an own order its mode would not just cancel. */
+  private fillable(m: RefMarket, taker: RefOrder): boolean {
+    let volume = 0;
+    for (const maker of this.makersFor(m, taker.side, taker.price)) {
+      if (maker.userId === taker.userId) {
+        if (taker.stp === 'cancel-oldest') continue;
+        return false;
+      }
+      volume += maker.volume - maker.executed;
+      if (volume >= taker.volume) return true;
     }
+    return false;
+  }
+
+  /**
+   * Matches `taker` against the book (it is not in `open` as a resting order of its own side's
+   * opposite, so it never meets itself). Returns true when a market buy's budget ran out; sets
+   * `stopped` when self-trade prevention ended the taker.
+   */
+  private match(m: RefMarket, taker: RefOrder, time: number): boolean {
+    const isLimit = taker.type === 'limit';
+    while (taker.executed < taker.volume) {
+      const maker = this.makersFor(m, taker.side, isLimit ? taker.price : null)[0];
+      if (maker === undefined) break;
+      if (maker.userId === taker.userId) {
+        if (taker.stp === 'cancel-oldest') {
+          this.end(maker, 'canceled', CancelReason.selfTrade, time);
+          continue;
+        }
+        if (taker.stp === 'cancel-newest') {
+          this.stopped = CancelReason.selfTradeNewest;
+          break;
+        }
+        if (taker.stp === 'cancel-both') {
+          this.end(maker, 'canceled', CancelReason.selfTradeBoth, time);
+          this.stopped = CancelReason.selfTradeBoth;
+          break;
+        }
+        const makerLeft = maker.volume - maker.executed;
+        const takerLeft = taker.volume - taker.executed;
+        if (makerLeft <= takerLeft) {
+          this.end(maker, 'canceled', CancelReason.selfTradeDecrement, time);
+          if (makerLeft === takerLeft) {
+            this.stopped = CancelReason.selfTradeDecrement;
+            break;
+          }
+          this.shrink(m, taker, makerLeft);
+          continue;
+        }
+        this.shrink(m, maker, takerLeft);
+        this.stopped = CancelReason.selfTradeDecrement;
+        break;
+      }
+      let volume = Math.min(taker.volume - taker.executed, maker.volume - maker.executed);
+      if (!isLimit && taker.side === 'buy') {
+        const afford = this.affordable(m, maker.price, volume, taker.reserved, taker);
+        if (afford < volume) {
+          if (afford > 0) this.fill(m, taker, maker, afford, time);
+          return true;
+        }
+        volume = afford;
+      }
+      this.fill(m, taker, maker, volume, time);
+    }
+    return false;
+  }
+
+  /** Self-trade decrement: the order's volume shrinks by `lots`; it gives back what it no longer needs. */
+  private shrink(m: RefMarket, order: RefOrder, lots: number): void {
+    order.volume -= lots;
+    const remaining = order.volume - order.executed;
+    let keep: bigint | null = null;
+    if (order.side === 'sell') keep = this.baseUnits(m, remaining);
+    else if (order.type === 'limit') keep = this.holdFor(m, order.price, remaining);
+    if (keep !== null && keep < order.reserved) this.release(m, order, order.reserved - keep);
+    this.events.push({
+      type: 'orderAmended',
+      order: this.state(order),
+      reason: AmendReason.selfTradeDecrement,
+    });
+  }
+
+  /** Moves `amount` of what an order holds back to its owner's available balance (negative: holds more). */
+  private release(m: RefMarket, order: RefOrder, amount: bigint): void {
+    const account = this.account(order.userId, order.side === 'buy' ? m.quote : m.base);
+    account.reserved -= amount;
+    account.available += amount;
+    order.reserved -= amount;
+  }
+
+  private amend(c: Extract<Command, { kind: 'amendOrder' }>, time: number): RejectCode | null {
+    try {
+      return this.amendChecked(c, time);
+    } catch (error) {
+      if (error instanceof Refused) return error.code;
+      throw error;
+    }
+  }
+
+  private amendChecked(c: Extract<Command, { kind: 'amendOrder' }>, time: number): RejectCode | null {
+    const order = this.orders.get(c.orderId);
+    if (order === undefined || order.userId !== c.userId || order.status !== 'open') return 'order_not_found';
+    if (c.price === undefined && c.volume === undefined && c.clientOrderId === undefined)
+      return 'nothing_to_amend';
+    const m = this.markets.get(order.marketId)!;
+    const price = c.price ?? order.price;
+    if (!isPositiveSafeInt(price)) return 'invalid_price';
+    const volume = c.volume ?? order.volume;
+    if (!isPositiveSafeInt(volume)) return 'invalid_volume';
+    if (volume <= order.executed) return 'volume_not_above_executed';
+    if (volume < m.ordermin) return 'below_ordermin';
+    if (c.clientOrderId !== undefined && c.clientOrderId !== null)
+      this.checkClientOrderId(order.userId, c.clientOrderId, order);
+    const remaining = volume - order.executed;
+    const moves = price !== order.price || volume > order.volume;
+    const resize = moves || volume !== order.volume;
+    let keep = order.reserved;
+    if (resize) {
+      const value = this.costOf(m, price, volume);
+      if (value < 1n) return 'order_value_too_small';
+      if (value > MAX || this.baseUnits(m, volume) > MAX) return 'too_large';
+      if (order.side === 'buy') {
+        const hold = this.holdFor(m, price, remaining);
+        if (hold > MAX) return 'too_large';
+        keep = moves ? hold : hold < order.reserved ? hold : order.reserved;
+      } else keep = this.baseUnits(m, remaining);
+      const asset = order.side === 'buy' ? m.quote : m.base;
+      if (keep > order.reserved && this.balance(order.userId, asset).available < keep - order.reserved)
+        return 'insufficient_funds';
+    }
+    if (moves) {
+      if (this.levelTotal(m, order.side, price, order) + BigInt(remaining) > MAX) return 'too_large';
+      if (order.postOnly && this.crosses(m, order.side, price)) return 'post_only_would_take';
+    }
+
+    if (moves) order.priority = this.nextOrderId++;
+    order.price = price;
+    order.volume = volume;
+    this.release(m, order, order.reserved - keep);
+    if (c.clientOrderId !== undefined) order.clientOrderId = c.clientOrderId;
+    this.events.push({ type: 'orderAmended', order: this.state(order), reason: AmendReason.user });
+    if (!moves) return null;
+    // It matches as a taker would, out of the book meanwhile (it meets only the other side anyway).
+    const budgetExhausted = this.match(m, order, time);
+    if (budgetExhausted) throw new Error('reference: an amended limit order has no budget');
+    const stopped = this.stopped;
+    this.stopped = null;
+    if (stopped !== null) this.end(order, 'canceled', stopped, time);
+    else if (order.executed === order.volume) this.end(order, 'closed', null, time);
     return null;
   }
 
@@ -401,7 +766,7 @@ export class ReferenceBook {
   private fundsBuy(m: RefMarket, userId: number, wanted: number, budget: bigint): number {
     const asks = this.open
       .filter((o) => o.marketId === m.id && o.side === 'sell' && o.userId !== userId)
-      .sort((a, b) => a.price - b.price || a.id - b.id);
+      .sort((a, b) => a.price - b.price || a.priority - b.priority);
     const paid = { fee: 0n, exactFee: 0n };
     let bought = 0;
     for (const maker of asks) {
@@ -488,7 +853,7 @@ export class ReferenceBook {
   }
 
   state(o: RefOrder): OrderState {
-    return {
+    const state: { -readonly [K in keyof OrderState]: OrderState[K] } = {
       id: o.id as OrderId,
       userId: o.userId as UserId,
       marketId: o.marketId as MarketId,
@@ -506,5 +871,13 @@ export class ReferenceBook {
       feeExcess: toNumber(o.fee * FEE_SCALE - o.exactFee),
       reserved: toNumber(o.reserved) as Amount,
     };
+    // The controls appear only when they differ from their defaults.
+    if (o.timeInForce !== 'GTC') state.timeInForce = o.timeInForce;
+    if (o.postOnly) state.postOnly = true;
+    if (o.clientOrderId !== null) state.clientOrderId = o.clientOrderId;
+    if (o.stp !== 'cancel-oldest') state.stp = o.stp;
+    if (o.expireTime !== 0) state.expireTime = o.expireTime as Micros;
+    if (o.priority !== o.id) state.priority = o.priority;
+    return state;
   }
 }

@@ -3,18 +3,31 @@
  * prices clustered near a drifting mid (so crossing is frequent), cancels of open, foreign, closed
  * and unknown ids, deposits, withdrawals and commands that must be refused. It reads the open
  * orders and balances from a ReferenceBook fed with the same commands.
+ *
+ * With `controls`, the stream also uses every order control (issue 21): time in force, post-only,
+ * client order ids, the four self-trade modes, GTD expiries, amends, cancel-all, cancel by
+ * client id, the dead man's switch, batches and ticks, valid and invalid. Without it the stream
+ * is exactly what it was before they existed (event-stream-pin.test.ts pins it).
  */
 import type {
   Amount,
   AssetCode,
   MarketId,
+  Micros,
   OrderId,
   Price,
+  SelfTradeMode,
   Side,
+  TimeInForce,
   UserId,
   Volume,
 } from '../../src/domain/types.js';
-import type { Command } from '../../src/engine/types.js';
+import {
+  type Command,
+  MAX_CANCEL_ALL_AFTER,
+  MAX_EXPIRY_AHEAD,
+  type PlaceOrder,
+} from '../../src/engine/types.js';
 import { ASSETS, MARKETS, mulberry32 } from './fixtures.js';
 import type { ReferenceBook, RefMarket } from './reference-book.js';
 
@@ -50,13 +63,25 @@ const POOR_FUNDS: Record<string, number> = {
   USDT: 100_000_000,
 };
 
+/** Client order ids the controlled stream draws from: few, so duplicates happen; some invalid. */
+const CLIENT_IDS = ['a', 'b', 'c', 'd', 'q-1', 'Z_9'];
+const BAD_CLIENT_IDS = ['', 'x'.repeat(37), 'bad id', 'é'];
+
+export interface GeneratorOptions {
+  /** Also generate the order controls (see the module comment). */
+  readonly controls?: boolean;
+}
+
 export class Generator {
   private readonly rnd: () => number;
   private readonly markets: MarketGen[];
+  /** The time the next command will carry: the controlled stream sets expiries and switches from it. */
+  now = 0;
 
   constructor(
     seed: number,
     private readonly ref: ReferenceBook,
+    private readonly options: GeneratorOptions = {},
   ) {
     this.rnd = mulberry32(seed);
     this.markets = [
@@ -110,10 +135,15 @@ export class Generator {
     return this.pick([MAX, MAX - 1, 9_000_000_000_000_000, 2 ** 52 + 7]);
   }
 
-  next(): Command {
+  private drift(): void {
     for (const g of this.markets) {
       if (this.rnd() < 0.05) g.mid = Math.min(Math.max(g.mid + this.int(-3, 3), g.mid0 * 0.9), g.mid0 * 1.1);
     }
+  }
+
+  next(): Command {
+    this.drift();
+    if (this.options.controls === true) return this.nextControlled();
     const r = this.rnd();
     if (r < 0.44) return this.limit();
     if (r < 0.56) return this.market();
@@ -121,6 +151,161 @@ export class Generator {
     if (r < 0.88) return this.deposit();
     if (r < 0.94) return this.withdraw();
     return this.odd();
+  }
+
+  private nextControlled(): Command {
+    const r = this.rnd();
+    if (r < 0.3) return this.withControls(this.limit() as PlaceOrder);
+    if (r < 0.36) return this.withControls(this.market() as PlaceOrder);
+    if (r < 0.49) return this.cancel();
+    if (r < 0.58) return this.amend();
+    if (r < 0.6) return this.cancelAll();
+    if (r < 0.63) return this.cancelAllAfter();
+    if (r < 0.66) return this.batch();
+    if (r < 0.68) return this.cancelClientOrder();
+    if (r < 0.7) return { kind: 'tick' };
+    if (r < 0.78) return this.deposit();
+    if (r < 0.84) return this.withdraw();
+    if (r < 0.92) return this.odd();
+    return this.withControls(this.tiny());
+  }
+
+  /** A limit order worth less than one quote unit now and then (refused), or a cheap valid one. */
+  private tiny(): PlaceOrder {
+    const g = this.pick(this.markets);
+    return {
+      kind: 'placeOrder',
+      userId: this.user(),
+      marketId: g.m.id as MarketId,
+      side: this.rnd() < 0.5 ? 'buy' : 'sell',
+      type: 'limit',
+      price: this.int(1, 3) as Price,
+      volume: this.int(g.m.ordermin, g.m.ordermin * 3) as Volume,
+    };
+  }
+
+  /** Half the orders unchanged; the others with some controls, valid mostly, invalid sometimes. */
+  private withControls(order: PlaceOrder): PlaceOrder {
+    if (this.rnd() < 0.5) return order;
+    const controlled: { -readonly [K in keyof PlaceOrder]: PlaceOrder[K] } = { ...order };
+    const t = this.rnd();
+    const tif: TimeInForce | undefined =
+      t < 0.2
+        ? undefined
+        : t < 0.35
+          ? 'GTC'
+          : t < 0.55
+            ? 'IOC'
+            : t < 0.7
+              ? 'FOK'
+              : t < 0.98
+                ? 'GTD'
+                : ('XYZ' as TimeInForce);
+    if (tif !== undefined) controlled.timeInForce = tif;
+    if (this.rnd() < 0.25) controlled.postOnly = this.rnd() < 0.97;
+    if (this.rnd() < 0.35) controlled.clientOrderId = this.clientOrderId();
+    if (this.rnd() < 0.5)
+      controlled.stp =
+        this.rnd() < 0.98
+          ? this.pick(['cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement'] as const)
+          : ('sideways' as SelfTradeMode);
+    if (tif === 'GTD' || this.rnd() < 0.02) controlled.expireTime = this.expireTime();
+    return controlled;
+  }
+
+  private clientOrderId(): string | null {
+    const r = this.rnd();
+    if (r < 0.05) return null;
+    if (r < 0.1) return this.pick(BAD_CLIENT_IDS);
+    return this.pick(CLIENT_IDS);
+  }
+
+  private expireTime(): Micros {
+    const r = this.rnd();
+    if (r < 0.9) return (this.now + this.int(1, 3000)) as Micros;
+    return this.pick([
+      this.now,
+      this.now - 5,
+      this.now + MAX_EXPIRY_AHEAD,
+      this.now + MAX_EXPIRY_AHEAD + 1,
+      0,
+      7.5,
+    ]) as Micros;
+  }
+
+  private amend(): Command {
+    const open = this.ref.openOrders();
+    if (open.length === 0 || this.rnd() < 0.05)
+      return {
+        kind: 'amendOrder',
+        userId: this.user(),
+        orderId: this.int(0, this.ref.lastOrderId + 1) as OrderId,
+        volume: 1 as Volume,
+      };
+    const o = this.pick(open);
+    const g = this.markets.find((x) => x.m.id === o.marketId)!;
+    const userId = (this.rnd() < 0.05 ? (o.userId % USERS.length) + 1 : o.userId) as UserId;
+    const command: {
+      -readonly [K in keyof Extract<Command, { kind: 'amendOrder' }>]: Extract<
+        Command,
+        { kind: 'amendOrder' }
+      >[K];
+    } = {
+      kind: 'amendOrder',
+      userId,
+      orderId: o.id as OrderId,
+    };
+    const r = this.rnd();
+    if (r < 0.45) {
+      // A new price near the mid: sometimes through the book.
+      const offset = this.int(-g.spread, g.spread);
+      command.price =
+        this.rnd() < 0.03
+          ? (this.pick([0, -1, 1.5]) as Price)
+          : (Math.max(1, Math.round(g.mid) + offset) as Price);
+    }
+    if (r > 0.3) {
+      const v = this.rnd();
+      if (v < 0.45 && o.volume - o.executed > 1)
+        command.volume = this.int(o.executed + 1, o.volume - 1) as Volume;
+      else if (v < 0.85) command.volume = (o.volume + this.int(1, o.volume)) as Volume;
+      else if (v < 0.95) command.volume = o.executed as Volume;
+      else command.volume = this.pick([0, -2, 2.5, MAX]) as Volume;
+    }
+    if (this.rnd() < 0.15) command.clientOrderId = this.clientOrderId();
+    return command;
+  }
+
+  private cancelAll(): Command {
+    const r = this.rnd();
+    if (r < 0.5) return { kind: 'cancelAllOrders', userId: this.user() };
+    const marketId = r < 0.95 ? this.pick(this.markets).m.id : this.pick([99, 0, 1.5]);
+    return { kind: 'cancelAllOrders', userId: this.user(), marketId: marketId as MarketId };
+  }
+
+  private cancelAllAfter(): Command {
+    const r = this.rnd();
+    const timeout =
+      r < 0.2
+        ? 0
+        : r < 0.9
+          ? this.int(1, 3000)
+          : this.pick([MAX_CANCEL_ALL_AFTER, MAX_CANCEL_ALL_AFTER + 1, -1, 1.5]);
+    const userId = (this.rnd() < 0.02 ? 0 : this.user()) as UserId;
+    return { kind: 'cancelAllAfter', userId, timeout: timeout as Micros };
+  }
+
+  private batch(): Command {
+    const r = this.rnd();
+    const n = r < 0.03 ? 0 : r < 0.06 ? 21 : this.int(1, 5);
+    const orders: PlaceOrder[] = [];
+    for (let i = 0; i < n; i++)
+      orders.push(this.withControls((this.rnd() < 0.85 ? this.limit() : this.market()) as PlaceOrder));
+    return { kind: 'placeOrders', orders };
+  }
+
+  private cancelClientOrder(): Command {
+    return { kind: 'cancelClientOrder', userId: this.user(), clientOrderId: this.pick(CLIENT_IDS) };
   }
 
   private user(): UserId {

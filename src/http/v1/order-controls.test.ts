@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Answer, type Credentials, call } from '../../../test/access/support.js';
+import { type Answer, type Credentials, call, createKey } from '../../../test/access/support.js';
 import { startTestServer, type TestServer } from '../../../test/support/server-fixture.js';
 
 interface OrderJson {
@@ -67,9 +67,10 @@ describe('order controls over HTTP', () => {
   const place = (as: Credentials, body: unknown) => call(t, as, 'POST', '/v1/orders', body);
   const get = async (as: Credentials, id: number) =>
     dataOf<OrderJson>(await call(t, as, 'GET', `/v1/orders/${id}`));
-  const bookAsks = async () => {
-    const r = await fetch(`${t.url}/v1/orderbook?ticker_id=BTC_EUR&depth=0`);
-    return ((await r.json()) as { asks: string[][] }).asks;
+  const book = async () => {
+    const r = await fetch(`${t.url}/v1/orderbook?ticker_id=BTC%2FEUR&depth=0`);
+    const [first] = (await r.json()) as { bids: string[][]; asks: string[][] }[];
+    return first!;
   };
 
   test('an order without controls reads as before, plus client_order_id null at the end', async () => {
@@ -157,7 +158,6 @@ describe('order controls over HTTP', () => {
   test('IOC, FOK and post-only that cannot rest end canceled with their reason and never show in the book', async () => {
     const maker = await t.trader();
     idOf(await place(maker, order({ order_direction: 'sell', price: '21000.0', volume: '0.01' })));
-    const asks = await bookAsks();
 
     const ioc = await get(
       bob,
@@ -181,11 +181,9 @@ describe('order controls over HTTP', () => {
     assert.equal(post.status, 'canceled');
     assert.equal(post.reason, 'post-only would take liquidity');
     assert.equal(post.post_only, true);
-    // The book holds the maker's second ask, untouched, and nothing of Bob's.
-    assert.deepEqual(await bookAsks(), asks.length === 0 ? [['21000.0', '0.01000000']] : await bookAsks());
-    const bids = await fetch(`${t.url}/v1/orderbook?ticker_id=BTC_EUR&depth=0`).then(
-      async (r) => ((await r.json()) as { bids: string[][] }).bids,
-    );
+    // The book holds the maker's second ask, untouched (the FOK took nothing), and nothing of Bob's.
+    const { bids, asks } = await book();
+    assert.deepEqual(asks, [['21000.0', '0.01000000']]);
     assert.equal(
       bids.some(([price]) => price === '21000.0' || price === '21500.0'),
       false,
@@ -309,6 +307,65 @@ describe('order controls over HTTP', () => {
     const closed = await call(t, frank, 'PATCH', `/v1/orders/${id}`, { volume: '0.03' });
     assert.equal(closed.status, 409);
     assert.deepEqual(closed.body, { error: 'Order is not open (status: canceled).' });
+  });
+});
+
+describe('order controls with a nonce-protected key: one signed body, one target', () => {
+  let t: TestServer;
+  before(async () => {
+    t = await startTestServer();
+  });
+  after(() => t.close());
+
+  test('the signed body names what the path or query names, or the request is 400 and changes nothing', async () => {
+    const owner = await t.trader();
+    const key = await createKey(t, owner.userId, { nonce_required: true });
+    let nonce = 1;
+    const as = (method: string, path: string, body: Record<string, unknown> = {}) =>
+      call(t, key, method, path, { ...body, nonce: String(nonce++) });
+    const id = idOf(await as('POST', '/v1/orders', order({ client_order_id: 'n-1' })));
+
+    for (const [method, path, body] of [
+      ['PATCH', `/v1/orders/${id}`, { volume: '0.005' }],
+      ['PATCH', `/v1/orders/${id}`, { volume: '0.005', order_id: id + 1 }],
+      ['DELETE', '/v1/orders/client/n-1', {}],
+      ['DELETE', '/v1/orders/client/n-1', { client_order_id: 'n-2' }],
+      ['DELETE', '/v1/orders?pair=BTC/EUR', {}],
+      ['DELETE', '/v1/orders?pair=BTC/EUR', { pair: 'ETH/BTC' }],
+    ] as const) {
+      const r = await as(method, path, body);
+      assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)}`);
+      assert.deepEqual(r.body, { error: 'Invalid request' });
+    }
+    const still = dataOf<OrderJson>(await call(t, key, 'GET', `/v1/orders/${id}`));
+    assert.equal(still.status, 'open');
+    assert.equal(still.volume.amount, '0.01000000');
+
+    assert.equal((await as('PATCH', `/v1/orders/${id}`, { volume: '0.005', order_id: id })).status, 200);
+    assert.equal((await as('DELETE', '/v1/orders/client/n-1', { client_order_id: 'n-1' })).status, 200);
+    idOf(await as('POST', '/v1/orders', order()));
+    const all = await as('DELETE', '/v1/orders?pair=BTC/EUR', { pair: 'BTC/EUR' });
+    assert.deepEqual(dataOf(all), { canceled: 1 });
+  });
+});
+
+describe('MAX_OPEN_ORDERS_PER_USER', () => {
+  test('one more resting order than the limit is a 422 naming it; orders that cannot rest still go', async () => {
+    const t = await startTestServer({ MAX_OPEN_ORDERS_PER_USER: '2' });
+    try {
+      const hank = await t.trader();
+      idOf(await call(t, hank, 'POST', '/v1/orders', order()));
+      idOf(await call(t, hank, 'POST', '/v1/orders', order({ price: '19000.0' })));
+      const third = await call(t, hank, 'POST', '/v1/orders', order({ price: '18000.0' }));
+      assert.equal(third.status, 422);
+      const { errors } = third.body as { errors: Record<string, string[]> };
+      assert.deepEqual(Object.keys(errors), ['volume']);
+      assert.match(errors.volume![0]!, /2 open orders.*MAX_OPEN_ORDERS_PER_USER/);
+      // An IOC order never rests: it is not counted against the limit.
+      idOf(await call(t, hank, 'POST', '/v1/orders', order({ price: '18000.0', time_in_force: 'IOC' })));
+    } finally {
+      await t.close();
+    }
   });
 });
 

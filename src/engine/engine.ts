@@ -1,11 +1,14 @@
 /**
  * The matching engine: pure and synchronous. `apply` takes one command with its time and returns
- * the events it caused, or a rejection that changed nothing. Same commands and times in, same
- * events and state out: no clock, no randomness, no I/O.
+ * the events it caused, or a rejection that changed nothing (except deadlines that were due at
+ * its time: they fire first, whatever the command, and a rejection then carries their events).
+ * Same commands and times in, same events and state out: no clock, no randomness, no I/O.
  *
  * Stages per order, as in exchange-core: risk (reserve funds or reject) -> match (price-time,
  * maker's price) -> settle each fill (cost rounded down, each order's fees rounded up over its
- * fills so far, see docs/money.md) -> rest or finish (release what is left).
+ * fills so far, see docs/money.md) -> rest or finish (release what is left). The order controls
+ * (time in force, post-only, client ids, self-trade modes, amend, cancel-all, the dead man's
+ * switch, batches; docs/interface-decisions.md, Part E 12-24) hook into those stages.
  */
 import { formatUnits, MAX_DECIMALS, MAX_UNITS, mulDiv, pow10 } from '../domain/money.js';
 import {
@@ -167,12 +170,11 @@ class LiveOrder implements RestingOrder {
   // The order controls (issue 21), last: matching reads them only on a self-trade.
   /** Time priority within its level: its id, unless an amend sent it to the back (OrderState.priority). */
   declare priority: number;
-  declare timeInForce: TimeInForce;
-  declare postOnly: boolean;
-  declare clientOrderId: string | null;
-  declare stp: SelfTradeMode;
-  /** GTD: when it expires (Micros); 0 otherwise. */
-  declare expireTime: number;
+  /**
+   * What the placeOrder asked for beyond today's order: DEFAULT_CONTROLS, shared, for an order
+   * that asked for nothing (most orders), so they cost one field rather than five.
+   */
+  declare controls: OrderControls;
   /** Its place in the engine's deadline heap while it rests with an expiry, else -1. */
   declare heapIndex: number;
 
@@ -215,11 +217,7 @@ class LiveOrder implements RestingOrder {
     this.fee = 0;
     this.feeExcess = 0;
     this.priority = id;
-    this.timeInForce = 'GTC';
-    this.postOnly = false;
-    this.clientOrderId = null;
-    this.stp = 'cancel-oldest';
-    this.expireTime = 0;
+    this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
   }
 
@@ -258,23 +256,36 @@ class LiveOrder implements RestingOrder {
     this.fee = 0;
     this.feeExcess = 0;
     this.priority = id;
-    this.timeInForce = 'GTC';
-    this.postOnly = false;
-    this.clientOrderId = null;
-    this.stp = 'cancel-oldest';
-    this.expireTime = 0;
+    this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
     return this;
   }
 
   /** Sets the controls a placeOrder asked for (the defaults are set by the constructor and init). */
   control(controls: OrderControls): this {
-    this.timeInForce = controls.timeInForce;
-    this.postOnly = controls.postOnly;
-    this.clientOrderId = controls.clientOrderId;
-    this.stp = controls.stp;
-    this.expireTime = controls.expireTime;
+    this.controls = controls;
     return this;
+  }
+
+  get timeInForce(): TimeInForce {
+    return this.controls.timeInForce;
+  }
+  get postOnly(): boolean {
+    return this.controls.postOnly;
+  }
+  get stp(): SelfTradeMode {
+    return this.controls.stp;
+  }
+  /** GTD: when it expires (Micros); 0 otherwise. */
+  get expireTime(): number {
+    return this.controls.expireTime;
+  }
+  get clientOrderId(): string | null {
+    return this.controls.clientOrderId;
+  }
+  /** An amend's new client order id (the controls object may be shared, so it is replaced). */
+  set clientOrderId(clientOrderId: string | null) {
+    this.controls = { ...this.controls, clientOrderId };
   }
 
   // A GTD order is its own entry in the deadline heap (Deadline).
@@ -307,6 +318,8 @@ class LiveOrder implements RestingOrder {
       feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
+    // The shared defaults and no amend: the common case, told apart without reading each control.
+    if (this.controls === DEFAULT_CONTROLS && this.priority === this.id) return state;
     return hasDefaultControls(this) ? state : this.withControls(state);
   }
 
@@ -485,8 +498,7 @@ export class Engine {
     this.eventCount = 0;
     // Deadlines that are due fire first, whatever the command: the outcome does not depend on
     // whether a timer's tick or some other command came first.
-    const first = this.deadlines.peek();
-    if (first !== undefined && first.due <= time) this.fireDeadlines(time);
+    if (this.deadlines.size !== 0 && this.deadlines.peek()!.due <= time) this.fireDeadlines(time);
     let result: CommandResult | undefined;
     switch (command.kind) {
       case 'placeOrder':
@@ -707,12 +719,10 @@ export class Engine {
       controls = read;
     }
     const tif = controls.timeInForce;
-    let cost = 0;
-    if (isLimit) {
-      cost = this.costOf(market, c.price, c.volume);
-      // NaN (too large) is refused below, with the size limits.
-      if (cost < 1) return this.valueTooSmall(market);
-    }
+    // Worth less than one quote unit: floor(price × volume × multiplier / divisor) < 1. Compared
+    // without the division: below 2^53 the product is exact, above it is far above any divisor.
+    if (isLimit && c.price * c.volume * market.costMultiplier < market.costDivisor)
+      return this.valueTooSmall(market);
     const account = this.accountBook.account(c.userId);
     if (isLimit && (tif === 'GTC' || tif === 'GTD') && account.openOrders >= this.maxOpenOrdersPerUser)
       return this.tooManyOpenOrders();
@@ -725,6 +735,7 @@ export class Engine {
       if (hold > MAX_UNITS) return reject('too_large', 'The volume is too large.', 'volume');
     } else if (isLimit) {
       asset = market.quote;
+      const cost = this.costOf(market, c.price, c.volume);
       if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
       // Covers every way the order can execute: Σ costᵢ <= cost (each cost is floored, at prices
       // no worse than the limit), and the fees charged, ceil(Σ costᵢ × rateᵢ / 10^8), are at most

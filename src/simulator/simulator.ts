@@ -21,7 +21,7 @@
 import { OpenSpotClient } from '../client/client.js';
 import { formatUnits, isZeroDecimal, parseUnits } from '../client/decimal.js';
 import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
-import type { BookLevel, Credentials, Market, OrderBook, Side } from '../client/types.js';
+import type { BookLevel, Credentials, Market, Side } from '../client/types.js';
 import { type PriceWalk, priceWalk } from './price-walk.js';
 import { type Random, seededRandom } from './random.js';
 import { ReplayFeed, type ReplayStep, replayTradesFor } from './replay.js';
@@ -169,6 +169,32 @@ function ticksOf(text: string, decimals: number): bigint | undefined {
   } catch {
     return undefined;
   }
+}
+
+interface BookTop {
+  readonly bid: bigint | undefined;
+  readonly ask: bigint | undefined;
+}
+
+/**
+ * Moves a side of a ladder back, whole, when its best quote would meet the best opposite order
+ * (another maker's quote from before the walk moved, a taker's resting order): a post-only quote
+ * that would take is canceled, so a maker quotes just behind that order instead, as a real one
+ * does. Bids pushed to zero or below are dropped.
+ */
+function behindTheBook(orders: Array<{ side: Side; ticks: bigint }>, top: BookTop): void {
+  const bids = orders.filter((o) => o.side === 'buy');
+  const asks = orders.filter((o) => o.side === 'sell');
+  const topBid = bids.reduce((high, o) => maxBig(high, o.ticks), 0n);
+  if (top.ask !== undefined && bids.length > 0 && topBid >= top.ask)
+    for (const o of bids) o.ticks -= topBid - top.ask + 1n;
+  const lowAsk = asks.reduce<bigint | undefined>(
+    (low, o) => (low === undefined || o.ticks < low ? o.ticks : low),
+    undefined,
+  );
+  if (top.bid !== undefined && lowAsk !== undefined && lowAsk <= top.bid)
+    for (const o of asks) o.ticks += top.bid - lowAsk + 1n;
+  for (let i = orders.length - 1; i >= 0; i -= 1) if (orders[i]!.ticks < 1n) orders.splice(i, 1);
 }
 
 class Runner {
@@ -430,7 +456,14 @@ class Runner {
     // Cancel first: a maker's new bid may not meet its own old ask (self-trade prevention would
     // cancel it anyway, but that wastes the quote). Quotes that could not be canceled are kept
     // for the next refresh rather than forgotten in the book.
-    const gone = await this.#each(stale, (id) => this.#cancel(maker, id));
+    const cancelStale = () => this.#each(stale, (id) => this.#cancel(maker, id));
+    // The book is read beside the cancels (one round trip less per refresh); a stale quote of the
+    // maker's own it may still show only moves the new ladder back a little. In a sequential run
+    // it is read after them, so that the same steps read the same book.
+    const [gone, book] =
+      this.options.sequential === true
+        ? [await cancelStale(), await this.#bookTop(m)]
+        : await Promise.all([cancelStale(), this.#bookTop(m)]);
     const kept = stale.filter((_id, i) => !gone[i]);
     const reference = m.walk.step();
     const jitter = BigInt(this.#random.int(0, Number(m.gap) - 1));
@@ -442,7 +475,7 @@ class Runner {
       if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
       orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
     }
-    await this.#behindTheBook(m, orders);
+    if (book !== undefined) behindTheBook(orders, book);
     const ids = await this.#each(orders, (o) => this.#quote(maker, m, o));
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
   }
@@ -503,38 +536,18 @@ class Runner {
     if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
   }
 
-  /**
-   * Moves a side of the ladder back, whole, when its best quote would meet the best opposite order
-   * (another maker's quote from before the walk moved, a taker's resting order): a post-only quote
-   * that would take is canceled, so a maker quotes just behind that order instead, as a real one
-   * does. The book read is the public one; when it cannot be read the ladder stays as it is.
-   */
-  async #behindTheBook(m: MarketState, orders: Array<{ side: Side; ticks: bigint; lots: bigint }>) {
-    let book: OrderBook | undefined;
+  /** The best bid and ask of the market's public book, in ticks; undefined when unreadable. */
+  async #bookTop(m: MarketState): Promise<BookTop | undefined> {
     try {
       // The interface's depth counts both sides: 2 is the best level of each.
-      [book] = await this.#public.orderbook({ tickerId: m.pair, depth: 2 });
+      const [book] = await this.#public.orderbook({ tickerId: m.pair, depth: 2 });
+      const best = (level: BookLevel | undefined) =>
+        level === undefined ? undefined : ticksOf(level[0], m.market.pairDecimals);
+      return { bid: best(book?.bids[0]), ask: best(book?.asks[0]) };
     } catch (error) {
       this.#failed(error, `${m.pair} order book`);
-      return;
+      return undefined;
     }
-    const best = (level: BookLevel | undefined) =>
-      level === undefined ? undefined : ticksOf(level[0], m.market.pairDecimals);
-    const bestAsk = best(book?.asks[0]);
-    const bestBid = best(book?.bids[0]);
-    const bids = orders.filter((o) => o.side === 'buy');
-    const asks = orders.filter((o) => o.side === 'sell');
-    const topBid = bids.reduce((top, o) => maxBig(top, o.ticks), 0n);
-    if (bestAsk !== undefined && bids.length > 0 && topBid >= bestAsk)
-      for (const o of bids) o.ticks -= topBid - bestAsk + 1n;
-    const lowAsk = asks.reduce(
-      (low, o) => (low === undefined || o.ticks < low ? o.ticks : low),
-      undefined as bigint | undefined,
-    );
-    if (bestBid !== undefined && lowAsk !== undefined && lowAsk <= bestBid)
-      for (const o of asks) o.ticks += bestBid - lowAsk + 1n;
-    // A bid pushed to zero or below cannot be placed.
-    for (let i = orders.length - 1; i >= 0; i -= 1) if (orders[i]!.ticks < 1n) orders.splice(i, 1);
   }
 
   /**

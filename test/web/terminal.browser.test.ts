@@ -362,9 +362,10 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
 
   test('order controls: post-only and IOC end on arrival with their reason, GTD rests, amend, cancel-all', async () => {
     await page.getByRole('tab', { name: 'Open orders' }).click();
-    const ask = await bestPrice('asks');
-    // Post-only at the best ask would take: it ends canceled, and the form says why.
-    await page.getByLabel('Price (EUR)').fill(ask);
+    // Post-only well above the best ask would take (even if the simulator's quotes move meanwhile):
+    // it ends canceled, and the form says why.
+    const above = (Number(await bestPrice('asks')) * 1.05).toFixed(1);
+    await page.getByLabel('Price (EUR)').fill(above);
     await page.getByLabel('Volume (BTC)').fill('0.0001');
     await page.getByLabel('Post only').check();
     await page.getByRole('button', { name: 'Buy BTC' }).click();

@@ -4,7 +4,7 @@
  * terminal. Decimal strings are shown as received (no float rounding).
  */
 import type { BookLevelText, TickerItem, TradeItem } from '../client/channels.js';
-import { decimalsOf, formatUnits, parseUnits } from '../client/decimal.js';
+import { subtractDecimal } from '../client/decimal.js';
 import type { Market, Order, OrderBook, Ticker, UserTrade, WalletEntry } from '../client/types.js';
 import { table } from './table.js';
 
@@ -33,18 +33,12 @@ export const tickerRows = (tickers: readonly Ticker[]): Row[] =>
     quote_volume: t.target_volume,
   }));
 
-/** `total − pending`, exactly. */
-function available(total: string, pending: string): string {
-  const scale = Math.max(decimalsOf(total), decimalsOf(pending));
-  return formatUnits(parseUnits(total, scale) - parseUnits(pending, scale), scale);
-}
-
 export const balanceRows = (entries: readonly WalletEntry[]): Row[] =>
   entries.map((e) => ({
     asset: e.asset_id,
     total: e.balance.balance_total,
     in_orders: e.pending.balance_pending,
-    available: available(e.balance.balance_total, e.pending.balance_pending),
+    available: subtractDecimal(e.balance.balance_total, e.pending.balance_pending),
     value: `${e.balance.balance_total_in_fiat} ${e.balance_currency}`,
   }));
 
@@ -64,6 +58,7 @@ export const orderRows = (orders: readonly Order[]): Row[] =>
     executed: o.volume_executed.amount,
     status: o.status,
     opened: unixTime(o.open_time),
+    client_id: o.client_order_id ?? null,
     reason: o.reason,
   }));
 

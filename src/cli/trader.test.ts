@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startTestServer, type TestServer, type Trader } from '../../test/support/server-fixture.js';
+import { OpenSpotClient } from '../client/client.js';
 
 const MAIN = join(import.meta.dirname, 'main.ts');
 
@@ -43,7 +44,7 @@ function cli(args: string[], env: Record<string, string>, timeoutMs = 20_000): P
   });
 }
 
-describe('trader commands', { timeout: 120_000 }, () => {
+describe('trader commands', { timeout: 300_000 }, () => {
   let t: TestServer;
   let alice: Trader;
   let bob: Trader;
@@ -208,6 +209,106 @@ describe('trader commands', { timeout: 120_000 }, () => {
     const refused = await cli(['--profile', profile, 'cancel', String(again.id)], env);
     assert.equal(refused.code, 1, 'without nonces the key refuses the body-less DELETE');
     assert.match(refused.stderr, /Invalid Nonce/);
+  });
+
+  test('order controls against the server: post-only, GTD, client ids, IOC, FOK, amend, cancel-all, dead-man', async () => {
+    const carol = await t.trader();
+    const dave = await t.trader();
+    const as = (who: Trader) => ({ OPENSPOT_API_KEY: who.apiKey, OPENSPOT_API_SECRET: who.apiSecret });
+    type Placed = {
+      id: number;
+      order: {
+        id: number;
+        status: string;
+        reason: string | null;
+        expire_time: string;
+        client_order_id: string | null;
+        price: { amount: string };
+        volume: { amount: string };
+        volume_executed: { amount: string };
+      };
+    };
+    const place = async (who: Trader, args: string[]) => (await json(['order', ...args], as(who))) as Placed;
+
+    const before = Math.floor(Date.now() / 1000);
+    const bid = await place(carol, [
+      'buy',
+      'BTC/EUR',
+      '0.01',
+      '--price',
+      '100',
+      '--post-only',
+      '--gtd',
+      '1h',
+      '--client-id',
+      'c-bid-1',
+    ]);
+    assert.equal(bid.order.status, 'open');
+    assert.equal(bid.order.client_order_id, 'c-bid-1');
+    const expires = Number(bid.order.expire_time.split('.')[0]);
+    assert.ok(expires >= before + 3600 && expires <= before + 3700, bid.order.expire_time);
+
+    const found = (await json(['orders', '--client-id', 'c-bid-1'], as(carol))) as { data: { id: number } };
+    assert.equal(found.data.id, bid.id);
+
+    const amended = (await json(
+      ['amend', String(bid.id), '--price', '101', '--volume', '0.02'],
+      as(carol),
+    )) as Placed;
+    assert.equal(amended.order.price.amount, '101.0');
+    assert.equal(amended.order.volume.amount, '0.02000000');
+
+    const client = (who: Trader) =>
+      new OpenSpotClient({ baseUrl: `${t.url}/v1`, apiKey: who.apiKey, apiSecret: who.apiSecret });
+    // On ETH/BTC, where no other test trades: the taker meets dave's ask alone.
+    await client(dave).createOrder({
+      pair: 'ETH/BTC',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.5',
+      price: '0.05000',
+    });
+    const maker = await place(carol, ['buy', 'ETH/BTC', '0.01', '--price', '0.05', '--post-only']);
+    assert.equal(maker.order.status, 'canceled', 'a post-only order that would take is canceled');
+    assert.equal(maker.order.volume_executed.amount, '0.00000000');
+    assert.ok(maker.order.reason !== null && maker.order.reason !== '');
+
+    const fok = await place(carol, ['buy', 'ETH/BTC', '1', '--price', '0.05', '--fok']);
+    assert.equal(fok.order.status, 'canceled', 'FOK: half the volume is there, so nothing trades');
+    assert.equal(fok.order.volume_executed.amount, '0.00000000');
+
+    const ioc = await place(carol, ['buy', 'ETH/BTC', '1', '--price', '0.05', '--ioc']);
+    assert.equal(ioc.order.volume_executed.amount, '0.50000000', 'IOC takes what is there');
+    assert.equal(ioc.order.status, 'canceled', 'and cancels the rest');
+    const open = (await json(['orders'], as(carol))) as { data: Array<{ id: number }> };
+    assert.deepEqual(
+      open.data.map((o) => o.id),
+      [bid.id],
+      'nothing of the IOC rests',
+    );
+
+    const byClientId = await cli(['cancel', '--client-id', 'c-bid-1'], { ...env, ...as(carol) });
+    assert.equal(byClientId.code, 0, byClientId.stderr);
+
+    for (const [pair, price] of [
+      ['BTC/EUR', '100'],
+      ['BTC/EUR', '101'],
+      ['ETH/EUR', '10.00'],
+    ] as const)
+      await client(carol).createOrder({ pair, direction: 'buy', type: 'limit', volume: '0.01', price });
+    const some = await cli(['cancel', '--all', '--pair', 'BTCEUR'], { ...env, ...as(carol) });
+    assert.equal(some.stdout, '2 orders canceled.\n', some.stderr);
+    const rest = (await json(['cancel', '--all'], as(carol))) as { data: { canceled: number } };
+    assert.equal(rest.data.canceled, 1);
+
+    const armed = (await json(['dead-man', '60'], as(carol))) as { data: { trigger_time: string } };
+    const trigger = Number(armed.data.trigger_time.split('.')[0]);
+    assert.ok(
+      trigger >= before + 60 && trigger <= Math.floor(Date.now() / 1000) + 61,
+      armed.data.trigger_time,
+    );
+    const words = await cli(['dead-man', '0'], { ...env, ...as(carol) });
+    assert.equal(words.stdout, "The dead man's switch is off.\n", words.stderr);
   });
 
   test('book --watch --json streams the live book until SIGINT', async () => {

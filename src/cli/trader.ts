@@ -6,8 +6,11 @@
  *   book PAIR [--depth N] [--watch]
  *   balances                     the spot wallet
  *   order buy|sell PAIR VOLUME [--price P] [--type limit|market]
- *   orders [--closed] [--pair P] [--page-size N --page N]
- *   cancel ID
+ *         [--ioc|--fok|--gtd TIME] [--post-only] [--client-id ID] [--stp MODE]
+ *   orders [--closed] [--pair P] [--page-size N --page N] [--client-id ID]
+ *   cancel ID | --client-id ID | --all [--pair P]
+ *   amend ID [--price P] [--volume V]
+ *   dead-man SECONDS             the switch that cancels all open orders unless renewed (0: off)
  *   trades [--pair P] [--page-size N --page N]
  *
  * `--json` prints the server's answer as received (for scripts); tables otherwise. Credentials
@@ -22,6 +25,15 @@ import { watchBook } from './book-watch.js';
 import { table } from './table.js';
 import { resolveTrader, type TraderTarget } from './trader-config.js';
 import { balanceRows, marketRows, orderRows, restBookTable, tickerRows, tradeRows } from './trader-format.js';
+import {
+  describeSwitch,
+  type OrderControlFlags,
+  orderControls,
+  parseClientOrderId,
+  parseExpiry,
+  parseSwitchTimeout,
+  STP_MODES,
+} from './trader-orders.js';
 
 type Globals = { url?: string; profile?: string; json?: boolean };
 
@@ -157,6 +169,13 @@ export function registerTraderCommands(program: Command): void {
       }),
     );
 
+  /** An order's current record as a table, or the message when there is no id to read it by. */
+  const showOrder = async (c: OpenSpotClient, id: number | undefined, message: string) => {
+    // Answers to state changes carry no order record: fetch it, so the caller sees the status at once.
+    const order = id === undefined ? undefined : (await c.order(id)).data;
+    print({ id, message, order }, () => (order === undefined ? message : table(orderRows([order]))));
+  };
+
   program
     .command('order')
     .description('place an order: a limit order with --price, else a market order')
@@ -170,13 +189,29 @@ export function registerTraderCommands(program: Command): void {
         'market',
       ]),
     )
+    .addOption(
+      new Option('--ioc', 'immediate or cancel: what does not trade at once is canceled').conflicts([
+        'fok',
+        'gtd',
+      ]),
+    )
+    .addOption(new Option('--fok', 'fill or kill: trades in full at once, or not at all').conflicts('gtd'))
+    .addOption(
+      new Option(
+        '--gtd <time>',
+        'good till: canceled at TIME (30m, 12h, 7d, Unix seconds or ISO time)',
+      ).argParser((value: string) => parseExpiry(value, Date.now())),
+    )
+    .option('--post-only', 'only add liquidity: canceled instead of trading on arrival')
+    .option('--client-id <id>', 'your own id for the order (1-36 of A-Z a-z 0-9 _ -)', parseClientOrderId)
+    .addOption(new Option('--stp <mode>', 'self-trade prevention (default cancel-oldest)').choices(STP_MODES))
     .action(
       run(
         async (
           side: Side,
           pair: string,
           volume: string,
-          o: { price?: string; type?: 'limit' | 'market' },
+          o: OrderControlFlags & { price?: string; type?: 'limit' | 'market' },
         ) => {
           const type = o.type ?? (o.price === undefined ? 'market' : 'limit');
           if (type === 'limit' && o.price === undefined) throw new Error('a limit order needs --price');
@@ -187,12 +222,9 @@ export function registerTraderCommands(program: Command): void {
             type,
             volume,
             ...(type === 'limit' ? { price: o.price } : {}),
+            ...orderControls(o),
           });
-          // The answer has no order record: fetch it, so the caller sees the status at once.
-          const order = created.id === undefined ? undefined : (await c.order(created.id)).data;
-          print({ id: created.id, message: created.envelope.message, order }, () =>
-            order === undefined ? created.envelope.message : table(orderRows([order])),
-          );
+          await showOrder(c, created.id, created.envelope.message);
         },
       ),
     );
@@ -204,33 +236,94 @@ export function registerTraderCommands(program: Command): void {
     .option('--pair <pair>', 'only this market')
     .option('--page-size <n>', 'paginate', positiveInt('--page-size'))
     .option('--page <n>', 'page number (with --page-size)', positiveInt('--page'))
+    .option('--client-id <id>', 'only your newest order with this client order id', parseClientOrderId)
     .action(
-      run(async (o: { closed?: boolean; pair?: string; pageSize?: number; page?: number }) => {
+      run(
+        async (o: {
+          closed?: boolean;
+          pair?: string;
+          pageSize?: number;
+          page?: number;
+          clientId?: string;
+        }) => {
+          const c = signedClient();
+          if (o.clientId !== undefined) {
+            const answer = await c.getByClientOrderId(o.clientId);
+            print(answer, () => table(orderRows([answer.data])));
+            return;
+          }
+          const params = {
+            pair: o.pair === undefined ? undefined : await slashPair(c, o.pair),
+            pageSize: o.pageSize,
+            page: o.page,
+          };
+          const answer = o.closed === true ? await c.closedOrders(params) : await c.openOrders(params);
+          print(answer, () => {
+            const meta = answer.meta;
+            const footer =
+              meta === undefined
+                ? ''
+                : `\npage ${meta.current_page} of ${meta.last_page}, ${meta.total} orders`;
+            return table(orderRows(answer.data)) + footer;
+          });
+        },
+      ),
+    );
+
+  program
+    .command('cancel [id]')
+    .description('cancel one of your open orders, by id or --client-id, or all of them with --all')
+    .option('--client-id <id>', 'the order placed with this client order id', parseClientOrderId)
+    .option('--all', 'all your open orders (with --pair: those of one market)')
+    .option('--pair <pair>', 'with --all: only this market')
+    .action(
+      run(async (id: string | undefined, o: { clientId?: string; all?: boolean; pair?: string }) => {
+        const chosen = [id !== undefined, o.clientId !== undefined, o.all === true].filter(Boolean).length;
+        if (chosen !== 1) throw new Error('name one order (ID or --client-id), or use --all');
+        if (o.pair !== undefined && o.all !== true) throw new Error('--pair goes with --all');
         const c = signedClient();
-        const params = {
-          pair: o.pair === undefined ? undefined : await slashPair(c, o.pair),
-          pageSize: o.pageSize,
-          page: o.page,
-        };
-        const answer = o.closed === true ? await c.closedOrders(params) : await c.openOrders(params);
-        print(answer, () => {
-          const meta = answer.meta;
-          const footer =
-            meta === undefined
-              ? ''
-              : `\npage ${meta.current_page} of ${meta.last_page}, ${meta.total} orders`;
-          return table(orderRows(answer.data)) + footer;
-        });
+        if (o.all === true) {
+          const answer = await c.cancelAll({
+            pair: o.pair === undefined ? undefined : await slashPair(c, o.pair),
+          });
+          const n = answer.data.canceled;
+          print(answer, () => `${n} order${n === 1 ? '' : 's'} canceled.`);
+          return;
+        }
+        const answer =
+          o.clientId !== undefined
+            ? await c.cancelByClientOrderId(o.clientId)
+            : await c.cancelOrder(positiveInt('order id')(id ?? ''));
+        print(answer, () => answer.message);
       }),
     );
 
   program
-    .command('cancel <id>')
-    .description('cancel one of your open orders')
+    .command('amend <id>')
+    .description('change an open order in place: its price, or its total volume (executed part included)')
+    .option('--price <price>', 'new limit price (the order moves to the back of its level)')
+    .option('--volume <volume>', 'new total volume (lower keeps its place in the queue)')
     .action(
-      run(async (id: string) => {
-        const answer = await signedClient().cancelOrder(positiveInt('order id')(id));
-        print(answer, () => answer.message);
+      run(async (id: string, o: { price?: string; volume?: string }) => {
+        if (o.price === undefined && o.volume === undefined)
+          throw new Error('give --price, --volume or both');
+        const orderId = positiveInt('order id')(id);
+        const c = signedClient();
+        const answer = await c.amend(orderId, o);
+        await showOrder(c, orderId, answer.message);
+      }),
+    );
+
+  program
+    .command('dead-man')
+    .description(
+      "dead man's switch: unless called again within SECONDS, all your open orders are canceled (0: off)",
+    )
+    .argument('<seconds>', 'timeout, 0 to 86400', parseSwitchTimeout)
+    .action(
+      run(async (seconds: number) => {
+        const answer = await signedClient().cancelAllAfter(seconds);
+        print(answer, () => describeSwitch(answer.data.trigger_time));
       }),
     );
 

@@ -101,9 +101,15 @@ export type BookMessage =
   | (ChannelMessage<'book', BookData> & { readonly type: 'snapshot' })
   | (ChannelMessage<'book', BookUpdateData> & { readonly type: 'update' });
 
-export type ExecutionEvent = 'accepted' | 'trade' | 'closed' | 'canceled';
+/** `amended`: an open order changed in place (an amend, or self-trade prevention's decrement). */
+export type ExecutionEvent = 'accepted' | 'trade' | 'amended' | 'closed' | 'canceled';
 export interface ExecutionData {
   readonly event: ExecutionEvent;
+  /**
+   * `amended` messages only: why the order changed (`amended by user`, `self-trade prevention
+   * (decrement)`). Why an order ended is its `order.reason`.
+   */
+  readonly reason?: string;
   /** The order as GET /orders/:id shows it right after the event. */
   readonly order: Order;
   /** One for `trade`, none otherwise. */

@@ -134,6 +134,137 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
     assert.equal(again.shape, 'E');
   });
 
+  test('order controls: client ids, post-only, GTD, amend, batches, cancel-all and the switch', async () => {
+    const maker = clientFor(t, await t.trader());
+    const taker = clientFor(t, await t.trader());
+    const pair = 'ETH/EUR';
+    const soon = Math.floor(Date.now() / 1000) + 3600;
+
+    const quote = await maker.createOrder({
+      pair,
+      direction: 'sell',
+      type: 'limit',
+      volume: '1',
+      price: '3000.00',
+      timeInForce: 'GTD',
+      expireTime: soon,
+      postOnly: true,
+      clientOrderId: 'mm-ask-1',
+    });
+    const byClientId = (await maker.getByClientOrderId('mm-ask-1')).data;
+    assert.equal(byClientId.id, quote.id);
+    assert.equal(byClientId.client_order_id, 'mm-ask-1');
+    assert.equal(byClientId.time_in_force, 'GTD');
+    assert.equal(byClientId.post_only, true);
+    assert.equal(byClientId.expire_time, `${soon}.0000`);
+    const duplicate = await apiError(
+      maker.createOrder({
+        pair,
+        direction: 'sell',
+        type: 'limit',
+        volume: '1',
+        price: '3100.00',
+        clientOrderId: 'mm-ask-1',
+      }),
+    );
+    assert.equal(duplicate.status, 422);
+    assert.ok(
+      duplicate.body !== undefined && 'errors' in duplicate.body && duplicate.body.errors.client_order_id,
+    );
+
+    // A post-only bid at the ask would take: canceled, nothing traded.
+    const crossing = await taker.createOrder({
+      pair,
+      direction: 'buy',
+      type: 'limit',
+      volume: '0.1',
+      price: '3000.00',
+      postOnly: true,
+    });
+    const ended = (await taker.order(crossing.id!)).data;
+    assert.equal(ended.status, 'canceled');
+    assert.equal(ended.volume_executed.amount, '0.00000000');
+
+    // Amend: the volume down, then the price; the record follows.
+    await maker.amend(quote.id!, { volume: '0.5' });
+    const amended = await maker.amend(quote.id!, { price: '3001.00' });
+    assert.equal(amended.success, true);
+    const now = (await maker.order(quote.id!)).data;
+    assert.equal(now.volume.amount, '0.50000000');
+    assert.equal(now.price.amount, '3001.00');
+
+    // A batch: each order on its own, in the order given.
+    const batch = await maker.placeBatch([
+      { pair, direction: 'sell', type: 'limit', volume: '0.1', price: '3100.00', postOnly: true },
+      { pair, direction: 'sell', type: 'limit', volume: '0.1', price: '-1' },
+      {
+        pair: 'BTC/EUR',
+        direction: 'sell',
+        type: 'limit',
+        volume: '0.01',
+        price: '90000.0',
+        clientOrderId: 'mm-btc',
+      },
+    ]);
+    assert.deepEqual(
+      batch.data.map((r) => r.success),
+      [true, false, true],
+    );
+    const [first, refused] = batch.data;
+    assert.ok(first?.success === true && first.location === `/v1/orders/${first.id}`);
+    assert.ok(refused?.success === false && refused.errors.price !== undefined);
+    const tooMany = await apiError(
+      maker.placeBatch(
+        Array.from({ length: 21 }, () => ({
+          pair,
+          direction: 'sell' as const,
+          type: 'market' as const,
+          volume: '1',
+        })),
+      ),
+    );
+    assert.equal(tooMany.status, 422);
+
+    // Cancel by client id, then all of one market, then the rest.
+    assert.equal((await maker.cancelByClientOrderId('mm-btc')).success, true);
+    assert.equal((await maker.getByClientOrderId('mm-btc')).data.status, 'canceled');
+    await maker.createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.01',
+      price: '90000.0',
+    });
+    assert.deepEqual((await maker.cancelAll({ pair })).data, { canceled: 2 });
+    assert.deepEqual((await maker.cancelAll()).data, { canceled: 1 });
+    assert.deepEqual((await maker.cancelAll()).data, { canceled: 0 });
+
+    // The switch: armed, it reports when it fires; 0 disarms it.
+    const before = Date.now() / 1000;
+    const armed = (await maker.cancelAllAfter(60)).data.trigger_time;
+    assert.match(armed, /^\d+\.\d{4}$/);
+    assert.ok(Number(armed) >= before + 59 && Number(armed) <= Date.now() / 1000 + 61, armed);
+    assert.deepEqual((await maker.cancelAllAfter(0)).data, { trigger_time: '0.0000' });
+    assert.equal((await apiError(maker.cancelAllAfter(86_401))).status, 422);
+  });
+
+  test("the dead man's switch cancels the open orders once it is not renewed", async () => {
+    const c = clientFor(t, await t.trader());
+    const placed = await c.createOrder({
+      pair: 'ETH/EUR',
+      direction: 'buy',
+      type: 'limit',
+      volume: '0.01',
+      price: '100.00',
+    });
+    await c.cancelAllAfter(1);
+    await eventually(async () => {
+      const order = (await c.order(placed.id!)).data;
+      assert.equal(order.status, 'canceled');
+      assert.equal(order.reason, "dead man's switch");
+    }, 5000);
+  });
+
   test('error statuses and shapes of private endpoints', async () => {
     const s = clientFor(t, seller);
     const d = await apiError(
@@ -266,9 +397,11 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
         volume: '1.2',
       });
       await s.cancelOrder(ids[1]!);
+      // An amend is an `amended` message that says why; the local book follows the new volume.
+      await s.amend(ids[0]!, { volume: '0.45' });
 
       await eventually(() => {
-        assert.deepEqual(bookSub.book.asks(), [{ price: '2000.00', qty: '0.30000000' }]);
+        assert.deepEqual(bookSub.book.asks(), [{ price: '2000.00', qty: '0.25000000' }]);
         assert.ok(
           books.every((status) => status === 'ok'),
           JSON.stringify(books),
@@ -280,6 +413,10 @@ describe('OpenSpotClient against the server', { timeout: 30_000 }, () => {
         assert.ok(events.includes('trade'));
         assert.ok(events.includes('closed'));
         assert.ok(events.includes('canceled'));
+        const amended = executions.find((m) => m.type === 'update' && m.data.event === 'amended');
+        assert.ok(amended?.type === 'update');
+        assert.equal(amended.data.reason, 'amended by user');
+        assert.equal(amended.data.order.volume.amount, '0.45000000');
       });
     } finally {
       rt.disconnect();

@@ -320,3 +320,117 @@ test('createOrder sends an Idempotency-Key and retries lost answers with the sam
   );
   assert.equal(received.length, n + 1);
 });
+
+test('order controls travel under the interface names, after the fields an order always has', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) => json(res, 201, { success: true }, { location: '/v1/orders/5' });
+  await client().createOrder({
+    pair: 'BTC/EUR',
+    direction: 'sell',
+    type: 'limit',
+    volume: '0.5',
+    price: '31000.0',
+    timeInForce: 'GTD',
+    expireTime: 1_900_000_000,
+    postOnly: true,
+    clientOrderId: 'quote-1_a',
+    stp: 'decrement',
+  });
+  assert.equal(
+    last().body,
+    '{"order_direction":"sell","order_type":"limit","pair":"BTC/EUR","volume":"0.5","price":"31000.0",' +
+      '"time_in_force":"GTD","expire_time":1900000000,"post_only":true,"client_order_id":"quote-1_a","stp":"decrement"}',
+  );
+  assert.ok(verify(last()));
+  // `false` is a value the caller chose, so it is sent; only absent fields stay out.
+  await client().createOrder({
+    pair: 'BTC/EUR',
+    direction: 'buy',
+    type: 'market',
+    volume: '1',
+    timeInForce: 'IOC',
+    postOnly: false,
+    expireTime: '1900000000.5',
+  });
+  assert.equal(
+    last().body,
+    '{"order_direction":"buy","order_type":"market","pair":"BTC/EUR","volume":"1","time_in_force":"IOC","expire_time":"1900000000.5","post_only":false}',
+  );
+});
+
+test('cancel-all, the switch, batches, amend and client ids: paths, bodies and signatures', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', code: 200, data: { canceled: 2 } });
+  const c = client();
+  assert.deepEqual((await c.cancelAll()).data, { canceled: 2 });
+  assert.equal(`${last().method} ${last().url} ${last().body}`, 'DELETE /v1/orders ');
+  assert.ok(verify(last()));
+  await c.cancelAll({ pair: 'BTC/EUR' });
+  assert.equal(`${last().method} ${last().url} ${last().body}`, 'DELETE /v1/orders?pair=BTC%2FEUR ');
+
+  await c.cancelAllAfter(60);
+  assert.equal(
+    `${last().method} ${last().url} ${last().body}`,
+    'POST /v1/orders/cancel-all-after {"timeout":60}',
+  );
+  assert.ok(verify(last()));
+
+  await c.placeBatch([
+    { pair: 'BTC/EUR', direction: 'buy', type: 'limit', volume: '0.1', price: '29000.0', postOnly: true },
+    { pair: 'ETH/EUR', direction: 'sell', type: 'market', volume: '1', clientOrderId: 'x' },
+  ]);
+  assert.equal(last().url, '/v1/orders/batch');
+  assert.equal(
+    last().body,
+    '{"orders":[{"order_direction":"buy","order_type":"limit","pair":"BTC/EUR","volume":"0.1","price":"29000.0","post_only":true},' +
+      '{"order_direction":"sell","order_type":"market","pair":"ETH/EUR","volume":"1","client_order_id":"x"}]}',
+  );
+  assert.equal(last().headers['idempotency-key'], undefined, 'a batch is not deduplicated');
+  assert.ok(verify(last()));
+
+  await c.amend(7, { volume: '0.3' });
+  assert.equal(`${last().method} ${last().url} ${last().body}`, 'PATCH /v1/orders/7 {"volume":"0.3"}');
+  assert.ok(verify(last()));
+  await c.amend(7, { price: '30000.5', volume: '0.4', clientOrderId: 'renamed' });
+  assert.equal(last().body, '{"price":"30000.5","volume":"0.4","client_order_id":"renamed"}');
+
+  await c.getByClientOrderId('bot-42_A');
+  assert.equal(`${last().method} ${last().url} ${last().body}`, 'GET /v1/orders/client/bot-42_A ');
+  await c.cancelByClientOrderId('bot-42_A');
+  assert.equal(`${last().method} ${last().url} ${last().body}`, 'DELETE /v1/orders/client/bot-42_A ');
+  assert.ok(verify(last()));
+
+  // An id the server could never have stored is refused before anything is sent.
+  const sent = received.length;
+  await assert.rejects(c.getByClientOrderId('../orders/7'), TypeError);
+  await assert.rejects(c.cancelByClientOrderId('x'.repeat(37)), TypeError);
+  await assert.rejects(c.amend(0, { volume: '1' }), TypeError);
+  assert.equal(received.length, sent);
+});
+
+test('with nonces on, every new state change signs a body that carries the nonce', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', code: 200 });
+  let next = 0n;
+  const c = new OpenSpotClient({ baseUrl, apiKey: 'key-1', apiSecret: SECRET, nonce: () => String(++next) });
+  await c.cancelAll();
+  assert.equal(last().body, '{"nonce":"1"}');
+  assert.ok(verify(last()));
+  await c.cancelAll({ pair: 'ETH/EUR' });
+  assert.equal(`${last().url} ${last().body}`, '/v1/orders?pair=ETH%2FEUR {"nonce":"2","pair":"ETH/EUR"}');
+  await c.cancelByClientOrderId('q1');
+  assert.equal(last().body, '{"nonce":"3","client_order_id":"q1"}');
+  await c.cancelAllAfter(0);
+  assert.equal(last().body, '{"timeout":0,"nonce":"4"}');
+  await c.amend(3, { price: '1.5', clientOrderId: null });
+  assert.equal(last().body, '{"price":"1.5","client_order_id":null,"nonce":"5","order_id":3}');
+  await c.placeBatch([{ pair: 'BTC/EUR', direction: 'buy', type: 'market', volume: '1' }]);
+  assert.equal(
+    last().body,
+    '{"orders":[{"order_direction":"buy","order_type":"market","pair":"BTC/EUR","volume":"1"}],"nonce":"6"}',
+  );
+  assert.ok(verify(last()));
+});

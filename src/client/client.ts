@@ -6,23 +6,29 @@
 import { randomUUID } from 'node:crypto';
 import { type ErrorBody, errorShape, OpenSpotApiError, OpenSpotTransportError } from './errors.js';
 import { signRequest } from './sign.js';
-import type {
-  BareEnvelope,
-  Candle,
-  ChannelAuth,
-  CreatedOrder,
-  Envelope,
-  HistoricalTrades,
-  Interval,
-  Market,
-  Order,
-  OrderBook,
-  OrderType,
-  PagedEnvelope,
-  Side,
-  Ticker,
-  UserTrade,
-  WalletEntry,
+import {
+  type BareEnvelope,
+  type BatchResult,
+  type CancelAllAfter,
+  type CanceledCount,
+  type Candle,
+  type ChannelAuth,
+  CLIENT_ORDER_ID,
+  type CreatedOrder,
+  type Envelope,
+  type HistoricalTrades,
+  type Interval,
+  type Market,
+  type Order,
+  type OrderBook,
+  type OrderType,
+  type PagedEnvelope,
+  type SelfTradePrevention,
+  type Side,
+  type Ticker,
+  type TimeInForce,
+  type UserTrade,
+  type WalletEntry,
 } from './types.js';
 
 export interface ClientOptions {
@@ -63,7 +69,8 @@ export function timestampNonces(): () => string {
   };
 }
 
-export interface CreateOrderParams {
+/** One order's fields, as `POST /orders` and each item of `POST /orders/batch` take them. */
+export interface OrderParams {
   readonly pair: string;
   readonly direction: Side;
   readonly type: OrderType;
@@ -71,6 +78,19 @@ export interface CreateOrderParams {
   readonly volume: string;
   /** Required for limit orders. */
   readonly price?: string;
+  /** Default GTC. `GTD` needs `expireTime`. */
+  readonly timeInForce?: TimeInForce;
+  /** Unix seconds (a whole number or a decimal string) at which a GTD order is canceled. */
+  readonly expireTime?: number | string;
+  /** Never take liquidity: an order that would trade on arrival is canceled instead (limit, GTC or GTD). */
+  readonly postOnly?: boolean;
+  /** Your own id for the order (1 to 36 of `[A-Za-z0-9_-]`), unique among your open orders. */
+  readonly clientOrderId?: string;
+  /** Self-trade prevention; the server's default is `cancel-oldest`. */
+  readonly stp?: SelfTradePrevention;
+}
+
+export interface CreateOrderParams extends OrderParams {
   /**
    * The order's Idempotency-Key (1 to 255 printable ASCII characters). Default: a new random
    * UUID per call. Pass your own to retry across calls or processes (keep it with the order
@@ -100,8 +120,38 @@ function queryString(query: Readonly<Record<string, QueryValue>>): string {
 
 const ORDER_LOCATION = /\/orders\/(\d+)\/?$/;
 
+/**
+ * An order's body with the interface's names, in the order it lists them. A field left out stays
+ * out of the body, so an order that uses no new control is sent byte for byte as before.
+ */
+export function orderBody(params: OrderParams): Record<string, unknown> {
+  const optional = {
+    price: params.price,
+    time_in_force: params.timeInForce,
+    expire_time: params.expireTime,
+    post_only: params.postOnly,
+    client_order_id: params.clientOrderId,
+    stp: params.stp,
+  };
+  return {
+    order_direction: params.direction,
+    order_type: params.type,
+    pair: params.pair,
+    volume: params.volume,
+    ...Object.fromEntries(Object.entries(optional).filter(([, value]) => value !== undefined)),
+  };
+}
+
+/** The changes `amend` can make; `volume` is the new total, the executed part included. */
+export interface AmendParams {
+  readonly price?: string;
+  readonly volume?: string;
+  /** A new client order id; `null` removes it. */
+  readonly clientOrderId?: string | null;
+}
+
 interface RequestSpec {
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'DELETE' | 'PATCH';
   readonly path: string;
   readonly query?: Readonly<Record<string, QueryValue>>;
   /** The serialized body: signed and sent as this exact string. */
@@ -214,14 +264,7 @@ export class OpenSpotClient {
     const attempt = (): RequestSpec => ({
       method: 'POST',
       path: '/orders',
-      body: JSON.stringify({
-        order_direction: params.direction,
-        order_type: params.type,
-        pair: params.pair,
-        volume: params.volume,
-        ...(params.price === undefined ? {} : { price: params.price }),
-        ...this.#nonceField(),
-      }),
+      body: JSON.stringify({ ...orderBody(params), ...this.#nonceField() }),
       signed: true,
       headers,
     });
@@ -244,6 +287,78 @@ export class OpenSpotClient {
 
   async order(id: number): Promise<Envelope<Order>> {
     return this.#json({ method: 'GET', path: `/orders/${orderPath(id)}`, signed: true });
+  }
+
+  /** The newest of your orders placed with this `client_order_id` (open or not). */
+  async getByClientOrderId(clientOrderId: string): Promise<Envelope<Order>> {
+    return this.#json({ method: 'GET', path: clientOrderPath(clientOrderId), signed: true });
+  }
+
+  /** Cancels your open order with this `client_order_id`; with nonces, the signed body names it. */
+  async cancelByClientOrderId(clientOrderId: string): Promise<BareEnvelope> {
+    const path = clientOrderPath(clientOrderId);
+    const body =
+      this.#nonce === undefined
+        ? undefined
+        : JSON.stringify({ ...this.#nonceField(), client_order_id: clientOrderId });
+    return this.#json({ method: 'DELETE', path, body, signed: true });
+  }
+
+  /**
+   * Cancels all your open orders, or those of one market. With nonces the signed body carries
+   * the nonce (and the market, so the signature covers what is canceled).
+   */
+  async cancelAll(params: { pair?: string } = {}): Promise<Envelope<CanceledCount>> {
+    const body =
+      this.#nonce === undefined
+        ? undefined
+        : JSON.stringify({
+            ...this.#nonceField(),
+            ...(params.pair === undefined ? {} : { pair: params.pair }),
+          });
+    return this.#json({
+      method: 'DELETE',
+      path: '/orders',
+      query: { pair: params.pair },
+      body,
+      signed: true,
+    });
+  }
+
+  /**
+   * The dead man's switch: unless called again within `timeoutSeconds` (0 to 86,400), every open
+   * order of yours is canceled. Each call moves the deadline; 0 disarms it. Call it well within the
+   * timeout (e.g. every 15 s with 60), as a late call after it fired does not bring orders back.
+   */
+  async cancelAllAfter(timeoutSeconds: number): Promise<Envelope<CancelAllAfter>> {
+    const body = JSON.stringify({ timeout: timeoutSeconds, ...this.#nonceField() });
+    return this.#json({ method: 'POST', path: '/orders/cancel-all-after', body, signed: true });
+  }
+
+  /**
+   * Places 1 to 20 orders in one engine step, in the order given; each is placed or refused on
+   * its own, and the answer has one result per order in the same order. Not retried: a batch has
+   * no Idempotency-Key, so after a lost answer look the orders up (by `clientOrderId`) instead.
+   */
+  async placeBatch(orders: readonly OrderParams[]): Promise<Envelope<BatchResult[]>> {
+    const body = JSON.stringify({ orders: orders.map(orderBody), ...this.#nonceField() });
+    return this.#json({ method: 'POST', path: '/orders/batch', body, signed: true });
+  }
+
+  /**
+   * Changes an open order in place. A lower volume keeps its place in the queue; a new price or a
+   * higher volume moves it to the back of its level.
+   */
+  async amend(id: number, changes: AmendParams): Promise<BareEnvelope> {
+    const path = `/orders/${orderPath(id)}`;
+    const body = JSON.stringify({
+      ...(changes.price === undefined ? {} : { price: changes.price }),
+      ...(changes.volume === undefined ? {} : { volume: changes.volume }),
+      ...(changes.clientOrderId === undefined ? {} : { client_order_id: changes.clientOrderId }),
+      // As for cancels: a nonce key's signed body names the order, so it changes nothing else.
+      ...(this.#nonce === undefined ? {} : { ...this.#nonceField(), order_id: id }),
+    });
+    return this.#json({ method: 'PATCH', path, body, signed: true });
   }
 
   async openOrders(params: { pair?: string } & PageParams = {}): Promise<PagedEnvelope<Order>> {
@@ -348,6 +463,12 @@ export class OpenSpotClient {
 function orderPath(id: number): string {
   if (!Number.isSafeInteger(id) || id < 1) throw new TypeError(`not a record id: ${id}`);
   return String(id);
+}
+
+/** A client order id goes into a path: one that the server could never have stored is a caller bug. */
+function clientOrderPath(clientOrderId: string): string {
+  if (!CLIENT_ORDER_ID.test(clientOrderId)) throw new TypeError(`not a client order id: ${clientOrderId}`);
+  return `/orders/client/${clientOrderId}`;
 }
 
 const orderQuery = (params: { pair?: string } & PageParams) => ({

@@ -1,7 +1,7 @@
 /** Exact decimal helpers of the client. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compareDecimal, formatUnits, isZeroDecimal, parseUnits } from './decimal.js';
+import { compareDecimal, formatUnits, isZeroDecimal, parseUnits, subtractDecimal } from './decimal.js';
 
 test('parseUnits / formatUnits round-trip exactly', () => {
   assert.equal(parseUnits('1.25', 2), 125n);
@@ -27,4 +27,10 @@ test('compareDecimal compares values, not strings', () => {
 test('isZeroDecimal', () => {
   for (const zero of ['0', '0.0', '0.00000000', '.0', '000']) assert.equal(isZeroDecimal(zero), true, zero);
   for (const other of ['', '.', '0.01', '10', 'x']) assert.equal(isZeroDecimal(other), false, other);
+});
+
+test('subtractDecimal is exact at the finer scale', () => {
+  assert.equal(subtractDecimal('10.0000000001', '0.3'), '9.7000000001');
+  assert.equal(subtractDecimal('5', '5.00'), '0.00');
+  assert.equal(subtractDecimal('1', '1.5'), '-0.5');
 });

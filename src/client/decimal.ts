@@ -38,3 +38,9 @@ export function compareDecimal(a: string, b: string): number {
 
 /** True for "0", "0.000" and the like. */
 export const isZeroDecimal = (text: string): boolean => /^(0+(\.0*)?|\.0+)$/.test(text.trim());
+
+/** a − b, exactly, at the finer of their two scales ("10.5" − "0.25" → "10.25"; may be negative). */
+export function subtractDecimal(a: string, b: string): string {
+  const scale = Math.max(decimalsOf(a), decimalsOf(b));
+  return formatUnits(parseUnits(a, scale) - parseUnits(b, scale), scale);
+}

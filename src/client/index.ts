@@ -6,13 +6,16 @@
 export * from './channels.js';
 export { bookChecksum, crc32 } from './checksum.js';
 export {
+  type AmendParams,
   type ClientOptions,
   type CreateOrderParams,
   OpenSpotClient,
+  type OrderParams,
+  orderBody,
   type PageParams,
   timestampNonces,
 } from './client.js';
-export { compareDecimal, formatUnits, isZeroDecimal, parseUnits } from './decimal.js';
+export { compareDecimal, formatUnits, isZeroDecimal, parseUnits, subtractDecimal } from './decimal.js';
 export * from './errors.js';
 export { type BookApplyResult, LocalBook, type LocalBookOptions } from './local-book.js';
 export { bodyDigest, EMPTY_BODY, signRequest } from './sign.js';

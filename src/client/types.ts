@@ -9,6 +9,16 @@ export type Decimal = string;
 export type Side = 'buy' | 'sell';
 export type OrderType = 'limit' | 'market';
 export type OrderStatus = 'open' | 'closed' | 'canceled';
+/**
+ * How long an order may rest: `GTC` until canceled (the default), `IOC` trades what it can at once
+ * and cancels the rest, `FOK` trades in full at once or not at all, `GTD` until `expire_time`.
+ */
+export type TimeInForce = 'GTC' | 'IOC' | 'FOK' | 'GTD';
+export const TIMES_IN_FORCE: readonly TimeInForce[] = ['GTC', 'IOC', 'FOK', 'GTD'];
+/** Self-trade prevention: what happens when two orders of one user would trade together. */
+export type SelfTradePrevention = 'cancel-oldest' | 'cancel-newest' | 'cancel-both' | 'decrement';
+/** 1 to 36 characters of `[A-Za-z0-9_-]`: the server's rule for `client_order_id`. */
+export const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,36}$/;
 /** Candle intervals in minutes. */
 export type Interval = 1 | 5 | 15 | 30 | 60 | 240 | 1440 | 10080 | 21600;
 export const INTERVALS: readonly Interval[] = [1, 5, 15, 30, 60, 240, 1440, 10080, 21600];
@@ -154,6 +164,14 @@ export interface Order {
   };
   readonly trigger_conditions: string;
   readonly trades: readonly OrderExecution[];
+  /** The id the order was placed with; null when none. */
+  readonly client_order_id?: string | null;
+  /** Present only when not GTC. */
+  readonly time_in_force?: TimeInForce;
+  /** Present (true) only for a post-only order. */
+  readonly post_only?: true;
+  /** Present only when not `cancel-oldest`. */
+  readonly stp?: SelfTradePrevention;
 }
 
 export interface UserTrade {
@@ -206,6 +224,26 @@ export interface CreatedOrder {
   /** From the `Location` header (`/v1/orders/<id>`), when the server sends one. */
   readonly id: number | undefined;
   readonly envelope: BareEnvelope;
+}
+
+/** One order of `POST /orders/batch`, in the order sent: placed, or refused on its own. */
+export type BatchResult =
+  | { readonly success: true; readonly id: number; readonly location: string }
+  | {
+      readonly success: false;
+      readonly message: string;
+      /** Shape D's fields: messages by request field. */
+      readonly errors: Readonly<Record<string, readonly string[]>>;
+    };
+
+/** The answer of a cancel-all. */
+export interface CanceledCount {
+  readonly canceled: number;
+}
+
+/** The dead man's switch: when it fires, Unix seconds with 4 decimals; `"0.0000"` when disarmed. */
+export interface CancelAllAfter {
+  readonly trigger_time: string;
 }
 
 export interface ChannelAuth {

@@ -1,6 +1,7 @@
 /**
  * The simulator against the real server: within a few seconds the public data move (trades,
- * ticker, candles, book), the ledger still balances, and it stops cleanly before the server.
+ * ticker, candles, book), the ledger still balances, and it stops cleanly before the server. Its
+ * makers quote post-only, and their dead man's switch clears their quotes once it has stopped.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -23,9 +24,10 @@ test('the simulator makes the markets trade within seconds', { timeout: 30_000 }
       const trader = await t.trader(funds);
       return { apiKey: trader.apiKey, apiSecret: trader.apiSecret };
     };
+    const makers = [await credentials(), await credentials()];
     const sim = startSimulator({
       baseUrl: `${t.url}/v1`,
-      makers: [await credentials(), await credentials()],
+      makers,
       takers: [await credentials(), await credentials()],
       markets: ['BTC/EUR', 'ETH/BTC'],
       ratePerSecond: 20,
@@ -33,6 +35,7 @@ test('the simulator makes the markets trade within seconds', { timeout: 30_000 }
       seed: 7,
       logger,
       refreshMs: 500,
+      deadManSeconds: 2,
     });
     const pub = new OpenSpotClient({ baseUrl: `${t.url}/v1` });
     const deadline = Date.now() + 8000;
@@ -41,7 +44,15 @@ test('the simulator makes the markets trade within seconds', { timeout: 30_000 }
       await new Promise((resolve) => setTimeout(resolve, 200));
       history = await pub.historicalTrades({ tickerId: 'BTC/EUR' });
     }
+    const makerClients = makers.map((m) => new OpenSpotClient({ baseUrl: `${t.url}/v1`, ...m }));
+    const quotes = (await Promise.all(makerClients.map((c) => c.openOrders()))).flatMap((a) => a.data);
     await sim.stop();
+    assert.ok(quotes.length > 0, 'the makers quote');
+    assert.deepEqual(
+      quotes.filter((o) => o.post_only !== true).map((o) => o.id),
+      [],
+      'every quote is post-only',
+    );
 
     assert.ok(history.buy.length + history.sell.length >= 5, 'trades within seconds');
     assert.ok(history.buy.length > 0 && history.sell.length > 0, 'takers buy and sell');
@@ -61,6 +72,16 @@ test('the simulator makes the markets trade within seconds', { timeout: 30_000 }
     const ledger = (await t.admin('GET', '/ledger/check')).body as { ok: boolean };
     assert.equal(ledger.ok, true);
     assert.deepEqual(warnings, []);
+
+    // Stopped, the makers renew nothing: within the switch's 2 s (and the venue's second to fire
+    // it) their quotes are gone.
+    const stoppedAt = Date.now();
+    let left = quotes.length;
+    while (left > 0 && Date.now() - stoppedAt < 6000) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      left = (await Promise.all(makerClients.map((c) => c.openOrders()))).flatMap((a) => a.data).length;
+    }
+    assert.equal(left, 0, "the dead man's switch canceled the quotes");
   } finally {
     await t.close();
   }

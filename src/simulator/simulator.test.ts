@@ -17,6 +17,9 @@ interface Posted {
   pair: string;
   volume: string;
   price?: string;
+  post_only?: boolean;
+  /** The API key that sent it (added by the fake). */
+  key: string;
 }
 
 const MARKETS = {
@@ -55,9 +58,15 @@ const MARKETS = {
   },
 };
 
-async function fakeExchange(options: { failOrders?: number } = {}) {
+async function fakeExchange(
+  options: { failOrders?: number; book?: { bids: string[][]; asks: string[][] } } = {},
+) {
   const posted: Posted[] = [];
   const canceled: number[] = [];
+  /** Dead man's switch calls: the key and the timeout. */
+  const switches: Array<{ key: string; timeout: number }> = [];
+  /** The markets of the cancel-alls received. */
+  const cancelAlls: string[] = [];
   const open = new Set<number>([999]);
   let nextId = 1;
   let failures = 0;
@@ -79,21 +88,28 @@ async function fakeExchange(options: { failOrders?: number } = {}) {
           { ticker_id: 'BTC/EUR', last_price: '0.0' },
           { ticker_id: 'ETH/EUR', last_price: '2500.00' },
         ]);
-      if (req.method === 'GET' && url === '/v1/open-orders') {
-        const data = open.has(999)
-          ? [
-              { id: 999, pair: 'BTCEUR' },
-              { id: 998, pair: 'USDTEUR' },
-            ]
-          : [];
-        return send(res, 200, { success: true, message: 'ok', code: 200, data });
+      // Cancel-all of one market: order 999 is a BTC/EUR order an earlier run left open.
+      if (req.method === 'DELETE' && url.startsWith('/v1/orders?pair=')) {
+        const pair = decodeURIComponent(url.slice('/v1/orders?pair='.length));
+        cancelAlls.push(pair);
+        const mine = pair === 'BTC/EUR' && open.delete(999) ? [999] : [];
+        canceled.push(...mine);
+        return send(res, 200, { success: true, message: 'ok', code: 200, data: { canceled: mine.length } });
+      }
+      if (req.method === 'GET' && url.startsWith('/v1/orderbook?'))
+        return send(res, 200, [{ ticker_id: 'BTC/EUR', timestamp: 1, bids: [], asks: [], ...options.book }]);
+      const key = String(req.headers['x-api-key']);
+      if (req.method === 'POST' && url === '/v1/orders/cancel-all-after') {
+        const { timeout } = JSON.parse(raw) as { timeout: number };
+        switches.push({ key, timeout });
+        return send(res, 200, { success: true, message: 'ok', code: 200, data: { trigger_time: '1.0000' } });
       }
       if (req.method === 'POST' && url === '/v1/orders') {
         if (failures < (options.failOrders ?? 0)) {
           failures += 1;
           return send(res, 503, { error: 'Service Unavailable' }, { 'retry-after': '1' });
         }
-        posted.push(JSON.parse(raw) as Posted);
+        posted.push({ ...(JSON.parse(raw) as Omit<Posted, 'key'>), key });
         const id = nextId++;
         open.add(id);
         return send(
@@ -118,6 +134,8 @@ async function fakeExchange(options: { failOrders?: number } = {}) {
     baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     posted,
     canceled,
+    switches,
+    cancelAlls,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -181,7 +199,18 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
   const stats = sim.stats();
   assert.ok(stats.ordersPlaced > 20, `placed ${stats.ordersPlaced}`);
   assert.ok(fake.canceled.includes(999), 'leftover open order of an earlier run swept');
-  assert.ok(!fake.canceled.includes(998), 'orders of other markets left alone');
+  assert.deepEqual(
+    [...fake.cancelAlls].sort(),
+    ['BTC/EUR', 'ETH/BTC', 'ETH/EUR'].flatMap((pair) => [pair, pair, pair]),
+    'one cancel-all per account (3) and simulated market, none for other markets',
+  );
+  // Makers (keys 1 and 2) quote post-only and arm the dead man's switch; the taker does neither.
+  const makerKeys = new Set(['key1', 'key2']);
+  const quotes = fake.posted.filter((o) => makerKeys.has(o.key));
+  assert.ok(quotes.length > 0 && quotes.every((o) => o.post_only === true && o.order_type === 'limit'));
+  assert.ok(fake.posted.filter((o) => o.key === 'key3').every((o) => o.post_only === undefined));
+  assert.deepEqual([...new Set(fake.switches.map((x) => x.key))].sort(), ['key1', 'key2']);
+  assert.ok(fake.switches.every((x) => x.timeout === 60));
   assert.ok(lines.some((l) => l.level === 'warn' && (l.obj as { pair?: string }).pair === 'NOPE/EUR'));
   assert.ok(lines.some((l) => l.msg === 'simulator is trading'));
 
@@ -210,6 +239,65 @@ test('makers quote both sides in exact decimals, refresh by canceling, takers tr
       );
   // Refreshes cancel the maker's earlier quotes (ids 1..6 were the first BTC/EUR quotes).
   assert.ok([1, 2, 3, 4, 5, 6].every((id) => fake.canceled.includes(id)));
+});
+
+test('the switch is renewed every quarter of its timeout while the loop runs', {
+  timeout: 10_000,
+}, async () => {
+  const fake = await fakeExchange();
+  const options = {
+    baseUrl: fake.baseUrl,
+    makers: [creds(1)],
+    takers: [creds(2)],
+    markets: ['BTC/EUR'],
+    ratePerSecond: 50,
+    referencePrices: { 'BTC/EUR': '60000' },
+    seed: 5,
+    logger: memoryLogger().logger,
+    deadManSeconds: 2,
+  };
+  assert.throws(() => startSimulator({ ...options, deadManSeconds: 1.5 }), RangeError);
+  const sim = startSimulator(options);
+  try {
+    await sleep(2200);
+  } finally {
+    await sim.stop();
+    await fake.close();
+  }
+  // Armed at the start, then every 0.5 s: about 5 times in 2.2 s (fewer on a slow machine).
+  const armed = fake.switches.filter((x) => x.key === 'key1');
+  assert.ok(armed.length >= 3 && armed.length <= 6, `armed ${armed.length} times`);
+  assert.ok(armed.every((x) => x.timeout === 2));
+  assert.equal(sim.stats().errors, 0);
+});
+
+test('post-only quotes are placed behind the best opposite order, never into it', {
+  timeout: 10_000,
+}, async () => {
+  // A stale ask far below the reference and a bid far above it: quotes placed where the walk is
+  // would all take, so each side moves back behind them.
+  const fake = await fakeExchange({ book: { bids: [['61000.0', '1']], asks: [['59000.0', '1']] } });
+  const sim = startSimulator({
+    baseUrl: fake.baseUrl,
+    makers: [creds(1)],
+    takers: [],
+    markets: ['BTC/EUR'],
+    ratePerSecond: 20,
+    referencePrices: { 'BTC/EUR': '60000' },
+    seed: 3,
+    logger: memoryLogger().logger,
+  });
+  try {
+    await sleep(800);
+  } finally {
+    await sim.stop();
+    await fake.close();
+  }
+  const bids = fake.posted.filter((o) => o.order_direction === 'buy').map((o) => Number(o.price));
+  const asks = fake.posted.filter((o) => o.order_direction === 'sell').map((o) => Number(o.price));
+  assert.ok(bids.length > 0 && asks.length > 0);
+  assert.equal(Math.max(...bids), 58999.9, 'the best bid one tick under the best ask');
+  assert.equal(Math.min(...asks), 61000.1, 'the best ask one tick over the best bid');
 });
 
 test('503 with Retry-After makes it back off; stop() returns promptly', { timeout: 10_000 }, async () => {

@@ -4,7 +4,9 @@
  * settlement, market data and the WebSocket feed.
  *
  * - Market makers quote a few levels on both sides around a reference price that does a bounded
- *   random walk (price-walk.ts); every refresh cancels the maker's previous quotes first.
+ *   random walk (price-walk.ts); every refresh cancels the maker's previous quotes first. Quotes
+ *   are post-only (a quote never takes), and each maker keeps the venue's dead man's switch armed,
+ *   so the quotes of a simulator that stops or dies leave the book within its timeout.
  * - Takers send market orders and crossing limit orders; what a limit order leaves resting is
  *   canceled after a few seconds, so takers never build a book of their own.
  *
@@ -19,7 +21,7 @@
 import { OpenSpotClient } from '../client/client.js';
 import { formatUnits, isZeroDecimal, parseUnits } from '../client/decimal.js';
 import { OpenSpotApiError, OpenSpotTransportError } from '../client/errors.js';
-import type { Credentials, Market, Side } from '../client/types.js';
+import type { BookLevel, Credentials, Market, Side } from '../client/types.js';
 import { type PriceWalk, priceWalk } from './price-walk.js';
 import { type Random, seededRandom } from './random.js';
 import { ReplayFeed, type ReplayStep, replayTradesFor } from './replay.js';
@@ -68,6 +70,13 @@ export interface SimulatorOptions {
    * checkpoint is then the same every time (steppedSimulator).
    */
   readonly sequential?: boolean;
+  /**
+   * Every maker arms the venue's dead man's switch with this timeout (seconds) and renews it every
+   * quarter of it. Default 60 (Kraken's advice: renew every 15 to 30 s); 0 leaves it off, the
+   * default of steppedSimulator, whose steps follow its own clock while the switch follows the
+   * venue's.
+   */
+  readonly deadManSeconds?: number;
 }
 
 export interface SimulatorReplay {
@@ -162,6 +171,32 @@ function ticksOf(text: string, decimals: number): bigint | undefined {
   }
 }
 
+interface BookTop {
+  readonly bid: bigint | undefined;
+  readonly ask: bigint | undefined;
+}
+
+/**
+ * Moves a side of a ladder back, whole, when its best quote would meet the best opposite order
+ * (another maker's quote from before the walk moved, a taker's resting order): a post-only quote
+ * that would take is canceled, so a maker quotes just behind that order instead, as a real one
+ * does. Bids pushed to zero or below are dropped.
+ */
+function behindTheBook(orders: Array<{ side: Side; ticks: bigint }>, top: BookTop): void {
+  const bids = orders.filter((o) => o.side === 'buy');
+  const asks = orders.filter((o) => o.side === 'sell');
+  const topBid = bids.reduce((high, o) => maxBig(high, o.ticks), 0n);
+  if (top.ask !== undefined && bids.length > 0 && topBid >= top.ask)
+    for (const o of bids) o.ticks -= topBid - top.ask + 1n;
+  const lowAsk = asks.reduce<bigint | undefined>(
+    (low, o) => (low === undefined || o.ticks < low ? o.ticks : low),
+    undefined,
+  );
+  if (top.bid !== undefined && lowAsk !== undefined && lowAsk <= top.bid)
+    for (const o of asks) o.ticks += top.bid - lowAsk + 1n;
+  for (let i = orders.length - 1; i >= 0; i -= 1) if (orders[i]!.ticks < 1n) orders.splice(i, 1);
+}
+
 class Runner {
   readonly #random: Random;
   readonly #makers: Account[];
@@ -180,6 +215,9 @@ class Runner {
   /** Set when a request of the current round asked for a backoff (503, 429, unreachable). */
   #overloaded = false;
   #cursor = 0;
+  readonly #deadManSeconds: number;
+  /** When each maker last armed its switch, on the wall clock (the venue's deadline runs on it). */
+  readonly #armedAt = new Map<Account, number>();
   readonly #now: () => number;
   readonly stats = { actions: 0, ordersPlaced: 0, ordersCanceled: 0, errors: 0 };
 
@@ -202,6 +240,9 @@ class Runner {
     this.#restingMs = options.restingMs ?? 5000;
     this.#intervalMs = 1000 / options.ratePerSecond;
     this.#now = options.now ?? Date.now;
+    this.#deadManSeconds = options.deadManSeconds ?? 60;
+    if (!Number.isInteger(this.#deadManSeconds) || this.#deadManSeconds < 0 || this.#deadManSeconds > 86_400)
+      throw new RangeError('deadManSeconds must be a whole number from 0 to 86400');
   }
 
   stop(): void {
@@ -222,9 +263,10 @@ class Runner {
     }
   }
 
-  /** One action, after expiring the takers' resting orders. */
+  /** One action, after renewing the makers' switches and expiring the takers' resting orders. */
   async round(): Promise<void> {
     try {
+      await this.#renewSwitches();
       await this.#expireResting();
       await this.#act();
     } catch (error) {
@@ -258,6 +300,7 @@ class Runner {
     }
     if (this.#stopped) return;
     await this.#sweep();
+    await this.#renewSwitches();
     for (const m of this.#markets) if (!this.#stopped) await this.#refresh(m);
     // The file's first trade is due now; its pace counts from here.
     for (const m of this.#markets) m.replay?.start(this.#now());
@@ -337,19 +380,43 @@ class Runner {
     }
   }
 
-  /** Cancels what earlier runs left open in the simulated markets (ids are not remembered). */
+  /**
+   * Cancels what earlier runs left open in the simulated markets (ids are not remembered): one
+   * cancel-all per account and market, which leaves the accounts' orders elsewhere alone.
+   */
   async #sweep(): Promise<void> {
-    const names = new Set(this.#markets.map((m) => m.market.altname));
     for (const account of [...this.#makers, ...this.#takers]) {
-      try {
-        const open = await account.client.openOrders();
-        const ids = open.data.filter((o) => names.has(o.pair)).map((o) => o.id);
-        for (let i = 0; i < ids.length && !this.#stopped; i += 20)
-          await this.#each(ids.slice(i, i + 20), (id) => this.#cancel(account, id));
-      } catch (error) {
-        this.#failed(error, `${account.name} open orders`);
-      }
+      if (this.#stopped) return;
+      await this.#each(this.#markets, async (m) => {
+        try {
+          this.stats.ordersCanceled += (await account.client.cancelAll({ pair: m.pair })).data.canceled;
+        } catch (error) {
+          this.#failed(error, `${account.name} cancel-all ${m.pair}`);
+        }
+      });
     }
+  }
+
+  /**
+   * Arms again each maker's dead man's switch once a quarter of its timeout has passed since the
+   * last arming: while the loop runs, the deadline keeps moving ahead of it. Timed on the wall
+   * clock, not `now`, because the venue fires the switch on its own clock; arming changes no
+   * order, so the trades of a stepped run do not depend on when it happens.
+   */
+  async #renewSwitches(): Promise<void> {
+    if (this.#deadManSeconds === 0) return;
+    const now = Date.now();
+    const due = this.#makers.filter(
+      (maker) => now - (this.#armedAt.get(maker) ?? Number.NEGATIVE_INFINITY) >= this.#deadManSeconds * 250,
+    );
+    await this.#each(due, async (maker) => {
+      try {
+        await maker.client.cancelAllAfter(this.#deadManSeconds);
+        this.#armedAt.set(maker, now);
+      } catch (error) {
+        this.#failed(error, `${maker.name} dead man's switch`);
+      }
+    });
   }
 
   /** One action: the next market's quote refresh when due, else a taker order there. */
@@ -389,7 +456,14 @@ class Runner {
     // Cancel first: a maker's new bid may not meet its own old ask (self-trade prevention would
     // cancel it anyway, but that wastes the quote). Quotes that could not be canceled are kept
     // for the next refresh rather than forgotten in the book.
-    const gone = await this.#each(stale, (id) => this.#cancel(maker, id));
+    const cancelStale = () => this.#each(stale, (id) => this.#cancel(maker, id));
+    // The book is read beside the cancels (one round trip less per refresh); a stale quote of the
+    // maker's own it may still show only moves the new ladder back a little. In a sequential run
+    // it is read after them, so that the same steps read the same book.
+    const [gone, book] =
+      this.options.sequential === true
+        ? [await cancelStale(), await this.#bookTop(m)]
+        : await Promise.all([cancelStale(), this.#bookTop(m)]);
     const kept = stale.filter((_id, i) => !gone[i]);
     const reference = m.walk.step();
     const jitter = BigInt(this.#random.int(0, Number(m.gap) - 1));
@@ -401,15 +475,8 @@ class Runner {
       if (reference - distance >= 1n) orders.push({ side: 'buy', ticks: reference - distance, lots: lots() });
       orders.push({ side: 'sell', ticks: reference + distance, lots: lots() });
     }
-    const ids = await this.#each(orders, (o) =>
-      this.#place(maker, {
-        pair: m.pair,
-        direction: o.side,
-        type: 'limit',
-        volume: formatUnits(o.lots, m.market.lotDecimals),
-        price: formatUnits(o.ticks, m.market.pairDecimals),
-      }),
-    );
+    if (book !== undefined) behindTheBook(orders, book);
+    const ids = await this.#each(orders, (o) => this.#quote(maker, m, o));
     m.quotes.set(index, [...kept, ...ids.filter((id): id is number => id !== undefined)]);
   }
 
@@ -452,19 +519,7 @@ class Runner {
       const other = back(2n * m.halfSpread + m.gap * BigInt(level));
       if (other >= 1n) orders.push({ side: meets === 'sell' ? 'buy' : 'sell', ticks: other, lots: depth() });
     }
-    const ids = await Promise.all(
-      orders
-        .filter((o) => o.ticks >= 1n)
-        .map((o) =>
-          this.#place(maker, {
-            pair: m.pair,
-            direction: o.side,
-            type: 'limit',
-            volume: formatUnits(o.lots, m.market.lotDecimals),
-            price: formatUnits(o.ticks, m.market.pairDecimals),
-          }),
-        ),
-    );
+    const ids = await Promise.all(orders.filter((o) => o.ticks >= 1n).map((o) => this.#quote(maker, m, o)));
     m.quotes.set(index, [
       ...(m.quotes.get(index) ?? []),
       ...ids.filter((id): id is number => id !== undefined),
@@ -479,6 +534,35 @@ class Runner {
     });
     // Filled at once unless the maker's quote failed; what rests is canceled like any taker's.
     if (id !== undefined) this.#resting.push({ account: taker, id, placedAt: Date.now() });
+  }
+
+  /** The best bid and ask of the market's public book, in ticks; undefined when unreadable. */
+  async #bookTop(m: MarketState): Promise<BookTop | undefined> {
+    try {
+      // The interface's depth counts both sides: 2 is the best level of each.
+      const [book] = await this.#public.orderbook({ tickerId: m.pair, depth: 2 });
+      const best = (level: BookLevel | undefined) =>
+        level === undefined ? undefined : ticksOf(level[0], m.market.pairDecimals);
+      return { bid: best(book?.bids[0]), ask: best(book?.asks[0]) };
+    } catch (error) {
+      this.#failed(error, `${m.pair} order book`);
+      return undefined;
+    }
+  }
+
+  /**
+   * A maker's quote: post-only, so it only ever adds liquidity; one that would cross (the walk
+   * moved past a taker's resting order) is canceled by the venue instead of trading.
+   */
+  #quote(maker: Account, m: MarketState, o: { side: Side; ticks: bigint; lots: bigint }) {
+    return this.#place(maker, {
+      pair: m.pair,
+      direction: o.side,
+      type: 'limit',
+      volume: formatUnits(o.lots, m.market.lotDecimals),
+      price: formatUnits(o.ticks, m.market.pairDecimals),
+      postOnly: true,
+    });
   }
 
   async #take(m: MarketState): Promise<void> {
@@ -617,7 +701,7 @@ export function startSimulator(options: SimulatorOptions): Simulator {
  * same trades (same ids, prices and volumes; the times are the venue's clock).
  */
 export function steppedSimulator(options: SimulatorOptions): SteppedSimulator {
-  const runner = new Runner({ ...options, sequential: true });
+  const runner = new Runner({ deadManSeconds: 0, ...options, sequential: true });
   return {
     start: () => runner.init(),
     step: () => runner.round(),

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { OpenSpotClient } from '../../src/client/client.js';
+import { formatUnits, parseUnits, subtractDecimal } from '../../src/client/decimal.js';
+import { trimZeros } from '../../web/shared/decimal.js';
 import {
   browserSkip,
   launchBrowser,
@@ -290,6 +292,144 @@ describe('trading terminal in a browser', { skip, timeout: 180_000 }, () => {
     assert.equal(await error.textContent(), 'Insufficient funds.');
     assert.equal(await page.getByLabel('Volume (BTC)').getAttribute('aria-invalid'), 'true');
     await page.locator('label.side-option', { hasText: 'Buy' }).click();
+    await page.getByLabel('Volume (BTC)').fill('');
+    await page.getByLabel('Price (EUR)').fill('');
+    assert.deepEqual(watch.problems, []);
+  });
+
+  /** The demo account's client, for what a test sets up or checks beside the page. */
+  const demoClient = () => {
+    const demo = JSON.parse(readFileSync(join(venue.dataDir, 'demo-credentials.json'), 'utf8')) as {
+      api_key: string;
+      api_secret: string;
+    };
+    return new OpenSpotClient({
+      baseUrl: `${venue.url}/v1`,
+      apiKey: demo.api_key,
+      apiSecret: demo.api_secret,
+    });
+  };
+  /** The demo account's available balance of an asset (total − pending), from the API. */
+  const availableOf = async (asset: string): Promise<string> => {
+    const entry = (await demoClient().spotWallet()).data.find((w) => w.asset_id === asset)!;
+    return subtractDecimal(entry.balance.balance_total, entry.pending.balance_pending);
+  };
+  const shownAvailable = async () => (await page.getByTestId('available').textContent())!.replace(/,/g, '');
+
+  test('the form shows the AVAILABLE balance; 25/50/75/100 % size the order from it', async () => {
+    const client = demoClient();
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    // A resting sell holds 0.5 BTC: the form's line must leave it out.
+    const held = await client.createOrder({
+      pair: 'BTC/EUR',
+      direction: 'sell',
+      type: 'limit',
+      volume: '0.5',
+      price: '500000.0',
+    });
+    await page.locator(`tr[data-order-id="${held.id}"]`).waitFor({ timeout: 10_000 });
+    await page.locator('label.side-option', { hasText: 'Sell' }).click();
+    const btc = await availableOf('BTC');
+    await page.waitForFunction(
+      (want) => document.querySelector('[data-testid="available"]')?.textContent?.replace(/,/g, '') === want,
+      `${btc} BTC`,
+      { timeout: 10_000 },
+    );
+    const units = parseUnits(btc, 10);
+    await page.getByRole('button', { name: '50 % of available BTC' }).click();
+    // Half of the available BTC, cut (never rounded up) to the 8 decimals of a BTC/EUR volume.
+    assert.equal(
+      await page.getByLabel('Volume (BTC)').inputValue(),
+      trimZeros(formatUnits(units / 2n / 100n, 8)),
+    );
+    await page.getByRole('button', { name: '100 % of available BTC' }).click();
+    assert.equal(await page.getByLabel('Volume (BTC)').inputValue(), trimZeros(formatUnits(units / 100n, 8)));
+
+    // A buy spends EUR at the typed price, with room for the fee (0.5 %).
+    await page.locator('label.side-option', { hasText: 'Buy' }).click();
+    const eur = await availableOf('EUR');
+    assert.equal(await shownAvailable(), `${eur} EUR`);
+    await page.getByLabel('Price (EUR)').fill('50000.0');
+    await page.getByRole('button', { name: '25 % of available EUR' }).click();
+    // volume = eur × 25 % / 50000 / 1.005, in 10^-8 BTC: eur units are 10^-4 EUR.
+    const lots = (parseUnits(eur, 4) * 25n * 10n ** 8n * 10_000n) / (100n * 10n ** 4n * 50_000n * 10_050n);
+    assert.equal(await page.getByLabel('Volume (BTC)').inputValue(), trimZeros(formatUnits(lots, 8)));
+    await client.cancelOrder(held.id!);
+    await page.getByLabel('Volume (BTC)').fill('');
+    await page.getByLabel('Price (EUR)').fill('');
+    assert.deepEqual(watch.problems, []);
+  });
+
+  test('order controls: post-only and IOC end on arrival with their reason, GTD rests, amend, cancel-all', async () => {
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    // Post-only well above the best ask would take (even if the simulator's quotes move meanwhile):
+    // it ends canceled, and the form says why.
+    const above = (Number(await bestPrice('asks')) * 1.05).toFixed(1);
+    await page.getByLabel('Price (EUR)').fill(above);
+    await page.getByLabel('Volume (BTC)').fill('0.0001');
+    await page.getByLabel('Post only').check();
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Buy order placed \(#\d+\)\. It is canceled: .+\./ })
+      .waitFor({ timeout: 10_000 });
+    await page.getByLabel('Post only').uncheck();
+
+    // IOC far below the market: nothing trades, nothing rests; post-only is not offered with it.
+    await page.getByLabel('Time in force').selectOption('IOC');
+    assert.equal(await page.getByLabel('Post only').isDisabled(), true);
+    await page.getByLabel('Price (EUR)').fill('20000.0');
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /It is canceled/ })
+      .waitFor({ timeout: 10_000 });
+    const iocId = /#(\d+)/.exec((await page.locator('.order-form .status').textContent()) ?? '')![1]!;
+    await page.getByRole('tab', { name: 'Order history' }).click();
+    await page.locator(`tr[data-order-id="${iocId}"]`, { hasText: 'canceled' }).waitFor({ timeout: 10_000 });
+
+    // GTD an hour from now: it rests, with its expiry.
+    await page.getByRole('tab', { name: 'Open orders' }).click();
+    await page.getByLabel('Time in force').selectOption('GTD');
+    const inAnHour = await page.evaluate(() => {
+      const d = new Date(Date.now() + 3_600_000 - new Date().getTimezoneOffset() * 60_000);
+      return d.toISOString().slice(0, 16);
+    });
+    await page.getByLabel('Expires (your local time)').fill(inAnHour);
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /Buy order placed \(#\d+\)\.$/ })
+      .waitFor({ timeout: 10_000 });
+    const gtdId = /#(\d+)/.exec((await page.locator('.order-form .status').textContent()) ?? '')![1]!;
+    const gtd = (await demoClient().order(Number(gtdId))).data;
+    const expires = Number(gtd.expire_time.split('.')[0]);
+    assert.ok(Math.abs(expires - (Date.now() / 1000 + 3600)) < 120, `expires at ${gtd.expire_time}`);
+    await page.getByLabel('Time in force').selectOption('GTC');
+
+    // Amend it in the table: a new price and a larger volume.
+    const row = page.locator(`tr[data-order-id="${gtdId}"]`);
+    await row.waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: `Amend order ${gtdId}` }).click();
+    await page.getByLabel(`New price of order ${gtdId}`).fill('20001.5');
+    await page.getByLabel(`New total volume of order ${gtdId}`).fill('0.0003');
+    await page.screenshot({ path: screenshotPath('terminal-desktop-amend.png') });
+    await page.getByRole('button', { name: `Save order ${gtdId}` }).click();
+    await row.filter({ hasText: '20,001.5' }).filter({ hasText: '0.0003' }).waitFor({ timeout: 10_000 });
+    const amended = (await demoClient().order(Number(gtdId))).data;
+    assert.equal(amended.price.amount, '20001.5');
+    assert.equal(amended.volume.amount, '0.00030000');
+
+    // One more resting order, then cancel-all (asked to confirm first) empties the list.
+    await page.getByLabel('Price (EUR)').fill('20000.0');
+    await page.getByRole('button', { name: 'Buy BTC' }).click();
+    await page.locator('.account tbody tr').nth(1).waitFor({ timeout: 10_000 });
+    await page.getByRole('button', { name: 'Cancel all' }).click();
+    await page.getByText(/Cancel \d+ open orders \(all markets\)\?/).waitFor();
+    await page.screenshot({ path: screenshotPath('terminal-desktop-cancel-all.png') });
+    await page.getByRole('button', { name: 'Yes, cancel all' }).click();
+    await page.getByText('No open orders.').waitFor({ timeout: 10_000 });
+    assert.deepEqual((await demoClient().openOrders()).data, []);
     await page.getByLabel('Volume (BTC)').fill('');
     await page.getByLabel('Price (EUR)').fill('');
     assert.deepEqual(watch.problems, []);

@@ -112,7 +112,7 @@ export class SignedClient {
    * (the signature covers the exact bytes); `rawBody` sends a string already serialized.
    */
   async send(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
     path: string,
     options: { query?: Query; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
   ): Promise<{ status: number; body: unknown; headers: Headers }> {
@@ -137,7 +137,7 @@ export class SignedClient {
 
   /** A signed request answered with JSON: the parsed body. */
   async request<T>(
-    method: 'GET' | 'POST' | 'DELETE',
+    method: 'GET' | 'POST' | 'DELETE' | 'PATCH',
     path: string,
     options: { query?: Query; body?: unknown; rawBody?: string } = {},
   ): Promise<T> {

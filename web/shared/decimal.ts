@@ -4,9 +4,15 @@
  * the user types to the market's precision, exact products for an order's total, and display.
  * Numbers (floats) are used only to draw (bar widths, charts), never for an amount that is sent.
  */
-import { compareDecimal, decimalsOf, formatUnits, parseUnits } from '../../src/client/decimal.js';
+import {
+  compareDecimal,
+  decimalsOf,
+  formatUnits,
+  parseUnits,
+  subtractDecimal,
+} from '../../src/client/decimal.js';
 
-export { compareDecimal, decimalsOf, formatUnits, parseUnits };
+export { compareDecimal, decimalsOf, formatUnits, parseUnits, subtractDecimal };
 
 /**
  * What the user typed, kept to a plain decimal with at most `decimals` decimals: a comma becomes

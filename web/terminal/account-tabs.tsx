@@ -1,5 +1,6 @@
 /**
- * The account's tables: open orders (with cancel), order history and trade history, each
+ * The account's tables: open orders (with amend, cancel and cancel-all), order history (with
+ * each order's reason) and trade history, each
  * paginated by the API (`page-size`, `page`, `meta`), and the balances with their valuation.
  * `version` changes whenever the account may have changed (an order placed or canceled, a
  * private-channel event): the visible table is then fetched again.
@@ -7,7 +8,16 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Market, Order, PagedEnvelope, UserTrade, WalletEntry } from '../../src/client/types.js';
 import { ApiError } from '../shared/api.js';
-import { formatUnits, group, parseUnits, trimZeros } from '../shared/decimal.js';
+import {
+  compareDecimal,
+  decimalsOf,
+  formatUnits,
+  group,
+  isPositiveDecimal,
+  parseUnits,
+  sanitizeDecimal,
+  trimZeros,
+} from '../shared/decimal.js';
 import type { Session } from './session.js';
 
 type Tab = 'open' | 'history' | 'trades' | 'balances';
@@ -88,6 +98,13 @@ function usePaged<T>(
   return { data, error, setPage };
 }
 
+/** An open order being amended: the texts typed for its price and volume. */
+interface Draft {
+  readonly id: number;
+  readonly price: string;
+  readonly volume: string;
+}
+
 function OpenOrders(props: {
   session: Session;
   pair: string | undefined;
@@ -97,31 +114,107 @@ function OpenOrders(props: {
   const { data, error, setPage } = usePaged<Order>(props.session, '/open-orders', { pair: props.pair }, [
     props.version,
   ]);
-  const [canceling, setCanceling] = useState<number>();
-  const [cancelError, setCancelError] = useState<string>();
-  const cancel = async (order: Order) => {
-    setCanceling(order.id);
-    setCancelError(undefined);
+  const [busy, setBusy] = useState<number | 'all'>();
+  const [actionError, setActionError] = useState<string>();
+  const [draft, setDraft] = useState<Draft>();
+  const [confirmAll, setConfirmAll] = useState(false);
+  const client = props.session.client;
+
+  /** One signed change: the tables refresh after it, its refusal shows above them. */
+  const act = async (what: number | 'all', label: string, change: () => Promise<unknown>) => {
+    setBusy(what);
+    setActionError(undefined);
     try {
-      // A signed body naming the order (and a nonce): required of nonce keys, accepted from all,
-      // and it binds the signature to this order instead of any (docs/security.md).
-      const client = props.session.client;
-      await client.request('DELETE', `/orders/${order.id}`, {
-        body: { nonce: client.nextNonce(), order_id: order.id },
-      });
+      await change();
       props.onChanged();
+      return true;
     } catch (reason) {
-      setCancelError(`Order #${order.id}: ${reason instanceof ApiError ? reason.message : String(reason)}`);
+      setActionError(`${label}: ${reason instanceof ApiError ? reason.message : String(reason)}`);
+      return false;
     } finally {
-      setCanceling(undefined);
+      setBusy(undefined);
     }
   };
+  // Signed bodies name what they change (and carry a nonce): required of nonce keys, accepted
+  // from all, and they bind the signature to this change instead of any (docs/security.md).
+  const cancel = (order: Order) =>
+    act(order.id, `Order #${order.id}`, () =>
+      client.request('DELETE', `/orders/${order.id}`, {
+        body: { nonce: client.nextNonce(), order_id: order.id },
+      }),
+    );
+  const cancelAll = async () => {
+    setConfirmAll(false);
+    await act('all', 'Cancel all', () =>
+      client.request('DELETE', '/orders', {
+        query: { pair: props.pair },
+        body: { nonce: client.nextNonce(), ...(props.pair === undefined ? {} : { pair: props.pair }) },
+      }),
+    );
+  };
+  const amend = async (order: Order, next: Draft) => {
+    // Only what changed is sent: a lower volume alone keeps the order's place in the queue.
+    const changes: Record<string, string> = {};
+    if (isPositiveDecimal(next.price) && compareDecimal(next.price, order.price.amount) !== 0)
+      changes.price = next.price;
+    if (isPositiveDecimal(next.volume) && compareDecimal(next.volume, order.volume.amount) !== 0)
+      changes.volume = next.volume;
+    if (Object.keys(changes).length === 0) {
+      setDraft(undefined);
+      return;
+    }
+    const done = await act(order.id, `Order #${order.id}`, () =>
+      client.request('PATCH', `/orders/${order.id}`, {
+        body: { ...changes, nonce: client.nextNonce(), order_id: order.id },
+      }),
+    );
+    if (done) setDraft(undefined);
+  };
+  /** An input of the draft, kept to the precision of the order's own amounts. */
+  const draftInput = (order: Order, field: 'price' | 'volume', label: string) => (
+    <input
+      class="amend-input"
+      inputMode="decimal"
+      autoComplete="off"
+      aria-label={`${label} of order ${order.id}`}
+      value={draft?.[field]}
+      onInput={(e) => {
+        const input = e.currentTarget as HTMLInputElement;
+        const kept = sanitizeDecimal(input.value, decimalsOf(order[field].amount));
+        if (input.value !== kept) input.value = kept;
+        setDraft((d) => (d === undefined ? d : { ...d, [field]: kept }));
+      }}
+    />
+  );
+  const count = data?.meta?.total ?? data?.data.length ?? 0;
+  const scope = props.pair ?? 'all markets';
   return (
     <>
-      {cancelError !== undefined && (
+      {actionError !== undefined && (
         <p class="field-error" role="alert">
-          {cancelError}
+          {actionError}
         </p>
+      )}
+      {count > 0 && (
+        <div class="row bulk">
+          {confirmAll ? (
+            <>
+              <span>
+                Cancel {count} open order{count === 1 ? '' : 's'} ({scope})?
+              </span>
+              <button type="button" class="small danger" onClick={() => void cancelAll()}>
+                Yes, cancel all
+              </button>
+              <button type="button" class="small" onClick={() => setConfirmAll(false)}>
+                Keep them
+              </button>
+            </>
+          ) : (
+            <button type="button" class="small" disabled={busy === 'all'} onClick={() => setConfirmAll(true)}>
+              Cancel all
+            </button>
+          )}
+        </div>
       )}
       <Table error={error} empty={data?.data.length === 0 ? 'No open orders.' : undefined}>
         <thead>
@@ -139,28 +232,62 @@ function OpenOrders(props: {
           </tr>
         </thead>
         <tbody>
-          {data?.data.map((o) => (
-            <tr key={o.id} data-order-id={o.id}>
-              <td class="num muted">{when(o.open_time)}</td>
-              <td>{o.asset_pair.display_name}</td>
-              <td class={o.type}>{o.type}</td>
-              <td>{o.order_type}</td>
-              <td class="num">{group(o.price.amount)}</td>
-              <td class="num">{trimZeros(o.volume.amount)}</td>
-              <td class="num">{trimZeros(o.volume_executed.amount)}</td>
-              <td>
-                <button
-                  type="button"
-                  class="small"
-                  disabled={canceling === o.id}
-                  onClick={() => void cancel(o)}
-                  aria-label={`Cancel order ${o.id}`}
-                >
-                  Cancel
-                </button>
-              </td>
-            </tr>
-          ))}
+          {data?.data.map((o) => {
+            const editing = draft?.id === o.id;
+            return (
+              <tr key={o.id} data-order-id={o.id}>
+                <td class="num muted">{when(o.open_time)}</td>
+                <td>{o.asset_pair.display_name}</td>
+                <td class={o.type}>{o.type}</td>
+                <td>{o.order_type}</td>
+                <td class="num">{editing ? draftInput(o, 'price', 'New price') : group(o.price.amount)}</td>
+                <td class="num">
+                  {editing ? draftInput(o, 'volume', 'New total volume') : trimZeros(o.volume.amount)}
+                </td>
+                <td class="num">{trimZeros(o.volume_executed.amount)}</td>
+                <td class="actions">
+                  {editing ? (
+                    <>
+                      <button
+                        type="button"
+                        class="small"
+                        disabled={busy === o.id}
+                        onClick={() => void amend(o, draft)}
+                        aria-label={`Save order ${o.id}`}
+                      >
+                        Save
+                      </button>
+                      <button type="button" class="small" onClick={() => setDraft(undefined)}>
+                        Discard
+                      </button>
+                    </>
+                  ) : (
+                    o.order_type === 'limit' && (
+                      <button
+                        type="button"
+                        class="small"
+                        onClick={() =>
+                          setDraft({ id: o.id, price: o.price.amount, volume: trimZeros(o.volume.amount) })
+                        }
+                        aria-label={`Amend order ${o.id}`}
+                      >
+                        Amend
+                      </button>
+                    )
+                  )}
+                  <button
+                    type="button"
+                    class="small"
+                    disabled={busy === o.id}
+                    onClick={() => void cancel(o)}
+                    aria-label={`Cancel order ${o.id}`}
+                  >
+                    Cancel
+                  </button>
+                </td>
+              </tr>
+            );
+          })}
         </tbody>
       </Table>
       <Pager meta={data?.meta} onPage={setPage} />
@@ -197,7 +324,10 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
               <td class="num">{o.order_type === 'market' ? 'market' : group(o.price.amount)}</td>
               <td class="num">{trimZeros(o.volume.amount)}</td>
               <td class="num">{trimZeros(o.volume_executed.amount)}</td>
-              <td>{o.status}</td>
+              <td>
+                {o.status}
+                {o.reason !== null && o.reason !== '' && <span class="muted reason"> · {o.reason}</span>}
+              </td>
             </tr>
           ))}
         </tbody>

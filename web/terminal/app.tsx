@@ -20,6 +20,7 @@ import { BookPanel } from './book-panel.js';
 import { CandleChart } from './candle-chart.js';
 import { DepthChart } from './depth-chart.js';
 import { OrderForm } from './order-form.js';
+import { availableOf } from './order-size.js';
 import { connectPage, SessionAuthorizer } from './realtime.js';
 import { discoverUserId, forget, keep, restore, type Session } from './session.js';
 import { SignIn } from './sign-in.js';
@@ -180,11 +181,13 @@ export function App() {
     setSession(undefined);
   };
 
-  const balances = useMemo(() => {
+  // What an order can spend: the total less what open orders hold.
+  const available = useMemo(() => {
     const map: Record<string, string> = {};
-    for (const w of wallet ?? []) map[w.asset_id] = w.balance.balance_total;
+    for (const w of wallet ?? []) map[w.asset_id] = availableOf(w);
     return map;
   }, [wallet]);
+  const bestAsk = useCallback(() => feed?.book.asks(1)[0]?.price, [feed]);
 
   if (loadError !== undefined)
     return (
@@ -299,7 +302,8 @@ export function App() {
             session={session}
             market={market}
             pickedPrice={picked}
-            balances={balances}
+            balances={available}
+            bestAsk={bestAsk}
             onPlaced={() => {
               changed();
               if (session !== undefined) void learnUserId(session);

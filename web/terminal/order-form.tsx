@@ -1,10 +1,20 @@
 /**
- * Order entry: limit or market, buy or sell. The market's precision (pairDecimals for the price,
- * lotDecimals for the volume) is applied as the user types, `ordermin` is checked before
- * sending, and a 422 from POST /orders shows Laravel's messages next to the field they name.
+ * Order entry: limit or market, buy or sell, with a time in force (GTC, IOC, FOK or GTD with its
+ * expiry) and post-only for limit orders. The market's precision (pairDecimals for the price,
+ * lotDecimals for the volume) is applied as the user types, the 25/50/75/100 % buttons size the
+ * order from the available balance, `ordermin` is checked before sending, and a 422 from
+ * POST /orders shows Laravel's messages next to the field they name.
  */
 import { useEffect, useState } from 'preact/hooks';
-import type { Market, OrderType, Side } from '../../src/client/types.js';
+import {
+  type Envelope,
+  type Market,
+  type Order,
+  type OrderType,
+  type Side,
+  TIMES_IN_FORCE,
+  type TimeInForce,
+} from '../../src/client/types.js';
 import { ApiError } from '../shared/api.js';
 import {
   compareDecimal,
@@ -14,18 +24,37 @@ import {
   sanitizeDecimal,
   trimZeros,
 } from '../shared/decimal.js';
+import { SIZE_PERCENTS, volumeForPercent } from './order-size.js';
 import type { Session } from './session.js';
 
-type Field = 'price' | 'volume';
+type Field = 'price' | 'volume' | 'expiry';
 type Errors = Partial<Record<Field | 'form', string>>;
+
+/** The request fields whose server messages are shown under a field of the form. */
+const FIELD_OF: Readonly<Record<string, Field>> = { price: 'price', volume: 'volume', expire_time: 'expiry' };
+
+const TIF_LABELS: Readonly<Record<TimeInForce, string>> = {
+  GTC: 'Good till canceled',
+  IOC: 'Immediate or cancel',
+  FOK: 'Fill or kill',
+  GTD: 'Good till date',
+};
+
+/** Unix seconds of a `datetime-local` value (the browser's zone); undefined when incomplete. */
+function unixSeconds(local: string): number | undefined {
+  const ms = new Date(local).getTime();
+  return local === '' || !Number.isFinite(ms) ? undefined : Math.floor(ms / 1000);
+}
 
 export function OrderForm(props: {
   readonly session: Session | undefined;
   readonly market: Market;
   /** A price picked in the book; `n` changes with every pick, so the same price can be picked twice. */
   readonly pickedPrice: { readonly price: string; readonly n: number } | undefined;
-  /** Balances by asset code (total). */
+  /** Available balances by asset code (total less what open orders hold). */
   readonly balances: Readonly<Record<string, string>>;
+  /** The best ask now: the price a market buy's percentage buttons size it at. */
+  readonly bestAsk: () => string | undefined;
   readonly onPlaced: (orderId: number | undefined) => void;
 }) {
   const { session, market, balances } = props;
@@ -33,6 +62,9 @@ export function OrderForm(props: {
   const [type, setType] = useState<OrderType>('limit');
   const [price, setPrice] = useState('');
   const [volume, setVolume] = useState('');
+  const [tif, setTif] = useState<TimeInForce>('GTC');
+  const [expiry, setExpiry] = useState('');
+  const [postOnly, setPostOnly] = useState(false);
   const [errors, setErrors] = useState<Errors>({});
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
@@ -67,6 +99,29 @@ export function OrderForm(props: {
     : (errors.volume ?? undefined);
   const total = type === 'limit' ? exactProduct(price, volume, market.pairDecimals) : undefined;
   const spendAsset = side === 'buy' ? market.quote : market.base;
+  // The controls a limit order may have; a market order trades at once by nature.
+  const controls = type === 'limit';
+  const canPostOnly = controls && (tif === 'GTC' || tif === 'GTD');
+
+  const sizeAt = (percent: number) => {
+    const next = volumeForPercent({
+      side,
+      percent,
+      available: balances[spendAsset] ?? '0',
+      price: type === 'limit' ? price : props.bestAsk(),
+      lotDecimals: market.lotDecimals,
+    });
+    if (next === undefined) {
+      setErrors((e) =>
+        type === 'limit'
+          ? { ...e, price: 'Enter a price first.' }
+          : { ...e, form: 'No ask to size a buy at.' },
+      );
+      return;
+    }
+    setVolume(trimZeros(next));
+    setErrors((e) => ({ ...e, volume: undefined, form: undefined }));
+  };
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -75,18 +130,26 @@ export function OrderForm(props: {
     if (type === 'limit' && !isPositiveDecimal(price)) found.price = 'Enter a price.';
     if (!isPositiveDecimal(volume)) found.volume = 'Enter a volume.';
     else if (belowMin) found.volume = `The minimum is ${trimZeros(market.ordermin)} ${market.base}.`;
+    const expireTime = unixSeconds(expiry);
+    if (controls && tif === 'GTD' && (expireTime === undefined || expireTime * 1000 <= Date.now()))
+      found.expiry = 'Pick a time in the future.';
     setErrors(found);
     if (Object.keys(found).length > 0) return;
     setBusy(true);
     setStatus('');
-    const body: Record<string, string> = {
+    const body: Record<string, string | number | boolean> = {
       order_direction: side,
       order_type: type,
       pair: market.wsname,
       volume,
     };
     if (type === 'limit') body.price = price;
-    body.nonce = session.client.nextNonce();
+    // Only what differs from a plain order is sent, so a plain order's request is as before.
+    const extra: Record<string, string | number | boolean> = {};
+    if (controls && tif !== 'GTC') extra.time_in_force = tif;
+    if (controls && tif === 'GTD' && expireTime !== undefined) extra.expire_time = expireTime;
+    if (canPostOnly && postOnly) extra.post_only = true;
+    Object.assign(body, extra, { nonce: session.client.nextNonce() });
     try {
       // One Idempotency-Key per submitted order: a resent request never places it twice.
       const answer = await session.client.send('POST', '/orders', {
@@ -94,14 +157,26 @@ export function OrderForm(props: {
         headers: { 'Idempotency-Key': crypto.randomUUID() },
       });
       const id = /\/orders\/(\d+)$/.exec(answer.headers.get('location') ?? '')?.[1];
-      setStatus(`${side === 'buy' ? 'Buy' : 'Sell'} order placed${id === undefined ? '' : ` (#${id})`}.`);
+      const placed = `${side === 'buy' ? 'Buy' : 'Sell'} order placed${id === undefined ? '' : ` (#${id})`}.`;
+      setStatus(placed);
       props.onPlaced(id === undefined ? undefined : Number(id));
+      // IOC, FOK and post-only orders may end on arrival: say how, with the server's reason.
+      // (The order is placed either way: a failed read leaves the status as it is.)
+      if (id !== undefined && Object.keys(extra).length > 0) {
+        const order = await session.client
+          .request<Envelope<Order>>('GET', `/orders/${id}`)
+          .then((answer) => answer.data)
+          .catch(() => undefined);
+        if (order !== undefined && order.status !== 'open')
+          setStatus(`${placed} It is ${order.status}${order.reason ? `: ${order.reason}` : ''}.`);
+      }
     } catch (error) {
       if (error instanceof ApiError && error.status === 422) {
         const next: Errors = {};
         const rest: string[] = [];
         for (const [field, messages] of Object.entries(error.fieldErrors)) {
-          if (field === 'price' || field === 'volume') next[field] = messages.join(' ');
+          const own = FIELD_OF[field];
+          if (own !== undefined) next[own] = messages.join(' ');
           else rest.push(...messages);
         }
         if (rest.length > 0 || Object.keys(next).length === 0) next.form = rest.join(' ') || error.message;
@@ -189,7 +264,66 @@ export function OrderForm(props: {
           aria-describedby={volumeHint !== undefined ? 'order-volume-error' : undefined}
         />
         {fieldError('volume', volumeHint)}
+        <fieldset class="percents">
+          <legend class="visually-hidden">Size from the available {spendAsset}</legend>
+          {SIZE_PERCENTS.map((p) => (
+            <button
+              key={p}
+              type="button"
+              class="small"
+              disabled={session === undefined}
+              onClick={() => sizeAt(p)}
+              aria-label={`${p} % of available ${spendAsset}`}
+            >
+              {p}%
+            </button>
+          ))}
+        </fieldset>
       </div>
+      {controls && (
+        <div class="row controls">
+          <div class="field">
+            <label for="order-tif">Time in force</label>
+            <select
+              id="order-tif"
+              value={tif}
+              onChange={(e) => setTif((e.currentTarget as HTMLSelectElement).value as TimeInForce)}
+            >
+              {TIMES_IN_FORCE.map((t) => (
+                <option key={t} value={t}>
+                  {TIF_LABELS[t]}
+                </option>
+              ))}
+            </select>
+          </div>
+          <label class="check" title="Canceled instead of trading on arrival: the order only adds liquidity">
+            <input
+              type="checkbox"
+              checked={canPostOnly && postOnly}
+              disabled={!canPostOnly}
+              onChange={(e) => setPostOnly((e.currentTarget as HTMLInputElement).checked)}
+            />
+            Post only
+          </label>
+        </div>
+      )}
+      {controls && tif === 'GTD' && (
+        <div class="field">
+          <label for="order-expiry">Expires (your local time)</label>
+          <input
+            id="order-expiry"
+            type="datetime-local"
+            value={expiry}
+            onInput={(e) => {
+              setExpiry((e.currentTarget as HTMLInputElement).value);
+              setErrors((x) => ({ ...x, expiry: undefined }));
+            }}
+            aria-invalid={errors.expiry !== undefined}
+            aria-describedby={errors.expiry !== undefined ? 'order-expiry-error' : undefined}
+          />
+          {fieldError('expiry', errors.expiry)}
+        </div>
+      )}
       <p class="summary">
         <span class="muted">Total</span>
         <output class="num" for="order-price order-volume" aria-label="Order total">
@@ -197,8 +331,8 @@ export function OrderForm(props: {
         </output>
       </p>
       <p class="summary">
-        <span class="muted">Balance</span>
-        <span class="num">
+        <span class="muted">Available</span>
+        <span class="num" data-testid="available">
           {session === undefined ? '—' : `${group(balances[spendAsset] ?? '0')} ${spendAsset}`}
         </span>
       </p>

@@ -1,8 +1,8 @@
 /**
  * The write probe's row (CommitBatch.writeProbe). After a failed commit the exchange probes the
- * store until a write succeeds; an empty commit rewrites one page, which a WAL that filled the
- * disk still holds room for (the frames of the failed commit are reused), while every real commit,
- * which writes a dozen pages or more, fails. The probe therefore also rewrites this row: a blob
+ * store until a write succeeds; an empty commit writes no page at all (it rewrites the sequence
+ * rows with the values they hold), so it succeeds in a WAL that filled the disk, while every real
+ * commit, which writes a handful of pages or more, fails. The probe therefore also rewrites this row: a blob
  * as large as a real commit, with new contents each time so every one of its pages is written
  * again. Its size never changes, so the database does not grow per probe: the WAL takes the new
  * pages until the next checkpoint, as it does for any commit.
@@ -14,11 +14,12 @@
 import type Database from 'better-sqlite3';
 
 /**
- * 64 KiB: 16 pages of 4 KiB, more than an order's commit writes (order, its indexes, balances,
- * totals, sequences, book sequence; a trade adds its own and a candle's), so the probe succeeds
- * only where such a commit fits too.
+ * 128 KiB: 32 pages of 4 KiB (33 WAL frames with the table's leaf). Measured on the exchange: an
+ * order that rests writes 7 pages, one that trades against one maker 16 (trade, candles, both
+ * users' balances); the margin covers a batch of several such orders. The probe succeeds only
+ * where such a commit fits too.
  */
-export const WRITE_PROBE_BYTES = 64 * 1024;
+export const WRITE_PROBE_BYTES = 128 * 1024;
 
 /** Creates the row when missing (a database from before the probe existed). A writable store only. */
 export function ensureWriteProbe(db: Database.Database): void {

@@ -18,7 +18,7 @@
  * its batch-mates their answer, nor the exchange its availability.
  *
  * After a failure the exchange is "unavailable": it refuses every command at once (503) without
- * touching the engine, and probes the store with an empty commit every `probeIntervalMs` until a
+ * touching the engine, and probes the store with a probe commit every `probeIntervalMs` until a
  * write succeeds again (disk space freed, file writable again), then accepts commands again. When
  * the rebuild itself fails, the engine holds state that was never committed; nothing is applied on
  * top of it until a later rebuild succeeds (the probe retries it), so the store never receives a
@@ -148,11 +148,9 @@ export interface LocalExchange extends Exchange {
    */
   unavailableCause(): unknown;
   /**
-   * What /readyz reports: writable, and also not merely writable again. After a failed commit,
-   * the probe's empty commit lets commands in, but readiness waits for a commit that wrote
-   * something (an empty one may fit where no real one does: a WAL that filled the disk); and a
-   * commit pending longer than `commitOverdueMs` (a lock held in PostgreSQL) makes it not ready
-   * at once, while it waits.
+   * What /readyz reports: writable (after a failure, once the probe's write succeeded: see
+   * probeStep), and no commit pending longer than `commitOverdueMs` (a lock held in PostgreSQL
+   * makes it not ready at once, while it waits).
    */
   isReady(): boolean;
   /** Why not ready, as unavailableCause says it (store.ts, unavailableReason); undefined when ready. */
@@ -269,13 +267,8 @@ class Sequencer implements LocalExchange {
   private stepWaiters: Array<() => void> = [];
   /** False from a failed commit until a write succeeds again; commands are refused meanwhile. */
   private writable = true;
-  /**
-   * The latest store failure while not writable (see unavailableCause), kept once writable again
-   * until a commit that wrote something succeeds: until then it is why the exchange is not ready.
-   */
+  /** The latest store failure while not writable (see unavailableCause). */
   private lastFailure: unknown;
-  /** False from a failed commit until a commit that wrote something succeeds (see isReady). */
-  private confirmed = true;
   /** When the commit in flight started (performance.now()), if one is. */
   private commitStartedAt: number | undefined;
   private readonly commitOverdueMs: number;
@@ -331,7 +324,6 @@ class Sequencer implements LocalExchange {
     // reported unwritable from the start (/readyz 503) and probed until it can.
     if (!(await this.tryWrite())) {
       this.writable = false;
-      this.confirmed = false;
       this.logger?.warn('the store does not accept writes; commands are refused until it does');
       this.startProbing();
     }
@@ -680,7 +672,6 @@ class Sequencer implements LocalExchange {
       // about the store either, so `writable` is left as it is.
       if (events.length > 0 || ledger.length > 0 || changes.orders.length > 0) {
         await this.timedCommit(commit);
-        this.confirmed = true;
       }
       return { results, events, changes, trades, touched, ledger, books };
     }
@@ -786,7 +777,6 @@ class Sequencer implements LocalExchange {
 
   private async recoverFromFailedCommit(error: unknown): Promise<void> {
     this.writable = false;
-    this.confirmed = false;
     this.lastFailure = error;
     this.logger?.error({ err: error }, 'commit failed; restoring the last committed state');
     this.stale = true;
@@ -857,9 +847,10 @@ class Sequencer implements LocalExchange {
   }
 
   /**
-   * While unavailable: rebuild if still needed, then try one write. The probe commits an empty
-   * batch (it rewrites the id sequences with their committed values), which needs the same things
-   * a real commit needs: the write lock, room in the WAL and a writable file. It is a step of its
+   * While unavailable: rebuild if still needed, then try one write. The probe commits a batch that
+   * changes no state (it rewrites the id sequences with their committed values, and the store's
+   * write-probe row: tryWrite), which needs the same things a real commit needs: the write lock,
+   * room for new pages in the WAL and a writable file. It is a step of its
    * own, taken when no other is in flight (a tick that finds one skips its turn), so the engine
    * holds exactly the committed state.
    */
@@ -880,15 +871,18 @@ class Sequencer implements LocalExchange {
     if (this.closed) return;
     this.writable = true;
     this.stopProbing();
-    this.logger?.info(
-      'the store accepts writes again; commands are accepted (ready again once one of them is committed)',
-    );
+    this.logger?.info('the store accepts writes again; commands are accepted');
   }
 
-  /** One empty commit: true when the store took it. */
+  /**
+   * One probe commit: true when the store took it. It changes nothing the exchange keeps, but it
+   * writes as much as a real commit (CommitBatch.writeProbe): an empty commit may fit where no
+   * real one does (a WAL that filled the disk reuses the frames of the failed commit), and this
+   * probe is what brings the exchange back without any command arriving.
+   */
   private async tryWrite(): Promise<boolean> {
     try {
-      await this.timedCommit(emptyBatch(this.engine.sequences()));
+      await this.timedCommit(probeBatch(this.engine.sequences()));
       return true;
     } catch (error) {
       this.lastFailure = error;
@@ -962,7 +956,7 @@ class Sequencer implements LocalExchange {
   }
 
   notReadyCause(): unknown {
-    if (!this.writable || !this.confirmed) return this.lastFailure ?? UNCONFIRMED;
+    if (!this.writable) return this.lastFailure;
     if (this.commitStartedAt !== undefined && performance.now() - this.commitStartedAt > this.commitOverdueMs)
       return COMMIT_OVERDUE;
     return undefined;
@@ -1115,17 +1109,15 @@ interface AppliedBatch {
 const COMMIT_OVERDUE = new StoreUnavailableError('a commit has been pending for too long', {
   reason: 'commit pending too long',
 });
-const UNCONFIRMED = new StoreUnavailableError('no commit has succeeded since the last failure', {
-  reason: 'the store does not accept writes',
-});
 
-/** A commit that changes nothing but still takes the write lock and writes (the probe). */
-function emptyBatch(sequences: Sequences): CommitBatch {
+/** A commit that changes no state but still takes the write lock and writes (the probe). */
+function probeBatch(sequences: Sequences): CommitBatch {
   return {
     changes: { orders: [], balances: [], totals: [], levels: [], sequences },
     events: [],
     ledger: [],
     candles: [],
+    writeProbe: true,
   };
 }
 

@@ -61,6 +61,12 @@ export interface CommitBatch {
    * keep theirs), written in the same transaction as the rest of the batch.
    */
   readonly bookSequences?: readonly BookSequence[];
+  /**
+   * The exchange's write probe (a batch that changes no state): the store also rewrites a probe
+   * row of its own, as large as a real commit, so the probe fails when real commits would (an
+   * empty commit may fit into space no real one fits in) and succeeds once they can again.
+   */
+  readonly writeProbe?: true;
 }
 
 export type ApiKeyScope = 'read' | 'trade';

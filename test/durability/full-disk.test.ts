@@ -12,8 +12,9 @@
  *
  * Checked: commands are refused with 503 `{"error":"Service Unavailable"}` and Retry-After,
  * /readyz answers 503 "store unavailable", the admin API 503; what is served stays the committed
- * state; nothing acknowledged is lost; once the space (or the write permission) is back the server
- * accepts commands again by itself; the file passes integrity_check and the full ledger/replay
+ * state, and /readyz stays 503 through several probes while no command is sent; nothing
+ * acknowledged is lost; once the space (or the write permission) is back /readyz turns 200 and the
+ * server accepts commands again by itself, without any command sent first; the file passes integrity_check and the full ledger/replay
  * checks of the crash test.
  */
 import assert from 'node:assert/strict';
@@ -176,23 +177,32 @@ async function untilRefused(s: Scenario, t: { diagnostic(text: string): void }, 
   assert.fail(`5000 orders fitted ${when}`);
 }
 
+/** While writes fail, with no command sent: /readyz stays 503 through several probes. */
+async function staysUnready(s: Scenario, ms = 3_000): Promise<void> {
+  const start = Date.now();
+  while (Date.now() - start < ms) {
+    const ready = await request(`${s.server.url}/readyz`, { method: 'GET' });
+    assert.equal(ready?.status, 503, '/readyz said ready while real commits fail');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /**
- * Once the store takes writes again: orders are accepted (the probe's empty commit let them in),
- * and /readyz says ready only after one of them was committed, not before (an empty commit may
- * fit where a real one does not). Returns how long after the call orders were accepted.
+ * Once the store takes writes again, with no command sent: /readyz turns 200 by itself (the
+ * probe's own write, as large as a real commit, is what proves it), and orders are accepted.
+ * Returns how long after the call /readyz said ready.
  */
 async function waitReady(s: Scenario, ms = 10_000): Promise<number> {
   const start = Date.now();
-  for (let i = 1000; ; i++) {
+  for (;;) {
     const ready = await request(`${s.server.url}/readyz`, { method: 'GET' });
-    assert.equal(ready?.status, 503, '/readyz said ready before any real commit succeeded');
-    if ((await s.place(i)) === 201) break;
-    if (Date.now() - start > ms) assert.fail(`orders still refused after ${ms} ms`);
+    if (ready?.status === 200) break;
+    if (Date.now() - start > ms) assert.fail(`/readyz still ${ready?.status} after ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  const accepted = Date.now() - start;
-  assert.equal((await request(`${s.server.url}/readyz`, { method: 'GET' }))?.status, 200);
-  return accepted;
+  const readyAfter = Date.now() - start;
+  assert.equal(await s.place(1000), 201);
+  return readyAfter;
 }
 
 /** After the server stopped: the file is sound and holds exactly the acknowledged history. */
@@ -220,9 +230,10 @@ test('a full disk: 503 while full, /readyz 503, recovery by itself when space re
     const filler = fillDisk(dir);
     await untilRefused(s, t, 'on the full disk');
     await checkRefusing(s);
+    await staysUnready(s);
 
-    // A restart while the disk is still full: the server comes up and serves reads; commands
-    // fit while the WAL space the failed commit had taken lasts, then are refused again.
+    // A restart while the disk is still full: the server comes up and serves reads; commands are
+    // refused once no room is left (at once when the start's probe write finds none).
     await server.close();
     const filler2 = fillDisk(dir, 'filler-2'); // whatever closing freed
     server = await startTestServer({}, dir);
@@ -231,6 +242,7 @@ test('a full disk: 503 while full, /readyz 503, recovery by itself when space re
     assert.equal(book?.status, 200);
     await untilRefused(s, t, 'after a restart on the full disk');
     await checkRefusing(s);
+    await staysUnready(s);
 
     rmSync(filler);
     rmSync(filler2);
@@ -266,6 +278,7 @@ test('a read-only data directory: 503 while writes fail, recovery by itself when
     run('chattr', ['+i', ...frozen]);
     assert.equal(await s.place(100), 503, 'the first commit after the directory became read-only fails');
     await checkRefusing(s);
+    await staysUnready(s);
 
     run('chattr', ['-i', ...frozen]);
     t.diagnostic(`ready again ${await waitReady(s)} ms after the directory became writable`);

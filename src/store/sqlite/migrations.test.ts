@@ -59,6 +59,7 @@ describe('migrations', () => {
       'orders',
       'trades',
       'users',
+      'write_probe', // created by the store, not a migration (write-probe.ts)
     ]);
     const indexes = db
       .prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'index' AND name NOT LIKE 'sqlite_%'")

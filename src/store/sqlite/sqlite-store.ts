@@ -81,6 +81,7 @@ import {
   userFromRow,
   userTradeFromRow,
 } from './rows.js';
+import { ensureWriteProbe, prepareWriteProbe } from './write-probe.js';
 
 export interface SqliteStoreOptions {
   /** A file path, or ':memory:' for a throw-away database. */
@@ -128,7 +129,12 @@ export class SqliteStore implements Store {
     this.#checkpoints = new SqliteCheckpoints(db, checkpointDir);
     this.#write = prepareWrites(db);
     this.#read = prepareReads(db);
-    this.#commit = db.transaction((batch: CommitBatch) => writeBatch(this.#write, batch));
+    // Prepared only where the row exists: a read-only store never commits.
+    const writeProbe = db.readonly ? undefined : prepareWriteProbe(db);
+    this.#commit = db.transaction((batch: CommitBatch) => {
+      writeBatch(this.#write, batch);
+      if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
+    });
     this.#snapshot = db.transaction(() => readSnapshot(this.#read));
   }
 
@@ -461,6 +467,7 @@ function configure(db: Database.Database, synchronous: 'FULL' | 'NORMAL', readon
   db.pragma('foreign_keys = ON');
   if (!readonly) {
     migrate(db);
+    ensureWriteProbe(db);
     return;
   }
   const version = schemaVersion(db);

@@ -167,12 +167,11 @@ class LiveOrder implements RestingOrder {
   // The order controls (issue 21), last: matching reads them only on a self-trade.
   /** Time priority within its level: its id, unless an amend sent it to the back (OrderState.priority). */
   declare priority: number;
-  declare timeInForce: TimeInForce;
-  declare postOnly: boolean;
-  declare clientOrderId: string | null;
-  declare stp: SelfTradeMode;
-  /** GTD: when it expires (Micros); 0 otherwise. */
-  declare expireTime: number;
+  /**
+   * What the placeOrder asked for beyond today's order: DEFAULT_CONTROLS, shared, for an order
+   * that asked for nothing (most orders), so they cost one field rather than five.
+   */
+  declare controls: OrderControls;
   /** Its place in the engine's deadline heap while it rests with an expiry, else -1. */
   declare heapIndex: number;
 
@@ -215,11 +214,7 @@ class LiveOrder implements RestingOrder {
     this.fee = 0;
     this.feeExcess = 0;
     this.priority = id;
-    this.timeInForce = 'GTC';
-    this.postOnly = false;
-    this.clientOrderId = null;
-    this.stp = 'cancel-oldest';
-    this.expireTime = 0;
+    this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
   }
 
@@ -258,23 +253,36 @@ class LiveOrder implements RestingOrder {
     this.fee = 0;
     this.feeExcess = 0;
     this.priority = id;
-    this.timeInForce = 'GTC';
-    this.postOnly = false;
-    this.clientOrderId = null;
-    this.stp = 'cancel-oldest';
-    this.expireTime = 0;
+    this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
     return this;
   }
 
   /** Sets the controls a placeOrder asked for (the defaults are set by the constructor and init). */
   control(controls: OrderControls): this {
-    this.timeInForce = controls.timeInForce;
-    this.postOnly = controls.postOnly;
-    this.clientOrderId = controls.clientOrderId;
-    this.stp = controls.stp;
-    this.expireTime = controls.expireTime;
+    this.controls = controls;
     return this;
+  }
+
+  get timeInForce(): TimeInForce {
+    return this.controls.timeInForce;
+  }
+  get postOnly(): boolean {
+    return this.controls.postOnly;
+  }
+  get stp(): SelfTradeMode {
+    return this.controls.stp;
+  }
+  /** GTD: when it expires (Micros); 0 otherwise. */
+  get expireTime(): number {
+    return this.controls.expireTime;
+  }
+  get clientOrderId(): string | null {
+    return this.controls.clientOrderId;
+  }
+  /** An amend's new client order id (the controls object may be shared, so it is replaced). */
+  set clientOrderId(clientOrderId: string | null) {
+    this.controls = { ...this.controls, clientOrderId };
   }
 
   // A GTD order is its own entry in the deadline heap (Deadline).
@@ -707,12 +715,10 @@ export class Engine {
       controls = read;
     }
     const tif = controls.timeInForce;
-    let cost = 0;
-    if (isLimit) {
-      cost = this.costOf(market, c.price, c.volume);
-      // NaN (too large) is refused below, with the size limits.
-      if (cost < 1) return this.valueTooSmall(market);
-    }
+    // Worth less than one quote unit: floor(price × volume × multiplier / divisor) < 1. Compared
+    // without the division: below 2^53 the product is exact, above it is far above any divisor.
+    if (isLimit && c.price * c.volume * market.costMultiplier < market.costDivisor)
+      return this.valueTooSmall(market);
     const account = this.accountBook.account(c.userId);
     if (isLimit && (tif === 'GTC' || tif === 'GTD') && account.openOrders >= this.maxOpenOrdersPerUser)
       return this.tooManyOpenOrders();
@@ -725,6 +731,7 @@ export class Engine {
       if (hold > MAX_UNITS) return reject('too_large', 'The volume is too large.', 'volume');
     } else if (isLimit) {
       asset = market.quote;
+      const cost = this.costOf(market, c.price, c.volume);
       if (Number.isNaN(cost)) return reject('too_large', 'The order value is too large.', 'volume');
       // Covers every way the order can execute: Σ costᵢ <= cost (each cost is floored, at prices
       // no worse than the limit), and the fees charged, ceil(Σ costᵢ × rateᵢ / 10^8), are at most

@@ -426,11 +426,6 @@ export interface ChangeSet {
    * without the feature is what it was before it existed.
    */
   readonly switches?: readonly SwitchState[];
-  /**
-   * The markets whose last trade price changed since the last drain, each once with its price now.
-   * Absent when none traded (a store may equally take it from its last trade of each market).
-   */
-  readonly lastPrices?: readonly LastPrice[];
   readonly balances: readonly BalanceState[];
   readonly totals: readonly AssetTotals[];
   readonly levels: readonly LevelKey[];
@@ -449,7 +444,10 @@ export interface EngineSnapshot {
   readonly switches?: readonly SwitchState[];
   /**
    * Each market's last trade price, in ascending market id, for the markets that traded: what
-   * conditional orders are triggered and refused by. Absent: no market has traded.
+   * conditional orders are triggered and refused by. The engine writes it once it has seen a
+   * conditional order (so older snapshots stay as they were); a store gives it from its last
+   * trade of each market (a change set carries no last prices: its trades say them). Absent
+   * on restore: no market has a last price until its next trade.
    */
   readonly lastPrices?: readonly LastPrice[];
   readonly sequences: Sequences;

@@ -308,3 +308,51 @@ test('a restored engine holds the same waiting orders and last prices, and fires
   assert.equal(kinds(ok(a)).filter((k) => k === 'orderTriggered').length, 3);
   assert.equal(copy.stateHash(), engine.stateHash());
 });
+
+test('a cascade of 1,000 stop-losses on a thin book ends, fires in trigger-price then time order, and conserves money', () => {
+  const engine = new Engine({ maxOpenOrdersPerUser: 2_000 });
+  const at = (n: number) => (T + n) as Micros;
+  let n = 0;
+  const apply = (command: Parameters<Engine['apply']>[0]) => ok(engine.apply(command, at(++n)));
+  apply({ kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 });
+  apply({ kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 });
+  apply({
+    kind: 'createMarket',
+    base: BTC,
+    quote: EUR,
+    pairDecimals: 1,
+    lotDecimals: 8,
+    ordermin: LOT as Volume,
+    makerFee: 160_000 as FeeRate,
+    takerFee: 260_000 as FeeRate,
+  });
+  apply({ kind: 'deposit', userId: bob, asset: EUR, amount: 100_000_000_000 as Amount });
+  apply({ kind: 'deposit', userId: alice, asset: BTC, amount: LOT as Amount });
+  // The bids: one lot every 5.0 EUR from 59900.0 down, 1,100 of them; one lot each is all a stop takes.
+  for (let k = 0; k < 1_100; k++) apply(limit(bob, 'buy', 599_000 - k * 50));
+  // 1,000 sellers, ten at each trigger from 59900.0 down to 58910.0 (10.0 EUR apart).
+  const stops: { id: OrderId; trigger: number }[] = [];
+  for (let i = 0; i < 1_000; i++) {
+    const userId = (100 + i) as UserId;
+    apply({ kind: 'deposit', userId, asset: BTC, amount: LOT as Amount });
+    const trigger = 599_000 - Math.floor(i / 10) * 100;
+    const placed = apply(order(userId, 'sell', { type: 'stop-loss', triggerPrice: trigger as Price }));
+    stops.push({ id: acceptedId(placed), trigger });
+  }
+  // Interleaved placement: the ten at one trigger were placed in id order. One sale starts it all.
+  const events = apply(limit(alice, 'sell', 599_000));
+  engine.validateInternalState();
+  const fired = events.filter((e) => e.type === 'orderTriggered').map((e) => e.order.id);
+  const expected = [...stops].sort((a, b) => b.trigger - a.trigger || a.id - b.id).map((s) => s.id);
+  assert.deepEqual(fired, expected, 'every stop fired once, highest trigger first, then oldest first');
+  // Each stop sold its lot to the next bid down, as the taker of its own trade.
+  const trades = events.filter((e) => e.type === 'trade').map((e) => e.trade);
+  assert.equal(trades.length, 1_001);
+  assert.deepEqual(
+    trades.slice(1).map((t) => t.takerOrderId),
+    expected,
+  );
+  for (const [i, t] of trades.entries()) assert.equal(t.price, 599_000 - i * 50);
+  for (const row of engine.audit()) assert.equal(row.ok, true, `${row.asset} is conserved`);
+  assert.equal(engine.lastPrice(market), 599_000 - 1_000 * 50);
+});

@@ -493,12 +493,6 @@ export class Engine {
    * reason it ends with. The caller finishes the taker and clears it.
    */
   private takerStopped: string | null = null;
-  /**
-   * Set once a conditional order was accepted (or a snapshot carried last prices): from then on
-   * snapshots carry the markets' last prices, which decide conditional orders. Before, they are
-   * left out, so an engine that never saw one snapshots exactly as before they existed.
-   */
-  private conditionalSeen = false;
   /** Conditional orders whose trigger a trade reached, in the order to fire them (see cross). */
   private readonly crossed: LiveOrder[] = [];
 
@@ -570,7 +564,6 @@ export class Engine {
     for (const last of snapshot.lastPrices ?? []) {
       const market = engine.markets.get(last.marketId);
       if (market !== undefined) market.lastPrice = last.price;
-      engine.conditionalSeen = true;
     }
     for (const sw of snapshot.switches ?? []) {
       if (sw.triggerTime > 0) engine.arm(sw.userId, sw.triggerTime);
@@ -896,7 +889,6 @@ export class Engine {
     order.snap = accepted;
     this.emit({ type: 'orderAccepted', order: accepted });
     if (wait !== null) {
-      this.conditionalSeen = true;
       this.await(order);
       return undefined;
     }
@@ -1101,7 +1093,10 @@ export class Engine {
       this.leaveOpen(order);
       this.finish(order, nothing ? 'canceled' : 'closed', nothing ? reason : null, time);
     } else {
-      // A triggered -limit order rests as a limit order (it is indexed as open already).
+      // A triggered -limit order rests as a limit order (it is indexed as open already), queued
+      // by when it fired, behind the orders resting at its price: a number from the id sequence.
+      order.priority = this.nextOrderId++;
+      order.snap = null;
       const market = order.market;
       const book = order.side === 'buy' ? market.bids : market.asks;
       const level = book.level(order.price);
@@ -2008,7 +2003,7 @@ export class Engine {
       openOrders: live.map((o) => o.state()),
       sequences: this.sequences(),
     };
-    const lastPrices = this.conditionalSeen ? this.lastPriceList() : [];
+    const lastPrices = this.lastPriceList();
     const withPrices = lastPrices.length === 0 ? snapshot : { ...snapshot, lastPrices };
     if (this.switches.size === 0) return withPrices;
     return { ...withPrices, switches: this.switchList() };

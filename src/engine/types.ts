@@ -444,10 +444,9 @@ export interface EngineSnapshot {
   readonly switches?: readonly SwitchState[];
   /**
    * Each market's last trade price, in ascending market id, for the markets that traded: what
-   * conditional orders are triggered and refused by. The engine writes it once it has seen a
-   * conditional order (so older snapshots stay as they were); a store gives it from its last
-   * trade of each market (a change set carries no last prices: its trades say them). Absent
-   * on restore: no market has a last price until its next trade.
+   * conditional orders are triggered and refused by. A store gives it from its last trade of
+   * each market (a change set carries no last prices: its trades say them). Absent on restore:
+   * no market has a last price until its next trade.
    */
   readonly lastPrices?: readonly LastPrice[];
   readonly sequences: Sequences;

@@ -1043,6 +1043,13 @@ export class Engine {
    * then time order. They fire after the order that is matching now is done (fireCrossed).
    */
   private cross(market: Market, price: number): void {
+    if (market.trailing.size !== 0) this.followAll(market, price);
+    this.takeReached(market, market.falling, price);
+    this.takeReached(market, market.rising, price);
+  }
+
+  /** Moves every waiting trailing stop of the market to a trade at `price` (see follow). */
+  private followAll(market: Market, price: number): void {
     for (const order of market.trailing) {
       if (follow(order.wait!, price)) {
         (order.wait!.falling ? market.falling : market.rising).moved(order);
@@ -1050,13 +1057,15 @@ export class Engine {
         this.markDirty(order);
       }
     }
-    for (const heap of [market.falling, market.rising]) {
-      for (let top = heap.peek(); top !== undefined && heap.reaches(top, price); top = heap.peek()) {
-        heap.remove(top);
-        if (top.wait!.offset !== null) market.trailing.delete(top);
-        top.wait!.crossedAt = price;
-        this.crossed.push(top);
-      }
+  }
+
+  /** Moves the orders of `heap` whose trigger `price` reached to the crossed queue, in heap order. */
+  private takeReached(market: Market, heap: TriggerHeap<LiveOrder>, price: number): void {
+    for (let top = heap.peek(); top !== undefined && heap.reaches(top, price); top = heap.peek()) {
+      heap.remove(top);
+      if (top.wait!.offset !== null) market.trailing.delete(top);
+      top.wait!.crossedAt = price;
+      this.crossed.push(top);
     }
   }
 

@@ -1088,6 +1088,21 @@ export class Engine {
     order.snap = triggered;
     this.emit({ type: 'orderTriggered', order: triggered, lastPrice: wait.crossedAt as Price, time });
     const budgetExhausted = this.match(order, order.account, time);
+    if (this.takerStopped === null && order.remaining > 0 && order.asLimit) {
+      // A triggered -limit order that rests is queued by when it fired, behind the orders resting
+      // at its price: a number from the id sequence.
+      order.priority = this.nextOrderId++;
+      order.snap = null;
+    }
+    this.settleIndexed(order, budgetExhausted, time);
+  }
+
+  /**
+   * After an order indexed as open (amended, or fired) took liquidity: ends it when self-trade
+   * prevention stopped it, when it filled, or (a market order) when it could take no more; else it
+   * rests at the back of its price level.
+   */
+  private settleIndexed(order: LiveOrder, budgetExhausted: boolean, time: Micros): void {
     if (this.takerStopped !== null) {
       const reason = this.takerStopped;
       this.takerStopped = null;
@@ -1102,14 +1117,12 @@ export class Engine {
       this.leaveOpen(order);
       this.finish(order, nothing ? 'canceled' : 'closed', nothing ? reason : null, time);
     } else {
-      // A triggered -limit order rests as a limit order (it is indexed as open already), queued
-      // by when it fired, behind the orders resting at its price: a number from the id sequence.
-      order.priority = this.nextOrderId++;
-      order.snap = null;
+      // Looked up now: the order's old level is gone if it was its last.
       const market = order.market;
-      const book = order.side === 'buy' ? market.bids : market.asks;
+      const isBuy = order.side === 'buy';
+      const book = isBuy ? market.bids : market.asks;
       const level = book.level(order.price);
-      this.markLevel(market, order.side === 'buy' ? order.price : -order.price, level);
+      this.markLevel(market, isBuy ? order.price : -order.price, level);
       book.append(order, level);
       order.level!.mark = this.drainEpoch;
     }
@@ -1642,21 +1655,7 @@ export class Engine {
     if (!moves) return undefined;
 
     this.match(order, order.account, time);
-    if (this.takerStopped !== null) {
-      const reason = this.takerStopped;
-      this.takerStopped = null;
-      this.leaveOpen(order);
-      this.finish(order, 'canceled', reason, time);
-    } else if (order.remaining === 0) {
-      this.leaveOpen(order);
-      this.finish(order, 'closed', null, time);
-    } else {
-      // Looked up again: the old level is gone if the order was its last.
-      const level = book.level(price);
-      this.markLevel(market, isBuy ? price : -price, level);
-      book.append(order, level);
-      order.level!.mark = this.drainEpoch;
-    }
+    this.settleIndexed(order, false, time);
     if (this.crossed.length !== 0) this.fireCrossed(time);
     return undefined;
   }

@@ -2,7 +2,7 @@
  * Engine throughput benchmark:
  *   npm run bench:engine [-- --commands N] [--runs R] [--seed S] [--only abc]
  *                           [--scenario shallow|deep|replay|both|all] [--preload P]
- *                           [--replay-seconds S] [--replay-rate A] [--compare GIT_REF]
+ *                           [--replay-seconds S] [--replay-rate A] [--compare GIT_REF] [--stops N]
  * (`--only b` runs the engine alone, e.g. under `node --cpu-prof`; `node --max-semi-space-size=64
  * --import tsx bench/engine.ts` runs it with a larger young generation, which the header reports.
  * `--scenario both` is shallow and deep; the default, all, adds the replay.)
@@ -514,9 +514,68 @@ function applyEngine(engine: Engine, commands: readonly Command[], from: number,
   return refused;
 }
 
+/**
+ * `--stops N`: N conditional orders waiting through the whole run (placed untimed after the
+ * preload, this tree's engine only: a ref from before issue 22 has none), by 200 users of their
+ * own, a third each a sell stop-loss, a sell take-profit and a buy take-profit-limit, with triggers
+ * no trade reaches (1 tick, or 10^12 ticks). Every trade then checks the tops of both heaps.
+ */
+const STOPS = option('stops', 0);
+const STOP_USERS = 200;
+
+function placeWaitingStops(engine: Engine): void {
+  const place = (c: Command): void => {
+    const r = engine.apply(c, (T0 - 1) as Micros);
+    if (!r.ok) throw new Error(`waiting stop refused: ${r.error.message}`);
+  };
+  for (let u = 0; u < STOP_USERS; u++) {
+    for (const asset of ['BTC', 'EUR'])
+      place({
+        kind: 'deposit',
+        userId: (USERS + 1 + u) as UserId,
+        asset: asset as AssetCode,
+        // Enough for 500 stops of 0.1 BTC; the users' 4e13 units each leave little room below 2^53.
+        amount: 100_000_000_000 as Amount,
+      });
+  }
+  for (let i = 0; i < STOPS; i++) {
+    const userId = (USERS + 1 + (i % STOP_USERS)) as UserId;
+    const common = {
+      kind: 'placeOrder',
+      userId,
+      marketId: 1 as MarketId,
+      volume: 10_000_000 as Volume,
+    } as const;
+    const kind = i % 3;
+    if (kind === 0)
+      place({ ...common, side: 'sell', type: 'stop-loss', price: 0 as Price, triggerPrice: 1 as Price });
+    else if (kind === 1)
+      place({ ...common, side: 'sell', type: 'take-profit', price: 0 as Price, triggerPrice: 1e12 as Price });
+    else
+      place({
+        ...common,
+        side: 'buy',
+        type: 'take-profit-limit',
+        price: 1 as Price,
+        triggerPrice: 1 as Price,
+      });
+  }
+  engine.drainChanges();
+}
+
+/** The stream as this tree's engine runs it after the waiting stops took the first STOPS order ids. */
+function withStopIds(commands: readonly Command[]): readonly Command[] {
+  if (STOPS === 0) return commands;
+  return commands.map((c) =>
+    c.kind === 'cancelOrder' ? { ...c, orderId: (c.orderId + STOPS) as OrderId } : c,
+  );
+}
+
 /** Runs the first `pre` commands untimed, then times the rest. */
 function runEngine(commands: readonly Command[], pre: number, EngineImpl: EngineClass = Engine): RunResult {
   const engine = freshEngine(EngineImpl);
+  // Before the preload, so every order id of the stream moves by STOPS (see withStopIds).
+  if (STOPS > 0 && EngineImpl === Engine) placeWaitingStops(engine);
   let refused = applyEngine(engine, commands, 0, pre);
   const started = startClock();
   refused += applyEngine(engine, commands, pre, commands.length);
@@ -656,6 +715,10 @@ function runScenario(title: string, pre: number): ScenarioResult {
         `(placed untimed before each run)`,
     );
   }
+  if (STOPS > 0)
+    console.log(
+      `stops:   ${fmt(STOPS)} conditional orders waiting through each run of this tree's engine (b), none reached`,
+    );
   console.log(
     `stream:  ${fmt(COMMANDS)} commands (seed ${SEED}): ${fmt(limit)} limit (${pct(limit)}), ` +
       `${fmt(cancel)} cancel (${pct(cancel)}), ${fmt(market)} market (${pct(market)}); ${USERS} users`,
@@ -674,7 +737,8 @@ function runScenario(title: string, pre: number): ScenarioResult {
   // measured run is not mostly JIT time.
   const warm = Math.min(COMMANDS, 100_000);
   if (ACTIVE.includes(0)) runBook({ ...stream, n: warm });
-  if (ACTIVE.includes(1)) runEngine(engineStream.slice(0, pre + warm), pre);
+  const ownStream = withStopIds(engineStream);
+  if (ACTIVE.includes(1)) runEngine(ownStream.slice(0, pre + warm), pre);
   if (ACTIVE.includes(2)) runNodejsOrderBook(obStream.slice(0, pre + warm), pre);
   if (ACTIVE.includes(3)) runEngine(engineStream.slice(0, pre + warm), pre, CompareEngine);
   console.log(
@@ -685,7 +749,7 @@ function runScenario(title: string, pre: number): ScenarioResult {
 
   const runners = [
     () => runBook(stream),
-    () => runEngine(engineStream, pre),
+    () => runEngine(ownStream, pre),
     () => runNodejsOrderBook(obStream, pre),
     () => runEngine(engineStream, pre, CompareEngine),
   ];

@@ -46,7 +46,17 @@ const safe = fc.maxSafeInteger().map((n) => (Object.is(n, -0) ? 0 : n));
 const q = <T extends number>() => safe.map((n) => n as T);
 const text = fc.string({ unit: 'binary', maxLength: 12 });
 const side = fc.constantFrom('buy' as const, 'sell' as const);
-const orderType = fc.constantFrom('limit' as const, 'market' as const);
+const executionType = fc.constantFrom('limit' as const, 'market' as const);
+const orderType = fc.constantFrom(
+  'limit' as const,
+  'market' as const,
+  'stop-loss' as const,
+  'take-profit' as const,
+  'stop-loss-limit' as const,
+  'take-profit-limit' as const,
+  'trailing-stop' as const,
+);
+const trailingOffset = fc.record({ unit: fc.constantFrom('ticks' as const, 'bps' as const), amount: safe });
 const assetType = fc.constantFrom('crypto' as const, 'fiat' as const);
 
 const assetCode = text.map((s) => s as AssetCode);
@@ -81,6 +91,8 @@ const placeOrderArb: fc.Arbitrary<PlaceOrder> = fc.record(
     clientOrderId: fc.option(fc.option(text, { nil: null }), { nil: undefined }),
     stp: fc.option(stp, { nil: undefined }),
     expireTime: fc.option(q<Micros>(), { nil: undefined }),
+    triggerPrice: fc.option(q<Price>(), { nil: undefined }),
+    trailingOffset: fc.option(trailingOffset, { nil: undefined }),
   },
   { requiredKeys: ['kind', 'userId', 'marketId', 'side', 'type', 'price', 'volume'] },
 );
@@ -111,6 +123,7 @@ const commandArb: fc.Arbitrary<Command> = fc.oneof(
       price: q<Price>(),
       volume: q<Volume>(),
       clientOrderId: fc.option(text, { nil: null }),
+      triggerPrice: q<Price>(),
     },
     { requiredKeys: ['kind', 'userId', 'orderId'] },
   ),
@@ -147,6 +160,10 @@ const orderArb: fc.Arbitrary<OrderState> = fc.record(
     stp,
     expireTime: q<Micros>(),
     priority: safe,
+    triggerPrice: q<Price>(),
+    trailingOffset,
+    trailingBest: q<Price>(),
+    triggered: fc.constant(true as const),
   },
   {
     requiredKeys: [
@@ -181,7 +198,7 @@ const tradeArb: fc.Arbitrary<Trade> = fc.record({
   takerUserId: q<UserId>(),
   makerUserId: q<UserId>(),
   takerSide: side,
-  takerType: orderType,
+  takerType: executionType,
   takerFee: q<Amount>(),
   makerFee: q<Amount>(),
   time: q<Micros>(),
@@ -220,6 +237,12 @@ const eventArb: fc.Arbitrary<EngineEvent> = fc.oneof(
     type: fc.constant('cancelAllAfterFired' as const),
     userId: q<UserId>(),
     triggerTime: q<Micros>(),
+  }),
+  fc.record({
+    type: fc.constant('orderTriggered' as const),
+    order: orderArb,
+    lastPrice: q<Price>(),
+    time: q<Micros>(),
   }),
 );
 
@@ -532,4 +555,64 @@ test('a bad field deep in a reply is named by its whole path (every reader of th
       `${path} → ${message}`,
     );
   }
+});
+
+test('a conditional order crosses the wire with its trigger, trailing offset and state; bad values are refused by path', () => {
+  const stop: Command = {
+    kind: 'placeOrder',
+    userId: 2 as UserId,
+    marketId: 1 as MarketId,
+    side: 'sell',
+    type: 'trailing-stop',
+    price: 0 as Price,
+    volume: 5 as Volume,
+    trailingOffset: { unit: 'bps', amount: 250 },
+  };
+  assert.deepStrictEqual(readCommand(fromExactJson(toExactJson(stop))), stop);
+  const request = (command: unknown) =>
+    jsonBytes({
+      ...(parse(encodeCommandRequest({ op: 'submit', command: stop })) as object),
+      b: { op: "'submit", command },
+    });
+  const wire = toExactJson(stop) as Record<string, unknown>;
+  assert.throws(
+    () => decodeCommandRequest(request({ ...wire, trailingOffset: { unit: "'percent", amount: '#250' } })),
+    (e: unknown) => e instanceof WireFormatError && e.path === '$.b.command.trailingOffset.unit',
+  );
+  assert.throws(
+    () => decodeCommandRequest(request({ ...wire, type: "'stop-market" })),
+    (e: unknown) => e instanceof WireFormatError && e.path === '$.b.command.type',
+  );
+  const triggered: SubmitResult = {
+    ok: true,
+    events: [
+      {
+        type: 'orderTriggered',
+        order: {
+          id: 7 as OrderId,
+          userId: 2 as UserId,
+          marketId: 1 as MarketId,
+          side: 'sell',
+          type: 'stop-loss-limit',
+          price: 57_900 as Price,
+          volume: 5 as Volume,
+          executed: 0 as Volume,
+          status: 'open',
+          reason: null,
+          openTime: 1 as Micros,
+          closeTime: null,
+          cost: 0 as Amount,
+          fee: 0 as Amount,
+          feeExcess: 0,
+          reserved: 5 as Amount,
+          triggerPrice: 58_000 as Price,
+          triggered: true,
+        },
+        lastPrice: 57_990 as Price,
+        time: 9 as Micros,
+      },
+    ],
+  };
+  const reply: CommandReply = { kind: 'result', result: triggered };
+  assert.deepStrictEqual(decodeCommandReply(encodeCommandReply(reply)), reply);
 });

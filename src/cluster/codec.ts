@@ -15,6 +15,7 @@ import {
   type AssetCode,
   type AssetSpec,
   type AssetType,
+  type ExecutionType,
   type FeeRate,
   type MarketId,
   type MarketSpec,
@@ -27,6 +28,8 @@ import {
   type Side,
   type TimeInForce,
   type TradeId,
+  type TrailingOffset,
+  type TrailingOffsetUnit,
   type UserId,
   type Volume,
 } from '../domain/types.js';
@@ -197,6 +200,11 @@ const nullOr =
   (v, p) =>
     v === null ? null : read(v, p);
 const assetCode: Reader<AssetCode> = (v, p) => str(v, p) as AssetCode;
+/** A flag that is absent when false, so present only as true. */
+const onlyTrue = (v: ExactValue, p: string): true => {
+  if (v !== true) throw new WireFormatError(p, 'expected true (the field is absent when false)');
+  return v;
+};
 const bool: Reader<boolean> = (v, p) => {
   if (typeof v !== 'boolean') throw new WireFormatError(p, 'expected a boolean');
   return v;
@@ -212,7 +220,17 @@ const every =
     list;
 
 const SIDES = every<Side>()(['buy', 'sell']);
-const ORDER_TYPES = every<OrderType>()(['limit', 'market']);
+const ORDER_TYPES = every<OrderType>()([
+  'limit',
+  'market',
+  'stop-loss',
+  'take-profit',
+  'stop-loss-limit',
+  'take-profit-limit',
+  'trailing-stop',
+]);
+const EXECUTION_TYPES = every<ExecutionType>()(['limit', 'market']);
+const TRAILING_OFFSET_UNITS = every<TrailingOffsetUnit>()(['ticks', 'bps']);
 const ORDER_STATUSES = every<OrderStatus>()(['open', 'closed', 'canceled']);
 const ASSET_TYPES = every<AssetType>()(['crypto', 'fiat']);
 const LEDGER_KINDS = every<LedgerKind>()(['deposit', 'withdrawal']);
@@ -251,6 +269,11 @@ export const REJECT_CODES = every<RejectCode>()([
   'nothing_to_amend',
   'invalid_timeout',
   'invalid_batch',
+  'invalid_trigger_price',
+  'trigger_would_fire',
+  'price_not_allowed',
+  'invalid_trailing_offset',
+  'invalid_conditional_controls',
 ]);
 
 const ASSET = {
@@ -281,8 +304,29 @@ const LEDGER_MOVE = { userId: int<UserId>, asset: assetCode, amount: int<Amount>
 
 type CommandOf<K extends Command['kind']> = Omit<Extract<Command, { kind: K }>, 'kind'>;
 
-/** A placeOrder's order-control fields: each may be absent (engine/types.ts, PlaceOrder). */
-const PLACE_ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime'];
+const read =
+  <S extends { readonly [key: string]: Reader<unknown> }>(
+    shape: S,
+    optional: readonly string[] = [],
+  ): Reader<Read<S>> =>
+  (v, p) =>
+    shaped(v, p, shape, [], optional);
+
+const TRAILING_OFFSET = {
+  unit: enumOf(TRAILING_OFFSET_UNITS),
+  amount: int<number>,
+} satisfies Shape<TrailingOffset>;
+
+/** A placeOrder's order-control and conditional fields: each may be absent (engine/types.ts, PlaceOrder). */
+const PLACE_ORDER_OPTIONAL = [
+  'timeInForce',
+  'postOnly',
+  'clientOrderId',
+  'stp',
+  'expireTime',
+  'triggerPrice',
+  'trailingOffset',
+];
 const PLACE_ORDER = {
   userId: int<UserId>,
   marketId: int<MarketId>,
@@ -295,8 +339,10 @@ const PLACE_ORDER = {
   clientOrderId: nullOr(str),
   stp: enumOf(SELF_TRADE_MODES),
   expireTime: int<Micros>,
+  triggerPrice: int<Price>,
+  trailingOffset: read(TRAILING_OFFSET),
 };
-const AMEND_OPTIONAL = ['price', 'volume', 'clientOrderId'];
+const AMEND_OPTIONAL = ['price', 'volume', 'clientOrderId', 'triggerPrice'];
 
 /** One order of a placeOrders batch: a placeOrder command. */
 function readPlaceOrder(value: ExactValue, path: string): Extract<Command, { kind: 'placeOrder' }> {
@@ -319,6 +365,7 @@ const COMMAND_SHAPES = {
     price: int<Price>,
     volume: int<Volume>,
     clientOrderId: nullOr(str),
+    triggerPrice: int<Price>,
   },
   cancelAllOrders: { userId: int<UserId>, marketId: int<MarketId> },
   cancelAllAfter: { userId: int<UserId>, timeout: int<Micros> },
@@ -399,17 +446,29 @@ const ORDER = {
   feeExcess: int<number>,
   reserved: int<Amount>,
   timeInForce: enumOf(TIMES_IN_FORCE),
-  postOnly: (v: ExactValue, p: string): true => {
-    if (v !== true) throw new WireFormatError(p, 'expected true (the field is absent when false)');
-    return v;
-  },
+  postOnly: onlyTrue,
   clientOrderId: str,
   stp: enumOf(SELF_TRADE_MODES),
   expireTime: int<Micros>,
   priority: int<number>,
+  triggerPrice: int<Price>,
+  trailingOffset: read(TRAILING_OFFSET),
+  trailingBest: int<Price>,
+  triggered: onlyTrue,
 } satisfies Shape<OrderState>;
-/** OrderState's order-control fields, absent when they hold their defaults. */
-const ORDER_OPTIONAL = ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime', 'priority'];
+/** OrderState's order-control and conditional fields, absent when they hold their defaults. */
+const ORDER_OPTIONAL = [
+  'timeInForce',
+  'postOnly',
+  'clientOrderId',
+  'stp',
+  'expireTime',
+  'priority',
+  'triggerPrice',
+  'trailingOffset',
+  'trailingBest',
+  'triggered',
+];
 
 const TRADE = {
   id: int<TradeId>,
@@ -422,19 +481,11 @@ const TRADE = {
   takerUserId: int<UserId>,
   makerUserId: int<UserId>,
   takerSide: enumOf(SIDES),
-  takerType: enumOf(ORDER_TYPES),
+  takerType: enumOf(EXECUTION_TYPES),
   takerFee: int<Amount>,
   makerFee: int<Amount>,
   time: int<Micros>,
 } satisfies Shape<Trade>;
-
-const read =
-  <S extends { readonly [key: string]: Reader<unknown> }>(
-    shape: S,
-    optional: readonly string[] = [],
-  ): Reader<Read<S>> =>
-  (v, p) =>
-    shaped(v, p, shape, [], optional);
 
 type EventOf<T extends EngineEvent['type']> = Omit<Extract<EngineEvent, { type: T }>, 'type'>;
 
@@ -451,6 +502,7 @@ const EVENT_SHAPES = {
   orderAmended: { ...ORDER_EVENT, reason: enumOf(AMEND_REASONS) },
   cancelAllAfterSet: { userId: int<UserId>, triggerTime: int<Micros>, time: int<Micros> },
   cancelAllAfterFired: { userId: int<UserId>, triggerTime: int<Micros> },
+  orderTriggered: { ...ORDER_EVENT, lastPrice: int<Price>, time: int<Micros> },
 } satisfies { readonly [T in EngineEvent['type']]: Shape<EventOf<T>> };
 const EVENT_TYPES = Object.keys(EVENT_SHAPES) as EngineEvent['type'][];
 const EVENT_FIELDS = [...new Set(EVENT_TYPES.flatMap((t) => Object.keys(EVENT_SHAPES[t])))];
@@ -477,6 +529,8 @@ export function readEvent(value: ExactValue, path: string): EngineEvent {
       return { type, ...shaped(value, path, EVENT_SHAPES.cancelAllAfterSet, head) };
     case 'cancelAllAfterFired':
       return { type, ...shaped(value, path, EVENT_SHAPES.cancelAllAfterFired, head) };
+    case 'orderTriggered':
+      return { type, ...shaped(value, path, EVENT_SHAPES.orderTriggered, head) };
   }
 }
 

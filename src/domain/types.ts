@@ -23,7 +23,45 @@ export type FeeRate = Brand<number, 'FeeRate'>;
 export type Micros = Brand<number, 'Micros'>;
 
 export type Side = 'buy' | 'sell';
-export type OrderType = 'limit' | 'market';
+export type OrderType = 'limit' | 'market' | ConditionalType;
+/**
+ * Conditional orders (Kraken's names): they wait, reserved but outside the book, until the last
+ * trade price reaches their trigger, then execute as a market order (`stop-loss`, `take-profit`,
+ * `trailing-stop`) or a limit order (`stop-loss-limit`, `take-profit-limit`).
+ */
+export type ConditionalType =
+  | 'stop-loss'
+  | 'take-profit'
+  | 'stop-loss-limit'
+  | 'take-profit-limit'
+  | 'trailing-stop';
+/** How an order matches once it may: a conditional order's form after its trigger. */
+export type ExecutionType = 'limit' | 'market';
+export const CONDITIONAL_TYPES: readonly ConditionalType[] = [
+  'stop-loss',
+  'take-profit',
+  'stop-loss-limit',
+  'take-profit-limit',
+  'trailing-stop',
+];
+export const isConditionalType = (type: OrderType): type is ConditionalType =>
+  type !== 'limit' && type !== 'market';
+/** The form a type matches in: the `-limit` types and `limit` as limit orders, the rest as market orders. */
+export const executionTypeOf = (type: OrderType): ExecutionType =>
+  type === 'limit' || type === 'stop-loss-limit' || type === 'take-profit-limit' ? 'limit' : 'market';
+/**
+ * A trailing stop's distance from the best price seen: `ticks` of the market's price (a positive
+ * whole number), or `bps` basis points of that price (1 = 0.01 %, 5,000 = 50 %), the trigger then
+ * rounded to a whole tick away from the best price (docs/interface-decisions.md). Integers only.
+ */
+export interface TrailingOffset {
+  readonly unit: TrailingOffsetUnit;
+  readonly amount: number;
+}
+export type TrailingOffsetUnit = 'ticks' | 'bps';
+/** The range of a percentage trailing offset, in basis points: 0.01 % to 50 %. */
+export const MIN_TRAILING_BPS = 1;
+export const MAX_TRAILING_BPS = 5_000;
 export type OrderStatus = 'open' | 'closed' | 'canceled';
 export type AssetType = 'crypto' | 'fiat';
 /**

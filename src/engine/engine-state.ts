@@ -13,18 +13,20 @@
  * Pure: node:crypto's SHA-256 is a computation, not I/O; no clock, no randomness.
  */
 import { createHash } from 'node:crypto';
-import type {
-  AssetSpec,
-  MarketSpec,
-  OrderStatus,
-  OrderType,
-  SelfTradeMode,
-  Side,
-  TimeInForce,
+import {
+  type AssetSpec,
+  executionTypeOf,
+  type MarketSpec,
+  type OrderStatus,
+  type OrderType,
+  type SelfTradeMode,
+  type Side,
+  type TimeInForce,
 } from '../domain/types.js';
 import type { Account, AccountBook } from './account-book.js';
 import type { BookSide, Level, RestingOrder } from './book-side.js';
 import type { Deadline, DeadlineHeap } from './deadlines.js';
+import type { TriggerHeap, WaitState } from './trigger-index.js';
 import type { Sequences, SwitchState } from './types.js';
 
 /** Bumped whenever the canonical form below changes, so hashes of different forms never match. */
@@ -39,6 +41,11 @@ export interface StateMarket {
   readonly baseUnitsPerLot: number;
   readonly bids: BookSide;
   readonly asks: BookSide;
+  /** The last trade price (0: none). */
+  readonly lastPrice: number;
+  readonly falling: TriggerHeap<StateOrder>;
+  readonly rising: TriggerHeap<StateOrder>;
+  readonly trailing: ReadonlySet<StateOrder>;
 }
 
 /** A resting order as the engine keeps it (the engine's LiveOrder). */
@@ -62,7 +69,11 @@ export interface StateOrder extends RestingOrder {
   readonly stp: SelfTradeMode;
   readonly expireTime: number;
   readonly heapIndex: number;
+  readonly wait: WaitState | null;
 }
+
+/** True while a conditional order waits for its trigger, outside the book. */
+export const isWaiting = (o: Pick<StateOrder, 'wait'>): boolean => o.wait !== null && !o.wait.triggered;
 
 /** The state of the order controls (issue 21) beside the books. */
 export interface StateControls {
@@ -166,6 +177,20 @@ export function hashState(view: EngineStateView): string {
   }
   // Only when some switch is armed, so a state without one hashes as it did before they existed.
   for (const sw of view.controls.switches) line(`switch ${sw.userId} ${sw.triggerTime}`);
+  // Likewise the conditional orders, and the last prices that decide them only when one exists
+  // (the stores do not keep last prices yet: a state without conditional orders hashes as before).
+  const conditional = [...view.openOrders.values()]
+    .filter((o) => o.wait !== null)
+    .sort((a, b) => a.id - b.id);
+  for (const o of conditional) line(`conditional ${o.id} ${waitText(o.wait!)}`);
+  const waiting = conditional.filter(isWaiting);
+  for (const o of waiting) {
+    line(
+      `waiting ${o.id} ${o.userId} ${o.market.spec.id} ${o.side} ${o.type} ${o.price} ${o.volume} ` +
+        `${o.openTime} ${o.reserved}${controlsText(o)}`,
+    );
+  }
+  if (conditional.length > 0) for (const m of view.markets) line(`last ${m.spec.id} ${m.lastPrice}`);
   hash.update(lines.join('\n'));
   return hash.digest('hex');
 }
@@ -184,6 +209,10 @@ export function hasDefaultControls(
     o.stp === 'cancel-oldest' &&
     o.priority === o.id
   );
+}
+
+function waitText(w: WaitState): string {
+  return `${w.trigger} ${w.falling} ${w.offset?.unit ?? '-'} ${w.offset?.amount ?? 0} ${w.best} ${w.triggered}`;
 }
 
 /** An order's controls for the hash, empty when all are defaults (its line is then as before they existed). */
@@ -247,6 +276,32 @@ function controlsFault(
   return null;
 }
 
+/**
+ * The first fault of a waiting conditional order, or null: open, outside the book, nothing
+ * executed, in its market's heap of its direction (and a trailing stop in the trailing set), its
+ * hold what a new order of its kind holds (a sell its base units, a limit buy at least its cost,
+ * a market buy something).
+ */
+function waitingFault(o: StateOrder, at: string, view: EngineStateView): string | null {
+  const m = o.market;
+  const wait = o.wait!;
+  if (o.status !== 'open' || o.level !== null) return `${at} is ${o.status} or in the book`;
+  if (o.remaining !== o.volume || o.cost !== 0 || o.fee !== 0) return `${at} executed before its trigger`;
+  if ((wait.falling ? m.falling : m.rising).values()[wait.slot] !== o)
+    return `${at} is not in its market's trigger heap where it says (${wait.slot})`;
+  if (m.trailing.has(o) !== (wait.offset !== null)) return `${at} is wrongly in or out of the trailing stops`;
+  if (!(o.id < view.sequences.nextOrderId)) return `${at} is not below nextOrderId`;
+  if (o.side === 'sell') {
+    if (o.reserved !== o.volume * m.baseUnitsPerLot)
+      return `${at} holds ${o.reserved} base units for ${o.volume} lots`;
+  } else if (executionTypeOf(o.type) === 'limit') {
+    const needed = view.costOf(m, o.price, o.volume);
+    if (!(o.reserved >= needed)) return `${at} holds ${o.reserved}, less than the ${needed} it may cost`;
+  } else if (!(o.reserved > 0)) return `${at} is a market buy holding nothing`;
+  if (!isCount(o.reserved)) return `${at} has reserved ${o.reserved}`;
+  return null;
+}
+
 const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
 
 /**
@@ -292,7 +347,7 @@ export function findViolation(view: EngineStateView): string | null {
         const at = `${pair} ${sideName}: order ${o.id}`;
         if (o.market !== m) return `${at} belongs to market ${o.market.spec.id}`;
         if (o.side !== (isBuy ? 'buy' : 'sell')) return `${at} is a ${o.side} order`;
-        if (o.type !== 'limit') return `${at} is a resting ${o.type} order`;
+        if (executionTypeOf(o.type) !== 'limit' || isWaiting(o)) return `${at} is a resting ${o.type} order`;
         if (o.status !== 'open' || o.reason !== null || o.closeTime !== null)
           return `${at} rests with status ${o.status}`;
         if (openOrders.get(o.id) !== o) return `${at} rests but is not indexed under its id`;
@@ -335,11 +390,37 @@ export function findViolation(view: EngineStateView): string | null {
   }
   const indexFault = openOrders.checkStructure();
   if (indexFault !== null) return indexFault;
-  if (openOrders.size !== resting) {
-    for (const o of openOrders.values()) {
-      if (o.level === null) return `order ${o.id} is indexed as open but rests in no book`;
+  let waiting = 0;
+  for (const o of openOrders.values()) {
+    if (!isWaiting(o)) continue;
+    waiting++;
+    const at = `waiting order ${o.id}`;
+    const fault = waitingFault(o, at, view);
+    if (fault !== null) return fault;
+    const controlled = controlFault(o, at, view);
+    if (controlled !== null) return controlled;
+    restingByUser.set(o.userId, (restingByUser.get(o.userId) ?? 0) + 1);
+    if (o.clientOrderId !== null) withClientId++;
+    if (o.expireTime > 0) withExpiry++;
+    let sums = held.get(o.userId);
+    if (sums === undefined) {
+      sums = new Array<number>(assetCount).fill(0);
+      held.set(o.userId, sums);
     }
-    return `the id index holds ${openOrders.size} open orders, the books ${resting}`;
+    sums[o.side === 'buy' ? o.market.quote : o.market.base]! += o.reserved;
+  }
+  let inHeaps = 0;
+  for (const m of view.markets) {
+    const fault = m.falling.checkStructure() ?? m.rising.checkStructure();
+    if (fault !== null) return `${m.spec.base}/${m.spec.quote}: ${fault}`;
+    inHeaps += m.falling.size + m.rising.size;
+  }
+  if (inHeaps !== waiting) return `the trigger heaps hold ${inHeaps} orders, and ${waiting} wait`;
+  if (openOrders.size !== resting + waiting) {
+    for (const o of openOrders.values()) {
+      if (o.level === null && !isWaiting(o)) return `order ${o.id} is indexed as open but rests in no book`;
+    }
+    return `the id index holds ${openOrders.size} open orders, the books ${resting} and ${waiting} wait`;
   }
   const controlsBroken = controlsFault(view, restingByUser, withClientId, withExpiry);
   if (controlsBroken !== null) return controlsBroken;

@@ -17,9 +17,14 @@ import {
   type AssetCode,
   type AssetSpec,
   CancelReason,
+  CONDITIONAL_TYPES,
+  type ConditionalType,
+  executionTypeOf,
   FEE_RATE_DECIMALS,
+  MAX_TRAILING_BPS,
   type MarketId,
   type MarketSpec,
+  MIN_TRAILING_BPS,
   type Micros,
   type OrderId,
   type OrderStatus,
@@ -29,6 +34,7 @@ import {
   type Side,
   type TimeInForce,
   type TradeId,
+  type TrailingOffset,
   type UserId,
   type Volume,
 } from '../domain/types.js';
@@ -43,6 +49,7 @@ import {
   InternalStateError,
 } from './engine-state.js';
 import { OrderIndex } from './order-index.js';
+import { TriggerHeap, WaitState } from './trigger-index.js';
 import {
   type BookLevels,
   type ChangeSet,
@@ -52,6 +59,7 @@ import {
   type EngineEvent,
   type EngineOptions,
   type EngineSnapshot,
+  type LastPrice,
   type LevelKey,
   MAX_BATCH_ORDERS,
   MAX_CANCEL_ALL_AFTER,
@@ -126,6 +134,14 @@ interface Market {
   readonly dirtyKeys: number[];
   readonly dirtyBefore: number[];
   dirtyCount: number;
+  /** The last trade price in ticks (0: no trade yet): what conditional orders trigger on. */
+  lastPrice: number;
+  /** Waiting conditional orders that fire when the last price falls to their trigger. */
+  readonly falling: TriggerHeap<LiveOrder>;
+  /** Waiting conditional orders that fire when the last price rises to their trigger. */
+  readonly rising: TriggerHeap<LiveOrder>;
+  /** The waiting trailing stops (also in a heap): each trade moves their best price. */
+  readonly trailing: Set<LiveOrder>;
 }
 
 /**
@@ -177,6 +193,8 @@ class LiveOrder implements RestingOrder {
   declare controls: OrderControls;
   /** Its place in the engine's deadline heap while it rests with an expiry, else -1. */
   declare heapIndex: number;
+  /** A conditional order's trigger and whether it fired; null for limit and market orders. */
+  declare wait: WaitState | null;
 
   // The constructor assigns every field itself rather than calling init: V8 sizes an object's
   // in-object fields from the constructor's own `this.x =` assignments, and fields it did not
@@ -219,6 +237,7 @@ class LiveOrder implements RestingOrder {
     this.priority = id;
     this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
+    this.wait = null;
   }
 
   /** Reinitialises every field as the constructor does: a new order, open, nothing executed or reserved. */
@@ -258,6 +277,7 @@ class LiveOrder implements RestingOrder {
     this.priority = id;
     this.controls = DEFAULT_CONTROLS;
     this.heapIndex = -1;
+    this.wait = null;
     return this;
   }
 
@@ -318,9 +338,26 @@ class LiveOrder implements RestingOrder {
       feeExcess: this.feeExcess,
       reserved: this.reserved as Amount,
     };
-    // The shared defaults and no amend: the common case, told apart without reading each control.
-    if (this.controls === DEFAULT_CONTROLS && this.priority === this.id) return state;
-    return hasDefaultControls(this) ? state : this.withControls(state);
+    // The shared defaults, no amend and no trigger: the common case, told apart without reading each control.
+    if (this.wait === null && this.controls === DEFAULT_CONTROLS && this.priority === this.id) return state;
+    const controlled = hasDefaultControls(this) ? state : this.withControls(state);
+    return this.wait === null ? controlled : this.withWait(controlled, this.wait);
+  }
+
+  /** The state with a conditional order's trigger fields. */
+  private withWait(state: OrderState, wait: WaitState): OrderState {
+    const full: { -readonly [K in keyof OrderState]: OrderState[K] } = { ...state };
+    // A trailing stop without a best price yet has no trigger yet.
+    if (wait.offset === null || wait.best > 0) full.triggerPrice = wait.trigger as Price;
+    if (wait.offset !== null) full.trailingOffset = wait.offset;
+    if (wait.offset !== null && wait.best > 0) full.trailingBest = wait.best as Price;
+    if (wait.triggered) full.triggered = true;
+    return full;
+  }
+
+  /** True when the order matches as a limit order: `limit`, and a triggered `-limit` type. */
+  get asLimit(): boolean {
+    return this.type === 'limit' || executionTypeOf(this.type) === 'limit';
   }
 
   /** The state with the controls that differ from their defaults (an order without any has none). */
@@ -360,6 +397,39 @@ const SELF_TRADE_MODES: readonly string[] = [
   'decrement',
 ] satisfies SelfTradeMode[];
 const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,36}$/;
+
+/** A trailing offset as the engine keeps it (its own copy), or null when it is not a valid one. */
+function readTrailingOffset(offset: TrailingOffset | undefined): TrailingOffset | null {
+  if (typeof offset !== 'object' || offset === null) return null;
+  const { unit, amount } = offset;
+  if (unit === 'ticks' && isPositiveInt(amount) && amount <= MAX_UNITS) return { unit, amount };
+  if (unit === 'bps' && Number.isInteger(amount) && amount >= MIN_TRAILING_BPS && amount <= MAX_TRAILING_BPS)
+    return { unit, amount };
+  return null;
+}
+
+/**
+ * Moves a trailing stop's best price to `price` when it is better (higher for a sell, lower for a
+ * buy, or the first), and its trigger with it: the offset below (a sell) or above (a buy), a
+ * percentage rounded to a whole tick away from the best price. True when it moved.
+ */
+function follow(wait: WaitState, price: number): boolean {
+  if (wait.best !== 0 && (wait.falling ? price <= wait.best : price >= wait.best)) return false;
+  const offset = wait.offset!;
+  const distance = offset.unit === 'ticks' ? offset.amount : mulDiv(price, offset.amount, BPS, 'ceil');
+  wait.best = price;
+  wait.trigger = wait.falling ? price - distance : price + distance;
+  return true;
+}
+
+/** A sell stop-loss, a buy take-profit and a sell trailing stop wait for the price to fall; the others to rise. */
+function fallsToTrigger(type: ConditionalType, side: Side): boolean {
+  const stopLoss = type === 'stop-loss' || type === 'stop-loss-limit' || type === 'trailing-stop';
+  return stopLoss === (side === 'sell');
+}
+
+/** Basis points in a whole. */
+const BPS = 10_000;
 
 /** A user's armed dead man's switch: its own entry in the deadline heap. */
 class UserSwitch implements Deadline {
@@ -428,6 +498,8 @@ export class Engine {
    * reason it ends with. The caller finishes the taker and clears it.
    */
   private takerStopped: string | null = null;
+  /** Conditional orders whose trigger a trade reached, in the order to fire them (see cross). */
+  private readonly crossed: LiveOrder[] = [];
 
   /** See EngineOptions: every replica and replay of one journal must use the same. */
   private readonly maxOpenOrdersPerUser: number;
@@ -482,7 +554,21 @@ export class Engine {
         stp: o.stp ?? 'cancel-oldest',
         expireTime: o.expireTime ?? 0,
       });
+      if (o.triggerPrice !== undefined || o.trailingOffset !== undefined) {
+        const falling = fallsToTrigger(o.type as ConditionalType, o.side);
+        const trigger = o.triggerPrice ?? (falling ? 0 : Number.MAX_SAFE_INTEGER);
+        order.wait = new WaitState(trigger, falling, o.trailingOffset ?? null, o.trailingBest ?? 0);
+        order.wait.triggered = o.triggered === true;
+        if (!order.wait.triggered) {
+          engine.await(order);
+          continue;
+        }
+      }
       engine.rest(order, (o.side === 'buy' ? market.bids : market.asks).level(o.price));
+    }
+    for (const last of snapshot.lastPrices ?? []) {
+      const market = engine.markets.get(last.marketId);
+      if (market !== undefined) market.lastPrice = last.price;
     }
     for (const sw of snapshot.switches ?? []) {
       if (sw.triggerTime > 0) engine.arm(sw.userId, sw.triggerTime);
@@ -640,6 +726,10 @@ export class Engine {
       dirtyKeys: [],
       dirtyBefore: [],
       dirtyCount: 0,
+      lastPrice: 0,
+      falling: new TriggerHeap<LiveOrder>(true),
+      rising: new TriggerHeap<LiveOrder>(false),
+      trailing: new Set(),
     };
     this.markets.set(spec.id, market);
     if (spec.id >>> 0 === spec.id && spec.id < 1 << 16) {
@@ -701,7 +791,9 @@ export class Engine {
         'The volume is below the minimum order volume of this market.',
         'volume',
       );
-    const isLimit = c.type === 'limit';
+    const conditional =
+      c.type !== 'limit' && c.type !== 'market' && CONDITIONAL_TYPES.includes(c.type as ConditionalType);
+    const isLimit = c.type === 'limit' || (conditional && executionTypeOf(c.type) === 'limit');
     if (isLimit && !isPositiveInt(c.price))
       return reject('invalid_price', 'The price must be greater than zero.', 'price');
     if (!isPositiveInt(c.userId)) return reject('invalid_amount', 'Unknown user.', 'user');
@@ -718,13 +810,23 @@ export class Engine {
       if ('ok' in read) return read;
       controls = read;
     }
+    // A conditional order's trigger, read only when the command has one (or should have).
+    let wait: WaitState | null = null;
+    if (conditional || c.triggerPrice !== undefined || c.trailingOffset !== undefined) {
+      const read = this.readTrigger(c, market, conditional, controls);
+      if (!(read instanceof WaitState)) return read;
+      wait = read;
+    }
     const tif = controls.timeInForce;
     // Worth less than one quote unit: floor(price × volume × multiplier / divisor) < 1. Compared
     // without the division: below 2^53 the product is exact, above it is far above any divisor.
     if (isLimit && c.price * c.volume * market.costMultiplier < market.costDivisor)
       return this.valueTooSmall(market);
     const account = this.accountBook.account(c.userId);
-    if (isLimit && (tif === 'GTC' || tif === 'GTD') && account.openOrders >= this.maxOpenOrdersPerUser)
+    if (
+      (wait !== null || (isLimit && (tif === 'GTC' || tif === 'GTD'))) &&
+      account.openOrders >= this.maxOpenOrdersPerUser
+    )
       return this.tooManyOpenOrders();
     // Risk stage: hold everything the order could spend, or refuse it before it touches the book.
     let hold: number;
@@ -743,13 +845,14 @@ export class Engine {
       hold = cost + feeDue(cost, market.maxFee, 0);
       if (hold > MAX_UNITS) return reject('too_large', 'The order value is too large.', 'volume');
     } else {
-      // A market buy may spend at most what the buyer has available.
+      // A market buy may spend at most what the buyer has available; a conditional one holds it
+      // all while it waits, for it cannot know the prices it will meet (docs/money.md).
       asset = market.quote;
       hold = this.accountBook.available(account, asset);
       if (hold <= 0) return reject('insufficient_funds', 'Insufficient funds.', 'volume');
       // Decided before anything changes: funds that buy less than ordermin make an order that
       // would have been refused had it asked for that volume (its fills could even cost nothing).
-      const buys = this.fundsBuy(market, c.userId, c.volume, hold);
+      const buys = wait === null ? this.fundsBuy(market, c.userId, c.volume, hold) : c.volume;
       if (buys < market.spec.ordermin) {
         const lots = (v: number) => `${formatUnits(v, market.spec.lotDecimals)} ${market.spec.base}`;
         return reject(
@@ -769,7 +872,7 @@ export class Engine {
     if (isLimit) {
       if (c.volume * market.baseUnitsPerLot > MAX_UNITS)
         return reject('too_large', 'The volume is too large.', 'volume');
-      restLevel = (c.side === 'buy' ? market.bids : market.asks).level(c.price);
+      restLevel = wait === null ? (c.side === 'buy' ? market.bids : market.asks).level(c.price) : undefined;
       if ((restLevel?.total ?? 0) + c.volume > MAX_UNITS)
         return reject('too_large', 'The volume at this price is too large.', 'volume');
     }
@@ -782,12 +885,17 @@ export class Engine {
         ? new LiveOrder(id, c.userId, account, market, c.side, c.type, price, c.volume, time)
         : spare.init(id, c.userId, account, market, c.side, c.type, price, c.volume, time);
     if (controls !== DEFAULT_CONTROLS) order.control(controls);
+    order.wait = wait;
     this.accountBook.reserve(account, asset, hold);
     order.reserved = hold;
     this.markDirty(order);
     const accepted = order.state();
     order.snap = accepted;
     this.emit({ type: 'orderAccepted', order: accepted });
+    if (wait !== null) {
+      this.await(order);
+      return undefined;
+    }
 
     // Post-only and FOK orders that cannot do what they ask end here, having changed nothing.
     if (controls.postOnly && this.crosses(order)) {
@@ -821,7 +929,207 @@ export class Engine {
       // A level the order created is listed already (as 0 before): marked, it is not listed again.
       order.level!.mark = this.drainEpoch;
     }
+    if (this.crossed.length !== 0) this.fireCrossed(time);
     return undefined;
+  }
+
+  /**
+   * A conditional order's trigger (or a trailing stop's offset), checked; or its refusal. Also
+   * refuses a trigger price or an offset on an order type that takes none.
+   */
+  private readTrigger(
+    c: PlaceOrder,
+    market: Market,
+    conditional: boolean,
+    controls: OrderControls,
+  ): WaitState | CommandResult {
+    if (!conditional) {
+      if (c.triggerPrice !== undefined)
+        return reject(
+          'invalid_trigger_price',
+          'Only stop-loss and take-profit orders take a trigger price.',
+          'trigger_price',
+        );
+      return reject(
+        'invalid_trailing_offset',
+        'Only trailing stops take a trailing offset.',
+        'trailing_offset',
+      );
+    }
+    const type = c.type as ConditionalType;
+    if (controls.postOnly || controls.timeInForce === 'IOC' || controls.timeInForce === 'FOK')
+      return reject(
+        'invalid_conditional_controls',
+        'A conditional order waits for its trigger: it takes time in force GTC or GTD, and no post-only.',
+        controls.postOnly ? 'post_only' : 'time_in_force',
+      );
+    if (executionTypeOf(type) === 'market' && c.price !== 0)
+      return reject(
+        'price_not_allowed',
+        `A ${type} order executes as a market order: it takes no limit price.`,
+        'price',
+      );
+    const falling = fallsToTrigger(type, c.side);
+    if (type === 'trailing-stop') {
+      if (c.triggerPrice !== undefined)
+        return reject(
+          'invalid_trigger_price',
+          'A trailing stop takes a trailing offset, not a trigger price.',
+          'trigger_price',
+        );
+      const offset = readTrailingOffset(c.trailingOffset);
+      if (offset === null)
+        return reject(
+          'invalid_trailing_offset',
+          `A trailing stop needs an offset: a whole number of ticks from 1, or ${MIN_TRAILING_BPS} to ${MAX_TRAILING_BPS} basis points (0.01 % to 50 %).`,
+          'trailing_offset',
+        );
+      // No trade yet: no trigger until the first one (a price no trade reaches).
+      const wait = new WaitState(falling ? 0 : Number.MAX_SAFE_INTEGER, falling, offset, 0);
+      if (market.lastPrice > 0) follow(wait, market.lastPrice);
+      return wait;
+    }
+    if (c.trailingOffset !== undefined)
+      return reject(
+        'invalid_trailing_offset',
+        'Only trailing stops take a trailing offset.',
+        'trailing_offset',
+      );
+    const trigger = c.triggerPrice;
+    if (trigger === undefined || !isPositiveInt(trigger))
+      return reject(
+        'invalid_trigger_price',
+        `A ${type} order needs a trigger price greater than zero.`,
+        'trigger_price',
+      );
+    const refused = this.firesAtOnce(market, falling, trigger);
+    if (refused !== undefined) return refused;
+    return new WaitState(trigger, falling, null, 0);
+  }
+
+  /** Refuses a trigger the last trade price has reached already (it would fire on arrival, decision E27). */
+  private firesAtOnce(market: Market, falling: boolean, trigger: number): CommandResult | undefined {
+    const last = market.lastPrice;
+    if (last === 0 || (falling ? last > trigger : last < trigger)) return undefined;
+    return reject(
+      'trigger_would_fire',
+      `The last trade price, ${formatUnits(last, market.spec.pairDecimals)}, has reached this trigger already: the order would fire at once.`,
+      'trigger_price',
+    );
+  }
+
+  /** Puts a new conditional order in every index of open orders and in its trigger heap, outside the book. */
+  private await(order: LiveOrder): void {
+    this.openOrders.set(order);
+    order.account.openOrders++;
+    if (order.clientOrderId !== null) this.indexClientId(order);
+    if (order.expireTime !== 0) this.deadlines.add(order);
+    this.enqueueTrigger(order);
+  }
+
+  private enqueueTrigger(order: LiveOrder): void {
+    const wait = order.wait!;
+    const market = order.market;
+    (wait.falling ? market.falling : market.rising).add(order);
+    if (wait.offset !== null) market.trailing.add(order);
+  }
+
+  private dequeueTrigger(order: LiveOrder): void {
+    const wait = order.wait!;
+    const market = order.market;
+    if (wait.slot >= 0) (wait.falling ? market.falling : market.rising).remove(order);
+    if (wait.offset !== null) market.trailing.delete(order);
+  }
+
+  /**
+   * A trade at `price` in `market`: trailing stops follow it, and every waiting order whose trigger
+   * it reached leaves its heap for the queue of crossed orders (`crossed`), in trigger-price order
+   * then time order. They fire after the order that is matching now is done (fireCrossed).
+   */
+  private cross(market: Market, price: number): void {
+    if (market.trailing.size !== 0) this.followAll(market, price);
+    this.takeReached(market, market.falling, price);
+    this.takeReached(market, market.rising, price);
+  }
+
+  /** Moves every waiting trailing stop of the market to a trade at `price` (see follow). */
+  private followAll(market: Market, price: number): void {
+    for (const order of market.trailing) {
+      if (follow(order.wait!, price)) {
+        (order.wait!.falling ? market.falling : market.rising).moved(order);
+        order.snap = null;
+        this.markDirty(order);
+      }
+    }
+  }
+
+  /** Moves the orders of `heap` whose trigger `price` reached to the crossed queue, in heap order. */
+  private takeReached(market: Market, heap: TriggerHeap<LiveOrder>, price: number): void {
+    for (let top = heap.peek(); top !== undefined && heap.reaches(top, price); top = heap.peek()) {
+      heap.remove(top);
+      if (top.wait!.offset !== null) market.trailing.delete(top);
+      top.wait!.crossedAt = price;
+      this.crossed.push(top);
+    }
+  }
+
+  /**
+   * Fires the crossed orders in the order they were crossed: each becomes a market or limit order
+   * and matches now (orderTriggered, then its trades); the trades of one can cross more, which
+   * join the end of the queue. Ends: an order fires at most once.
+   */
+  private fireCrossed(time: Micros): void {
+    const queue = this.crossed;
+    for (let i = 0; i < queue.length; i++) this.fire(queue[i]!, time);
+    queue.length = 0;
+  }
+
+  private fire(order: LiveOrder, time: Micros): void {
+    const wait = order.wait!;
+    wait.triggered = true;
+    this.markDirty(order);
+    const triggered = order.state();
+    order.snap = triggered;
+    this.emit({ type: 'orderTriggered', order: triggered, lastPrice: wait.crossedAt as Price, time });
+    const budgetExhausted = this.match(order, order.account, time);
+    if (this.takerStopped === null && order.remaining > 0 && order.asLimit) {
+      // A triggered -limit order that rests is queued by when it fired, behind the orders resting
+      // at its price: a number from the id sequence.
+      order.priority = this.nextOrderId++;
+      order.snap = null;
+    }
+    this.settleIndexed(order, budgetExhausted, time);
+  }
+
+  /**
+   * After an order indexed as open (amended, or fired) took liquidity: ends it when self-trade
+   * prevention stopped it, when it filled, or (a market order) when it could take no more; else it
+   * rests at the back of its price level.
+   */
+  private settleIndexed(order: LiveOrder, budgetExhausted: boolean, time: Micros): void {
+    if (this.takerStopped !== null) {
+      const reason = this.takerStopped;
+      this.takerStopped = null;
+      this.leaveOpen(order);
+      this.finish(order, 'canceled', reason, time);
+    } else if (order.remaining === 0) {
+      this.leaveOpen(order);
+      this.finish(order, 'closed', null, time);
+    } else if (!order.asLimit) {
+      const nothing = order.remaining === order.volume;
+      const reason = budgetExhausted ? CancelReason.insufficientFunds : CancelReason.noLiquidity;
+      this.leaveOpen(order);
+      this.finish(order, nothing ? 'canceled' : 'closed', nothing ? reason : null, time);
+    } else {
+      // Looked up now: the order's old level is gone if it was its last.
+      const market = order.market;
+      const isBuy = order.side === 'buy';
+      const book = isBuy ? market.bids : market.asks;
+      const level = book.level(order.price);
+      this.markLevel(market, isBuy ? order.price : -order.price, level);
+      book.append(order, level);
+      order.level!.mark = this.drainEpoch;
+    }
   }
 
   /** The controls of a placeOrder that carries any, checked; or its refusal. */
@@ -959,6 +1267,11 @@ export class Engine {
 
   /** Takes a resting order out of its book and out of every index of open orders. */
   private takeOff(order: LiveOrder): void {
+    if (order.wait !== null && !order.wait.triggered) {
+      this.dequeueTrigger(order);
+      this.leaveOpen(order);
+      return;
+    }
     const market = order.market;
     this.markLevel(market, order.side === 'buy' ? order.price : -order.price, order.level as Level);
     (order.side === 'buy' ? market.bids : market.asks).unlink(order);
@@ -988,7 +1301,7 @@ export class Engine {
     const book = taker.side === 'buy' ? market.asks : market.bids;
     // Level keys: a bid's price, or minus an ask's (see Market.dirtyLevels).
     const keySign = taker.side === 'buy' ? -1 : 1;
-    const isLimit = taker.type === 'limit';
+    const isLimit = taker.asLimit;
     const budgeted = !isLimit && taker.side === 'buy';
     for (let level = book.best; level !== null && taker.remaining > 0; level = book.best) {
       if (isLimit && (taker.side === 'buy' ? level.price > taker.price : level.price < taker.price)) break;
@@ -1082,12 +1395,14 @@ export class Engine {
       takerUserId: taker.userId as UserId,
       makerUserId: maker.userId as UserId,
       takerSide: taker.side,
-      takerType: taker.type,
+      takerType: executionTypeOf(taker.type),
       takerFee: takerFee as Amount,
       makerFee: makerFee as Amount,
       time,
     };
     this.emit({ type: 'trade', trade });
+    market.lastPrice = price;
+    if (market.falling.size !== 0 || market.rising.size !== 0) this.cross(market, price);
 
     if (maker.remaining === 0) {
       book.unlink(maker);
@@ -1227,7 +1542,7 @@ export class Engine {
     const market = order.market;
     let keep: number;
     if (order.side === 'sell') keep = order.remaining * market.baseUnitsPerLot;
-    else if (order.type === 'limit') keep = this.holdFor(market, order.price, order.remaining);
+    else if (order.asLimit) keep = this.holdFor(market, order.price, order.remaining);
     else return;
     if (keep >= order.reserved) return;
     this.accountBook.release(
@@ -1256,6 +1571,13 @@ export class Engine {
     const order = this.openOrders.get(c.orderId);
     if (order === undefined || order.userId !== c.userId)
       return reject('order_not_found', 'Order not found.');
+    if (order.wait !== null && !order.wait.triggered) return this.amendWaiting(order, c);
+    if (c.triggerPrice !== undefined)
+      return reject(
+        'invalid_trigger_price',
+        'Only a waiting stop-loss or take-profit order has a trigger to move.',
+        'trigger_price',
+      );
     if (c.price === undefined && c.volume === undefined && c.clientOrderId === undefined)
       return reject('nothing_to_amend', 'Give a new price, volume or client order id.');
     const market = order.market;
@@ -1335,11 +1657,7 @@ export class Engine {
     if (keep > order.reserved) this.accountBook.reserve(order.account, asset, keep - order.reserved);
     else if (keep < order.reserved) this.accountBook.release(order.account, asset, order.reserved - keep);
     order.reserved = keep;
-    if (c.clientOrderId !== undefined && c.clientOrderId !== order.clientOrderId) {
-      if (order.clientOrderId !== null) this.clientIds.get(order.userId)?.delete(order.clientOrderId);
-      order.clientOrderId = c.clientOrderId;
-      if (order.clientOrderId !== null) this.indexClientId(order);
-    }
+    if (c.clientOrderId !== undefined) this.renameClientOrderId(order, c.clientOrderId);
     this.markDirty(order);
     const amended = order.state();
     order.snap = amended;
@@ -1347,21 +1665,103 @@ export class Engine {
     if (!moves) return undefined;
 
     this.match(order, order.account, time);
-    if (this.takerStopped !== null) {
-      const reason = this.takerStopped;
-      this.takerStopped = null;
-      this.leaveOpen(order);
-      this.finish(order, 'canceled', reason, time);
-    } else if (order.remaining === 0) {
-      this.leaveOpen(order);
-      this.finish(order, 'closed', null, time);
-    } else {
-      // Looked up again: the old level is gone if the order was its last.
-      const level = book.level(price);
-      this.markLevel(market, isBuy ? price : -price, level);
-      book.append(order, level);
-      order.level!.mark = this.drainEpoch;
+    this.settleIndexed(order, false, time);
+    if (this.crossed.length !== 0) this.fireCrossed(time);
+    return undefined;
+  }
+
+  private renameClientOrderId(order: LiveOrder, clientOrderId: string | null): void {
+    if (clientOrderId === order.clientOrderId) return;
+    if (order.clientOrderId !== null) this.clientIds.get(order.userId)?.delete(order.clientOrderId);
+    order.clientOrderId = clientOrderId;
+    if (clientOrderId !== null) this.indexClientId(order);
+  }
+
+  /**
+   * Amends a waiting conditional order: its trigger (not a trailing stop's), its limit price (a
+   * `-limit` type's), its volume or its client order id. It stays outside the book; the hold is
+   * resized as a new order's would be (a market buy keeps what it holds: all it had available).
+   * A new trigger or a higher volume moves it behind the orders waiting at the same trigger.
+   */
+  private amendWaiting(
+    order: LiveOrder,
+    c: Extract<Command, { kind: 'amendOrder' }>,
+  ): CommandResult | undefined {
+    const wait = order.wait!;
+    const market = order.market;
+    if (
+      c.price === undefined &&
+      c.volume === undefined &&
+      c.clientOrderId === undefined &&
+      c.triggerPrice === undefined
+    )
+      return reject('nothing_to_amend', 'Give a new trigger price, price, volume or client order id.');
+    if (c.price !== undefined && !order.asLimit)
+      return reject('price_not_allowed', `A ${order.type} order takes no limit price.`, 'price');
+    const price = c.price ?? order.price;
+    if (order.asLimit && !isPositiveInt(price))
+      return reject('invalid_price', 'The price must be greater than zero.', 'price');
+    const trigger = c.triggerPrice ?? wait.trigger;
+    if (c.triggerPrice !== undefined) {
+      if (wait.offset !== null)
+        return reject(
+          'invalid_trigger_price',
+          "A trailing stop's trigger follows the market: amend its volume or client order id.",
+          'trigger_price',
+        );
+      if (!isPositiveInt(trigger))
+        return reject(
+          'invalid_trigger_price',
+          'The trigger price must be greater than zero.',
+          'trigger_price',
+        );
+      const refused = this.firesAtOnce(market, wait.falling, trigger);
+      if (refused !== undefined) return refused;
     }
+    const volume = c.volume ?? order.volume;
+    if (!isPositiveInt(volume))
+      return reject('invalid_volume', 'The volume must be greater than zero.', 'volume');
+    if (volume < market.spec.ordermin)
+      return reject(
+        'below_ordermin',
+        'The volume is below the minimum order volume of this market.',
+        'volume',
+      );
+    if (volume * market.baseUnitsPerLot > MAX_UNITS)
+      return reject('too_large', 'The volume is too large.', 'volume');
+    if (c.clientOrderId !== undefined && c.clientOrderId !== null) {
+      const refused = this.checkClientOrderId(order.userId, c.clientOrderId, order);
+      if (refused !== undefined) return refused;
+    }
+    const isBuy = order.side === 'buy';
+    let keep = order.reserved;
+    if (!isBuy) keep = volume * market.baseUnitsPerLot;
+    else if (order.asLimit) {
+      const cost = this.costOf(market, price, volume);
+      if (cost < 1) return this.valueTooSmall(market);
+      keep = this.holdFor(market, price, volume);
+      if (!(keep <= MAX_UNITS)) return reject('too_large', 'The order value is too large.', 'volume');
+    }
+    const asset = isBuy ? market.quote : market.base;
+    if (keep > order.reserved && this.accountBook.available(order.account, asset) < keep - order.reserved)
+      return reject('insufficient_funds', 'Insufficient funds.', 'volume');
+
+    const requeue = trigger !== wait.trigger || volume > order.volume;
+    this.dequeueTrigger(order);
+    wait.trigger = trigger;
+    order.price = price;
+    order.volume = volume;
+    order.remaining = volume;
+    if (requeue) order.priority = this.nextOrderId++;
+    this.enqueueTrigger(order);
+    if (keep > order.reserved) this.accountBook.reserve(order.account, asset, keep - order.reserved);
+    else if (keep < order.reserved) this.accountBook.release(order.account, asset, order.reserved - keep);
+    order.reserved = keep;
+    if (c.clientOrderId !== undefined) this.renameClientOrderId(order, c.clientOrderId);
+    this.markDirty(order);
+    const amended = order.state();
+    order.snap = amended;
+    this.emit({ type: 'orderAmended', order: amended, reason: AmendReason.user });
     return undefined;
   }
 
@@ -1621,8 +2021,25 @@ export class Engine {
       openOrders: live.map((o) => o.state()),
       sequences: this.sequences(),
     };
-    if (this.switches.size === 0) return snapshot;
-    return { ...snapshot, switches: this.switchList() };
+    const lastPrices = this.lastPriceList();
+    const withPrices = lastPrices.length === 0 ? snapshot : { ...snapshot, lastPrices };
+    if (this.switches.size === 0) return withPrices;
+    return { ...withPrices, switches: this.switchList() };
+  }
+
+  /** The last trade price of each market that traded, in ascending market id. */
+  private lastPriceList(): LastPrice[] {
+    const list: LastPrice[] = [];
+    for (const market of this.markets.values()) {
+      if (market.lastPrice !== 0) list.push({ marketId: market.spec.id, price: market.lastPrice as Price });
+    }
+    return list.sort((a, b) => a.marketId - b.marketId);
+  }
+
+  /** The last trade price of a market, or null when it has not traded (or does not exist). */
+  lastPrice(marketId: MarketId): Price | null {
+    const price = this.markets.get(marketId)?.lastPrice ?? 0;
+    return price === 0 ? null : (price as Price);
   }
 
   /** Armed dead man's switches, in ascending user id. */

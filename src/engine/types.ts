@@ -8,6 +8,7 @@ import type {
   AssetCode,
   AssetSpec,
   AssetType,
+  ExecutionType,
   FeeRate,
   MarketId,
   MarketSpec,
@@ -20,6 +21,7 @@ import type {
   Side,
   TimeInForce,
   TradeId,
+  TrailingOffset,
   UserId,
   Volume,
 } from '../domain/types.js';
@@ -62,6 +64,11 @@ export type Command =
       readonly price?: Price;
       readonly volume?: Volume;
       readonly clientOrderId?: string | null;
+      /**
+       * A waiting conditional order's new trigger price (not a trailing stop's: its trigger
+       * follows the market); refused as on placement when it would fire at once.
+       */
+      readonly triggerPrice?: Price;
     }
   /** Cancels every open order of the user, or only those of one market. */
   | { readonly kind: 'cancelAllOrders'; readonly userId: UserId; readonly marketId?: MarketId }
@@ -99,9 +106,19 @@ export interface PlaceOrder {
   readonly marketId: MarketId;
   readonly side: Side;
   readonly type: OrderType;
-  /** Limit price in ticks; ignored for market orders. */
+  /**
+   * Limit price in ticks: for `limit` and the `-limit` conditional types. Ignored for market
+   * orders; must be 0 (absent from the request) for the other conditional types.
+   */
   readonly price: Price;
   readonly volume: Volume;
+  /**
+   * `stop-loss`, `take-profit` and their `-limit` types only (and required there): the last trade
+   * price, in ticks, that triggers the order. One the last price has reached already is refused.
+   */
+  readonly triggerPrice?: Price;
+  /** `trailing-stop` only (and required there): the distance of its trigger from the best price seen. */
+  readonly trailingOffset?: TrailingOffset;
   /** Default GTC. A market order takes GTC or IOC (it never rests either way). */
   readonly timeInForce?: TimeInForce;
   /** Default false. Only with a limit order that is GTC or GTD. */
@@ -172,7 +189,24 @@ export type RejectCode =
   /** cancelAllAfter: the timeout is not a whole number from 0 to MAX_CANCEL_ALL_AFTER. */
   | 'invalid_timeout'
   /** placeOrders: no orders, or more than MAX_BATCH_ORDERS. */
-  | 'invalid_batch';
+  | 'invalid_batch'
+  /**
+   * A conditional order without a trigger price, or with one that is not a positive whole number
+   * of ticks; or a trigger price on an order type that takes none (amend: on an order that is not
+   * a waiting stop or take-profit).
+   */
+  | 'invalid_trigger_price'
+  /** The trigger is reached by the last trade price already: the order would fire on arrival. */
+  | 'trigger_would_fire'
+  /** A limit price on `stop-loss`, `take-profit` or `trailing-stop`, which execute as market orders. */
+  | 'price_not_allowed'
+  /**
+   * A trailing stop without an offset, or with one out of range (ticks: a positive whole number;
+   * bps: 1 to 5,000, i.e. 0.01 % to 50 %); or an offset on any other type.
+   */
+  | 'invalid_trailing_offset'
+  /** A conditional type with time in force IOC or FOK, or with post-only: it waits, so it is GTC or GTD. */
+  | 'invalid_conditional_controls';
 
 export interface Rejection {
   readonly code: RejectCode;
@@ -226,6 +260,24 @@ export interface OrderState {
    * each level's orders by it.
    */
   readonly priority?: number;
+  // Conditional orders (types other than limit and market). Each is absent for every other order.
+  /**
+   * The last trade price, in ticks, that fires the order (a trailing stop's: where its offset from
+   * `trailingBest` puts it now). Stays after the trigger, for the record.
+   */
+  readonly triggerPrice?: Price;
+  /** A trailing stop's distance from the best price seen. */
+  readonly trailingOffset?: TrailingOffset;
+  /**
+   * A trailing stop's best last trade price since it was placed (the highest for a sell, the
+   * lowest for a buy); absent until the market's first trade when it had none at placement.
+   */
+  readonly trailingBest?: Price;
+  /**
+   * Present once the trigger fired: the order then matches (and may rest, for a `-limit` type) as
+   * a market or limit order. Absent: it is waiting, outside the book.
+   */
+  readonly triggered?: true;
 }
 
 export interface Trade {
@@ -240,7 +292,11 @@ export interface Trade {
   readonly takerUserId: UserId;
   readonly makerUserId: UserId;
   readonly takerSide: Side;
-  readonly takerType: OrderType;
+  /**
+   * How the taker matched. A triggered conditional order takes in its execution form
+   * (executionTypeOf), so trades keep today's two values.
+   */
+  readonly takerType: ExecutionType;
   readonly takerFee: Amount;
   readonly makerFee: Amount;
   readonly time: Micros;
@@ -285,7 +341,18 @@ export type EngineEvent =
    * The user's dead man's switch fired at `triggerTime`; an `orderDone` per canceled order
    * follows. The switch is disarmed afterwards.
    */
-  | { readonly type: 'cancelAllAfterFired'; readonly userId: UserId; readonly triggerTime: Micros };
+  | { readonly type: 'cancelAllAfterFired'; readonly userId: UserId; readonly triggerTime: Micros }
+  /**
+   * A conditional order's trigger fired: the last trade price (`lastPrice`, of the trade that
+   * crossed it) reached its trigger. The order's new state (`triggered`) follows, and then its
+   * trades and `orderDone` if it ends, in the same command as the crossing trade.
+   */
+  | {
+      readonly type: 'orderTriggered';
+      readonly order: OrderState;
+      readonly lastPrice: Price;
+      readonly time: Micros;
+    };
 
 /** One order of a `placeOrders` batch: its id, or why it was refused. */
 export type PlaceResult =
@@ -375,7 +442,20 @@ export interface EngineSnapshot {
   readonly openOrders: readonly OrderState[];
   /** Armed dead man's switches (triggerTime > 0) in ascending user id; absent: none. */
   readonly switches?: readonly SwitchState[];
+  /**
+   * Each market's last trade price, in ascending market id, for the markets that traded: what
+   * conditional orders are triggered and refused by. A store gives it from its last trade of
+   * each market (a change set carries no last prices: its trades say them). Absent on restore:
+   * no market has a last price until its next trade.
+   */
+  readonly lastPrices?: readonly LastPrice[];
   readonly sequences: Sequences;
+}
+
+/** A market's last trade price, in ticks. */
+export interface LastPrice {
+  readonly marketId: MarketId;
+  readonly price: Price;
 }
 
 /** Aggregated book side: [price, total volume] from best to worst. */

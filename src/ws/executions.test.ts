@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Amount, MarketId, Micros, OrderId, Price, TradeId, UserId, Volume } from '../domain/types.js';
+import {
+  type Amount,
+  executionTypeOf,
+  type MarketId,
+  type Micros,
+  type OrderId,
+  type Price,
+  type TradeId,
+  type UserId,
+  type Volume,
+} from '../domain/types.js';
 import type { EngineEvent, OrderState, Trade } from '../engine/types.js';
 import { executionSteps, type OrderHistory } from './executions.js';
 
@@ -33,7 +43,7 @@ const trade = (id: number, taker: OrderState, maker: OrderState, lots: number): 
   takerUserId: taker.userId,
   makerUserId: maker.userId,
   takerSide: taker.side,
-  takerType: taker.type,
+  takerType: executionTypeOf(taker.type),
   takerFee: 5 as Amount,
   makerFee: 2 as Amount,
   time: (1000 + id) as Micros,

@@ -161,3 +161,63 @@ export function applyAll(engine: Engine, commands: readonly Command[], firstInde
 
 /** A snapshot as a store would keep it: through JSON. */
 export const viaJson = (s: EngineSnapshot): EngineSnapshot => JSON.parse(JSON.stringify(s)) as EngineSnapshot;
+
+// ---- conditional orders (issue 22) -----------------------------------------------------------
+
+/** A conditional order near its market's mid: triggers a few ticks away, some already reached. */
+const conditionalPlaceArb: fc.Arbitrary<Command> = fc
+  .tuple(
+    placeArb,
+    fc.constantFrom(
+      'stop-loss' as const,
+      'take-profit' as const,
+      'stop-loss-limit' as const,
+      'take-profit-limit' as const,
+      'trailing-stop' as const,
+    ),
+    fc.integer({ min: -8, max: 8 }),
+    fc.oneof(
+      fc.record({ unit: fc.constant('ticks' as const), amount: fc.integer({ min: 1, max: 6 }) }),
+      fc.record({ unit: fc.constant('bps' as const), amount: fc.integer({ min: 1, max: 5_000 }) }),
+    ),
+    fc.constantFrom('GTC' as const, 'GTD' as const),
+  )
+  .map(([placed, type, away, trailingOffset, timeInForce]) => {
+    const order = placed as PlaceOrder;
+    const market = MARKETS.findIndex((m) => m.id === order.marketId);
+    const trigger = (SHAPE[market]!.mid + away) as Price;
+    const controls =
+      timeInForce === 'GTD' ? { timeInForce, expireTime: (T0 + 300) as Micros } : { clientOrderId: 'c' };
+    if (type === 'trailing-stop') return { ...order, type, price: 0 as Price, trailingOffset, ...controls };
+    const price = type.endsWith('-limit') ? order.price : (0 as Price);
+    return { ...order, type, price, triggerPrice: trigger, ...controls };
+  });
+
+const amendTriggerArb: fc.Arbitrary<Command> = fc
+  .record({
+    userId: userArb,
+    orderId: fc.integer({ min: 1, max: 160 }).map((id) => id as OrderId),
+    market: fc.integer({ min: 0, max: MARKETS.length - 1 }),
+    away: fc.integer({ min: -8, max: 8 }),
+  })
+  .map(({ userId, orderId, market, away }) => ({
+    kind: 'amendOrder',
+    userId,
+    orderId,
+    triggerPrice: (SHAPE[market]!.mid + away) as Price,
+  }));
+
+/** Streams of today's orders, the controls and conditional orders, with cascades, cancels and amends. */
+export const conditionalStreamArb = fc.array(
+  fc.oneof(
+    { weight: 5, arbitrary: placeArb },
+    { weight: 4, arbitrary: conditionalPlaceArb },
+    { weight: 1, arbitrary: controlledPlaceArb },
+    { weight: 2, arbitrary: cancelArb },
+    { weight: 1, arbitrary: amendArb },
+    { weight: 1, arbitrary: amendTriggerArb },
+    { weight: 1, arbitrary: sessionArb },
+    { weight: 1, arbitrary: fundsArb },
+  ),
+  { maxLength: 400, size: 'max' },
+);

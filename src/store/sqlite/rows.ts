@@ -7,6 +7,7 @@ import type {
   AssetCode,
   AssetSpec,
   AssetType,
+  ExecutionType,
   FeeRate,
   MarketId,
   MarketSpec,
@@ -101,7 +102,7 @@ export interface TradeRow {
   readonly taker_user_id: number;
   readonly maker_user_id: number;
   readonly taker_side: Side;
-  readonly taker_type: OrderType;
+  readonly taker_type: ExecutionType;
   readonly taker_fee: number;
   readonly maker_fee: number;
   readonly time: number;

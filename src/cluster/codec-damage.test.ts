@@ -45,14 +45,19 @@ import { jsonBytes } from './exact-json.js';
 
 const T = 1_700_000_000_000_000 as Micros;
 
-const ORDER: OrderState = {
-  id: 11 as OrderId,
+/** What an order's command and its state share. */
+const ORDER_REQUEST = {
   userId: 3 as UserId,
   marketId: 2 as MarketId,
   side: 'buy',
   type: 'limit',
   price: 300_000 as Price,
   volume: 5_000 as Volume,
+} as const;
+
+const ORDER: OrderState = {
+  id: 11 as OrderId,
+  ...ORDER_REQUEST,
   executed: 1_000 as Volume,
   status: 'canceled',
   reason: 'canceled by the user',
@@ -99,12 +104,7 @@ const MARKET_PARAMETERS = {
 
 const PLACE_ORDER: PlaceOrder = {
   kind: 'placeOrder',
-  userId: 3 as UserId,
-  marketId: 2 as MarketId,
-  side: 'buy',
-  type: 'limit',
-  price: 300_000 as Price,
-  volume: 5_000 as Volume,
+  ...ORDER_REQUEST,
   timeInForce: 'GTD',
   postOnly: true,
   clientOrderId: 'grid-7',

@@ -50,25 +50,21 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'openspot-list-bench-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src', 'main.ts')],
-    {
-      env: {
-        ...process.env,
-        NODE_ENV: '',
-        PORT: String(port),
-        DATA_DIR: dataDir,
-        SIMULATOR: 'off',
-        DEMO: 'on',
-        LOG_LEVEL: 'warn',
-        SQLITE_SYNCHRONOUS: 'normal',
-        RATE_LIMIT_IP_PER_SECOND: '0',
-        RATE_LIMIT_KEY_PER_SECOND: '0',
-      },
-      stdio: ['ignore', 'inherit', 'inherit'],
+  const server = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'main.ts')], {
+    env: {
+      ...process.env,
+      NODE_ENV: '',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      SIMULATOR: 'off',
+      DEMO: 'on',
+      LOG_LEVEL: 'warn',
+      SQLITE_SYNCHRONOUS: 'normal',
+      RATE_LIMIT_IP_PER_SECOND: '0',
+      RATE_LIMIT_KEY_PER_SECOND: '0',
     },
-  );
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   try {
     const credentials = join(dataDir, 'demo-credentials.json');
     while (!existsSync(credentials)) await sleep(200);

@@ -11,19 +11,20 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type {
-  Amount,
-  AssetCode,
-  FeeRate,
-  MarketId,
-  Micros,
-  OrderId,
-  Price,
-  TradeId,
-  UserId,
-  Volume,
+import {
+  AmendReason,
+  type Amount,
+  type AssetCode,
+  type FeeRate,
+  type MarketId,
+  type Micros,
+  type OrderId,
+  type Price,
+  type TradeId,
+  type UserId,
+  type Volume,
 } from '../domain/types.js';
-import type { Command, EngineEvent, OrderState, Trade } from '../engine/types.js';
+import type { Command, EngineEvent, OrderState, PlaceOrder, Trade } from '../engine/types.js';
 import type { LedgerEntry } from '../store/store.js';
 import {
   type CommandReply,
@@ -44,14 +45,19 @@ import { jsonBytes } from './exact-json.js';
 
 const T = 1_700_000_000_000_000 as Micros;
 
-const ORDER: OrderState = {
-  id: 11 as OrderId,
+/** What an order's command and its state share. */
+const ORDER_REQUEST = {
   userId: 3 as UserId,
   marketId: 2 as MarketId,
   side: 'buy',
   type: 'limit',
   price: 300_000 as Price,
   volume: 5_000 as Volume,
+} as const;
+
+const ORDER: OrderState = {
+  id: 11 as OrderId,
+  ...ORDER_REQUEST,
   executed: 1_000 as Volume,
   status: 'canceled',
   reason: 'canceled by the user',
@@ -61,6 +67,12 @@ const ORDER: OrderState = {
   fee: 1 as Amount,
   feeExcess: 7,
   reserved: 40 as Amount,
+  timeInForce: 'GTD',
+  postOnly: true,
+  clientOrderId: 'grid-7',
+  stp: 'decrement',
+  expireTime: (T + 60_000_000) as Micros,
+  priority: 15,
 };
 
 const TRADE: Trade = {
@@ -90,21 +102,36 @@ const MARKET_PARAMETERS = {
   takerFee: 200_000 as FeeRate,
 };
 
+const PLACE_ORDER: PlaceOrder = {
+  kind: 'placeOrder',
+  ...ORDER_REQUEST,
+  timeInForce: 'GTD',
+  postOnly: true,
+  clientOrderId: 'grid-7',
+  stp: 'cancel-both',
+  expireTime: (T + 60_000_000) as Micros,
+};
+
 const COMMANDS: { readonly [K in Command['kind']]: Extract<Command, { kind: K }> } = {
   createAsset: { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
   createMarket: { kind: 'createMarket', ...MARKET_PARAMETERS },
   deposit: { kind: 'deposit', userId: 3 as UserId, asset: 'EUR' as AssetCode, amount: 500 as Amount },
   withdraw: { kind: 'withdraw', userId: 3 as UserId, asset: 'EUR' as AssetCode, amount: 200 as Amount },
-  placeOrder: {
-    kind: 'placeOrder',
-    userId: 3 as UserId,
-    marketId: 2 as MarketId,
-    side: 'buy',
-    type: 'limit',
-    price: 300_000 as Price,
-    volume: 5_000 as Volume,
-  },
+  placeOrder: PLACE_ORDER,
   cancelOrder: { kind: 'cancelOrder', userId: 3 as UserId, orderId: 11 as OrderId },
+  cancelClientOrder: { kind: 'cancelClientOrder', userId: 3 as UserId, clientOrderId: 'grid-7' },
+  amendOrder: {
+    kind: 'amendOrder',
+    userId: 3 as UserId,
+    orderId: 11 as OrderId,
+    price: 310_000 as Price,
+    volume: 4_000 as Volume,
+    clientOrderId: 'grid-8',
+  },
+  cancelAllOrders: { kind: 'cancelAllOrders', userId: 3 as UserId, marketId: 2 as MarketId },
+  cancelAllAfter: { kind: 'cancelAllAfter', userId: 3 as UserId, timeout: 60_000_000 as Micros },
+  placeOrders: { kind: 'placeOrders', orders: [PLACE_ORDER, { ...PLACE_ORDER, side: 'sell' }] },
+  tick: { kind: 'tick' },
 };
 
 const EVENTS: { readonly [K in EngineEvent['type']]: Extract<EngineEvent, { type: K }> } = {
@@ -130,6 +157,14 @@ const EVENTS: { readonly [K in EngineEvent['type']]: Extract<EngineEvent, { type
   orderAccepted: { type: 'orderAccepted', order: ORDER },
   trade: { type: 'trade', trade: TRADE },
   orderDone: { type: 'orderDone', order: ORDER },
+  orderAmended: { type: 'orderAmended', order: ORDER, reason: AmendReason.selfTradeDecrement },
+  cancelAllAfterSet: {
+    type: 'cancelAllAfterSet',
+    userId: 3 as UserId,
+    triggerTime: (T + 60_000_000) as Micros,
+    time: T,
+  },
+  cancelAllAfterFired: { type: 'cancelAllAfterFired', userId: 3 as UserId, triggerTime: T },
 };
 
 const RECORDED: LedgerEntry = {
@@ -147,13 +182,33 @@ const REQUESTS: readonly CommandRequest[] = [
   { op: 'submitOnce', command: COMMANDS.placeOrder, idempotency: { key: 'retry-1', fingerprint: 'ab12' } },
 ];
 
-const EXECUTED = { ok: true, events: Object.values(EVENTS), duplicate: false, recorded: RECORDED } as const;
+const EXECUTED = {
+  ok: true,
+  events: Object.values(EVENTS),
+  results: [
+    { ok: true, orderId: 11 as OrderId },
+    {
+      ok: false,
+      error: { code: 'order_value_too_small', message: 'The order is too small.', field: 'volume' },
+    },
+  ],
+  duplicate: false,
+  recorded: RECORDED,
+} as const;
 
 const REPLIES: readonly CommandReply[] = [
   { kind: 'result', result: EXECUTED },
   {
     kind: 'result',
     result: { ok: false, error: { code: 'too_large', message: 'The volume is too large.', field: 'volume' } },
+  },
+  {
+    kind: 'result',
+    result: {
+      ok: false,
+      error: { code: 'order_not_found', message: 'No such open order.' },
+      events: [EVENTS.cancelAllAfterFired, EVENTS.orderDone],
+    },
   },
   { kind: 'once', once: { kind: 'executed', result: EXECUTED } },
   { kind: 'once', once: { kind: 'replayed', orderId: 11 as OrderId } },
@@ -176,9 +231,25 @@ const VALUE_DAMAGES: ReadonlyArray<readonly [string, Json]> = [
 
 /**
  * Fields whose absence is a valid message of its own: the reply's `duplicate` and `recorded`, a
- * rejection's `field`, a submit's `ledger` and its `reference` (absent and undefined are kept apart).
+ * rejection's `field`, a submit's `ledger` and its `reference` (absent and undefined are kept
+ * apart), an order state's controls (absent when they hold their defaults).
  */
-const OPTIONAL = /\.(duplicate|recorded|error\.field|ledger|ledger\.reference)$/;
+const OPTIONAL =
+  /\.(duplicate|recorded|error\.field|ledger|ledger\.reference|order\.(timeInForce|postOnly|clientOrderId|stp|expireTime|priority))$/;
+
+/** Fields that may be left out of the object holding them, by that object's kind (engine/types.ts). */
+const OPTIONAL_IN_KIND: { readonly [kind: string]: readonly string[] } = {
+  "'placeOrder": ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime'],
+  "'amendOrder": ['price', 'volume', 'clientOrderId'],
+  "'cancelAllOrders": ['marketId'],
+};
+
+/** Whether `key` may be missing from `holder`: also a success's `results` and a refusal's `events`. */
+const isOptional = (path: string, holder: { [key: string]: Json }, key: string): boolean =>
+  OPTIONAL.test(path) ||
+  (typeof holder.kind === 'string' && (OPTIONAL_IN_KIND[holder.kind]?.includes(key) ?? false)) ||
+  (holder.ok === true && key === 'results') ||
+  (holder.ok === false && key === 'events');
 
 /** The batch payload is any plain data (the transport does not read it): only its presence counts. */
 const OPAQUE = new Set(['$.b.payload']);
@@ -200,10 +271,11 @@ function damages(frame: { [key: string]: Json }): Damaged[] {
     path: string,
     steps: readonly (string | number)[],
     change: (node: { [key: string | number]: Json }) => void,
+    valid = false,
   ) => {
     const copy = structuredClone(frame);
     change(steps.reduce<Json>((n, step) => (n as { [key: string | number]: Json })[step]!, copy) as never);
-    out.push({ what, path, frame: copy, valid: what === 'missing' && OPTIONAL.test(path) });
+    out.push({ what, path, frame: copy, valid });
   };
   const walk = (node: Json, path: string, steps: readonly (string | number)[]) => {
     if (typeof node !== 'object' || node === null) return;
@@ -216,9 +288,15 @@ function damages(frame: { [key: string]: Json }): Damaged[] {
       const at = isArray ? Number(key) : key;
       const fieldPath = isArray ? `${path}[${key}]` : `${path}.${key}`;
       if (!isArray)
-        add('missing', fieldPath, steps, (n) => {
-          delete n[at];
-        });
+        add(
+          'missing',
+          fieldPath,
+          steps,
+          (n) => {
+            delete n[at];
+          },
+          isOptional(fieldPath, node as { [key: string]: Json }, key),
+        );
       if (OPAQUE.has(fieldPath)) continue;
       for (const [what, damaged] of valueDamages(value))
         add(what, fieldPath, steps, (n) => {

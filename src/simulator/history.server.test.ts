@@ -13,8 +13,9 @@ import { OpenSpotClient } from '../client/client.js';
 import { DEFAULT_CATALOGUE } from '../config/default-catalogue.js';
 import type { Micros } from '../domain/types.js';
 import { INTERVALS } from '../market-data/candle.js';
+import { DataDirInUseError, LOCK_FILE } from '../store/sqlite/data-dir-lock.js';
 import { simulatedClock } from './history.js';
-import { NotANewVenueError, simulateNewVenue } from './new-venue.js';
+import { simulateNewVenue } from './new-venue.js';
 
 // simulate writes an SQLite venue; the servers started here must read that file, not PostgreSQL.
 const sqliteOnly =
@@ -47,8 +48,8 @@ describe('simulated history', sqliteOnly, () => {
       });
       assert.deepEqual(
         readdirSync(dir).sort(),
-        ['openspot.db'],
-        'the draft is gone, the database is in place',
+        ['openspot.db', LOCK_FILE],
+        'the draft is gone, the database is in place (the lock file stays, held by no one)',
       );
       assert.equal(summary.to, now);
       assert.equal(summary.from, now - 86_400_000_000);
@@ -100,7 +101,7 @@ describe('simulated history', sqliteOnly, () => {
         assert.deepEqual([book!.bids, book!.asks], [[], []], 'the history leaves nothing resting');
 
         // The venue exists now, and its server is running: simulate refuses and changes nothing.
-        await assert.rejects(simulateNewVenue({ dataDir: dir, days: 1 }), NotANewVenueError);
+        await assert.rejects(simulateNewVenue({ dataDir: dir, days: 1 }), DataDirInUseError);
         assert.ok(readdirSync(dir).every((f) => !f.includes('simulating')));
       } finally {
         await t.close();
@@ -118,10 +119,11 @@ describe('simulated history', sqliteOnly, () => {
   test('the data directory of a running server is refused, even before its first trade', async () => {
     const t = await startTestServer();
     try {
+      // The server holds the directory's lock: simulate is refused before it looks at the files.
       await assert.rejects(
         simulateNewVenue({ dataDir: t.dataDir, days: 1 }),
         (error: unknown) =>
-          error instanceof NotANewVenueError && /a server may be running on it/.test(error.message),
+          error instanceof DataDirInUseError && /in use by another OpenSpot process/.test(error.message),
       );
     } finally {
       await t.close();
@@ -139,7 +141,8 @@ describe('simulated history', sqliteOnly, () => {
         onProgress: () => abort.abort(),
       });
       await assert.rejects(run, { name: 'AbortError' });
-      assert.deepEqual(readdirSync(dir), []);
+      // Nothing but the lock file, which the next process takes as it is.
+      assert.deepEqual(readdirSync(dir), [LOCK_FILE]);
       assert.equal(existsSync(join(dir, 'openspot.db')), false);
     } finally {
       rmSync(dir, { recursive: true, force: true });

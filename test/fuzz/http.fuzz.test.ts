@@ -544,7 +544,8 @@ function endpoints(): Endpoint[] {
         400: E(INVALID_REQUEST),
         403: E(ACCESS_DENIED),
         413: E(PAYLOAD_TOO_LARGE),
-        422: E(INVALID_SIGNATURE),
+        // Shape D: a JSON body that repeats a key (decision 210).
+        422: either(D, E(INVALID_SIGNATURE)),
       },
       success: (b) => isObj(b) && Object.keys(b).join() === 'auth' && typeof b.auth === 'string',
       runs: 400,

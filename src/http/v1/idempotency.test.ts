@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { startTestServer } from '../../../test/support/server-fixture.js';
 import { OpenSpotClient } from '../../client/client.js';
 import type { AssetCode } from '../../domain/types.js';
-import { type Harness, startHarness, type Trader } from '../testing/harness.js';
+import { type Harness, START, startHarness, type Trader } from '../testing/harness.js';
 
 const DAY = 24 * 3600 * 1_000_000;
 
@@ -90,9 +90,17 @@ describe('Idempotency-Key on POST /v1/orders', () => {
    * Every field of the order is part of the request a key names: changing any one of them under a
    * used key is another order, refused, never a replay of the first order's 201. One row per field
    * of the order body; a field added to POST /v1/orders gets its row here.
+   *
+   * An order control's row starts from an order that already uses a control (`base`): an order
+   * with none has its own fingerprint, so only a change between two controlled orders shows that
+   * this one field is part of it.
    */
+  // Past the two days the later tests move the clock, so the order does not expire under them.
+  const inAMonth = String(START / 1_000_000 + 30 * 86_400);
+  const aDayLater = String(START / 1_000_000 + 31 * 86_400);
   const EACH_FIELD_CHANGED: ReadonlyArray<{
     readonly field: string;
+    readonly base?: Record<string, unknown>;
     readonly change: Record<string, unknown>;
   }> = [
     { field: 'order_direction', change: { order_direction: 'sell' } },
@@ -101,6 +109,20 @@ describe('Idempotency-Key on POST /v1/orders', () => {
     { field: 'order_type', change: { order_type: 'market', price: undefined } },
     { field: 'price', change: { price: '20000.1' } },
     { field: 'volume', change: { volume: '0.02' } },
+    // An IOC or FOK buy with no seller rests nowhere: the first order is canceled, the key stays used.
+    { field: 'time_in_force', base: { time_in_force: 'IOC' }, change: { time_in_force: 'FOK' } },
+    { field: 'post_only', base: { stp: 'cancel-newest' }, change: { post_only: true } },
+    {
+      field: 'client_order_id',
+      base: { client_order_id: 'idem-first' },
+      change: { client_order_id: 'idem-second' },
+    },
+    { field: 'stp', base: { stp: 'cancel-newest' }, change: { stp: 'cancel-both' } },
+    {
+      field: 'expire_time',
+      base: { time_in_force: 'GTD', expire_time: inAMonth },
+      change: { expire_time: aDayLater },
+    },
   ];
 
   test('the same key with any one field of the order changed is a 422, each field in turn', async () => {
@@ -114,12 +136,12 @@ describe('Idempotency-Key on POST /v1/orders', () => {
       makerFee: h.btceur.makerFee,
       takerFee: h.btceur.takerFee,
     });
-    for (const { field, change } of EACH_FIELD_CHANGED) {
+    for (const { field, base = {}, change } of EACH_FIELD_CHANGED) {
       const key = `field-${field}`;
-      assert.equal((await post(alice, order(), key)).status, 201, field);
+      assert.equal((await post(alice, order(base), key)).status, 201, field);
       const orders = await openIds(alice);
       const balances = h.exchange.balances(alice.userId);
-      const r = await post(alice, order(change), key);
+      const r = await post(alice, order({ ...base, ...change }), key);
       assert.equal(r.status, 422, `${field}: ${r.text}`);
       assert.deepEqual(r.json, { message: KEY_REUSED, errors: { 'Idempotency-Key': [KEY_REUSED] } }, field);
       assert.equal(r.headers.location, undefined, field);

@@ -73,6 +73,10 @@ const ORDER: OrderState = {
   stp: 'decrement',
   expireTime: (T + 60_000_000) as Micros,
   priority: 15,
+  triggerPrice: 290_000 as Price,
+  trailingOffset: { unit: 'bps', amount: 250 },
+  trailingBest: 296_000 as Price,
+  triggered: true,
 };
 
 const TRADE: Trade = {
@@ -110,6 +114,8 @@ const PLACE_ORDER: PlaceOrder = {
   clientOrderId: 'grid-7',
   stp: 'cancel-both',
   expireTime: (T + 60_000_000) as Micros,
+  triggerPrice: 290_000 as Price,
+  trailingOffset: { unit: 'ticks', amount: 500 },
 };
 
 const COMMANDS: { readonly [K in Command['kind']]: Extract<Command, { kind: K }> } = {
@@ -127,6 +133,7 @@ const COMMANDS: { readonly [K in Command['kind']]: Extract<Command, { kind: K }>
     price: 310_000 as Price,
     volume: 4_000 as Volume,
     clientOrderId: 'grid-8',
+    triggerPrice: 295_000 as Price,
   },
   cancelAllOrders: { kind: 'cancelAllOrders', userId: 3 as UserId, marketId: 2 as MarketId },
   cancelAllAfter: { kind: 'cancelAllAfter', userId: 3 as UserId, timeout: 60_000_000 as Micros },
@@ -157,6 +164,7 @@ const EVENTS: { readonly [K in EngineEvent['type']]: Extract<EngineEvent, { type
   orderAccepted: { type: 'orderAccepted', order: ORDER },
   trade: { type: 'trade', trade: TRADE },
   orderDone: { type: 'orderDone', order: ORDER },
+  orderTriggered: { type: 'orderTriggered', order: ORDER, lastPrice: 289_000 as Price, time: T },
   orderAmended: { type: 'orderAmended', order: ORDER, reason: AmendReason.selfTradeDecrement },
   cancelAllAfterSet: {
     type: 'cancelAllAfterSet',
@@ -179,7 +187,11 @@ const RECORDED: LedgerEntry = {
 const REQUESTS: readonly CommandRequest[] = [
   ...Object.values(COMMANDS).map((command): CommandRequest => ({ op: 'submit', command })),
   { op: 'submit', command: COMMANDS.deposit, ledger: { reference: 'wire-2024-001' } },
-  { op: 'submitOnce', command: COMMANDS.placeOrder, idempotency: { key: 'retry-1', fingerprint: 'ab12' } },
+  {
+    op: 'submitOnce',
+    command: COMMANDS.placeOrder,
+    idempotency: { key: 'retry-1', fingerprint: 'ab12'.repeat(16) },
+  },
 ];
 
 const EXECUTED = {
@@ -235,12 +247,20 @@ const VALUE_DAMAGES: ReadonlyArray<readonly [string, Json]> = [
  * apart), an order state's controls (absent when they hold their defaults).
  */
 const OPTIONAL =
-  /\.(duplicate|recorded|error\.field|ledger|ledger\.reference|order\.(timeInForce|postOnly|clientOrderId|stp|expireTime|priority))$/;
+  /\.(duplicate|recorded|error\.field|ledger|ledger\.reference|order\.(timeInForce|postOnly|clientOrderId|stp|expireTime|priority|triggerPrice|trailingOffset|trailingBest|triggered))$/;
 
 /** Fields that may be left out of the object holding them, by that object's kind (engine/types.ts). */
 const OPTIONAL_IN_KIND: { readonly [kind: string]: readonly string[] } = {
-  "'placeOrder": ['timeInForce', 'postOnly', 'clientOrderId', 'stp', 'expireTime'],
-  "'amendOrder": ['price', 'volume', 'clientOrderId'],
+  "'placeOrder": [
+    'timeInForce',
+    'postOnly',
+    'clientOrderId',
+    'stp',
+    'expireTime',
+    'triggerPrice',
+    'trailingOffset',
+  ],
+  "'amendOrder": ['price', 'volume', 'clientOrderId', 'triggerPrice'],
   "'cancelAllOrders": ['marketId'],
 };
 

@@ -70,6 +70,20 @@ export function resolvePair(
   return catalogue.marketByName(trimmed);
 }
 
+/**
+ * An optional `?pair=` query: its market, undefined when the query has none, null when it is
+ * repeated or names no market (the list and cancel-all routes answer that 400 shape E).
+ */
+export function optionalPairQuery(
+  catalogue: Pick<Catalogue, 'marketByName'>,
+  value: unknown,
+): MarketSpec | undefined | null {
+  const text = single(value);
+  if (text === undefined) return undefined;
+  if (text === null) return null;
+  return resolvePair(catalogue, text) ?? null;
+}
+
 const DIGITS = /^[0-9]{1,16}$/;
 
 /** A record id from a path: a positive safe integer in plain digits, else undefined (no such record can exist). */

@@ -14,7 +14,7 @@
  */
 import { type Static, Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
-import type { MarketSpec, Micros, OrderId, UserId } from '../../domain/types.js';
+import type { Micros, OrderId, UserId } from '../../domain/types.js';
 import {
   type CommandResult,
   MAX_BATCH_ORDERS,
@@ -30,7 +30,7 @@ import { errorC, errorE, INVALID_REQUEST, rule, summarize, validationError } fro
 import { IDEMPOTENCY_KEY_FIELD } from '../idempotency-key.js';
 import { clientOrderIdError, placeOrderCommand, validateOrderControls } from '../order-controls.js';
 import { validateCreateOrder } from '../order-input.js';
-import { isAbsent, parseId, parsePositiveDecimal, resolvePair, single } from '../parse.js';
+import { isAbsent, optionalPairQuery, parseId, parsePositiveDecimal, resolvePair } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
 import { caller } from '../request-state.js';
 import { BareEnvelope, Envelope, ErrorCSchema, ErrorDSchema, ErrorESchema, OrderSchema } from '../schemas.js';
@@ -232,13 +232,8 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
     },
     async (request) => {
       const { userId, nonceRequired } = caller(request);
-      const pairText = single(request.query.pair);
-      if (pairText === null) throw errorE(400, INVALID_REQUEST);
-      let market: MarketSpec | undefined;
-      if (pairText !== undefined) {
-        market = resolvePair(catalogue, pairText);
-        if (market === undefined) throw errorE(400, INVALID_REQUEST);
-      }
+      const market = optionalPairQuery(catalogue, request.query.pair);
+      if (market === null) throw errorE(400, INVALID_REQUEST);
       const fields = fieldsOf(request.body);
       const bound = Object.hasOwn(fields, 'pair') ? resolvePair(catalogue, fields.pair) : ABSENT;
       const boundOk = bound === ABSENT ? !nonceRequired || market === undefined : bound === market;

@@ -21,7 +21,7 @@ import {
 } from '../idempotency-key.js';
 import { placeOrderCommand, STP_MODES, TIMES_IN_FORCE, validateOrderControls } from '../order-controls.js';
 import { validateCreateOrder } from '../order-input.js';
-import { parseId, resolvePair, single } from '../parse.js';
+import { optionalPairQuery, parseId } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
 import { caller } from '../request-state.js';
 import {
@@ -286,15 +286,10 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
     (status: OrderFilter['status'], message: string) =>
     async (request: FastifyRequest<{ Querystring: Static<typeof ListQuery> }>, reply: FastifyReply) => {
       const { userId } = caller(request);
-      const pairText = single(request.query.pair);
-      let marketId: MarketSpec['id'] | undefined;
-      if (pairText === null) throw errorE(400, INVALID_REQUEST);
-      if (pairText !== undefined) {
-        const market = resolvePair(catalogue, pairText);
-        if (market === undefined) throw errorE(400, INVALID_REQUEST);
-        marketId = market.id;
-      }
-      const filter: OrderFilter = marketId === undefined ? { userId, status } : { userId, status, marketId };
+      const market = optionalPairQuery(catalogue, request.query.pair);
+      if (market === null) throw errorE(400, INVALID_REQUEST);
+      const filter: OrderFilter =
+        market === undefined ? { userId, status } : { userId, status, marketId: market.id };
       const page = pageRequest(request.query);
       if (page === undefined) {
         const batch = (beforeId: number | undefined, limit: number) =>

@@ -18,6 +18,9 @@ import { checkLedger, committedBooks, readCommitted, replayCheck } from './commi
 
 let dir: string;
 let file: string;
+/** A store where orders were amended, and what those orders were placed with. */
+let amendedFile: string;
+const placedAs = new Map<number, { price: number; volume: number }>();
 
 before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'openspot-checks-'));
@@ -69,14 +72,79 @@ before(async () => {
   await place(1, 'sell', 297_003, 1_500_083); // takes user 3's bid, rests the rest
   await exchange.close();
   store.close();
+  await writeAmendedStore(clock);
 });
+
+/**
+ * Amends of each kind, each order amended once: a buy lowered between two partial fills (its hold
+ * then depends on how many came before the amend), a buy raised (to the back of its level, behind
+ * a younger order), a sell moved across the book (it trades as the taker at the amend), and a
+ * cancel of the order it traded with.
+ */
+async function writeAmendedStore(clock: () => Micros): Promise<void> {
+  amendedFile = join(dir, 'amended.db');
+  const store = SqliteStore.open({ path: amendedFile });
+  const exchange = await openExchange({ store: asyncStore(store), clock });
+  await seedCatalogue(exchange, undefined);
+  const market = exchange.catalogue.marketByName('BTCEUR')!.id;
+  for (const userId of [1, 2, 3] as UserId[])
+    for (const [asset, amount] of [
+      ['EUR', 1_000_000_0000],
+      ['BTC', 10_0000000000],
+    ] as const)
+      await exchange.submit({ kind: 'deposit', userId, asset: asset as AssetCode, amount: amount as Amount });
+  const place = async (userId: number, side: 'buy' | 'sell', price: number, volume: number) => {
+    const result = await exchange.submit({
+      kind: 'placeOrder',
+      userId: userId as UserId,
+      marketId: market,
+      side,
+      type: 'limit',
+      price: price as Price,
+      volume: volume as Volume,
+    });
+    assert.ok(result.ok);
+    const accepted = result.events.find((e) => e.type === 'orderAccepted');
+    assert.ok(accepted?.type === 'orderAccepted');
+    placedAs.set(accepted.order.id, { price, volume });
+    return accepted.order.id;
+  };
+  const amend = async (userId: number, orderId: OrderId, change: { price?: number; volume?: number }) => {
+    const result = await exchange.submit({
+      kind: 'amendOrder',
+      userId: userId as UserId,
+      orderId,
+      ...(change.price === undefined ? {} : { price: change.price as Price }),
+      ...(change.volume === undefined ? {} : { volume: change.volume as Volume }),
+    });
+    assert.ok(result.ok, JSON.stringify(result));
+  };
+  const lowered = await place(1, 'buy', 296_037, 10_012_347);
+  await place(2, 'sell', 296_037, 3_000_173); // fills part of it
+  await amend(1, lowered, { volume: 6_012_347 });
+  await place(3, 'sell', 296_037, 1_000_429); // fills a little more of it after the amend
+  const raised = await place(1, 'buy', 298_013, 2_003_561);
+  await place(2, 'buy', 298_013, 1_000_011); // younger, at the same price
+  await amend(1, raised, { volume: 4_003_561 }); // now behind it
+  await place(3, 'sell', 298_013, 1_500_083); // fills the younger one first
+  const moved = await place(3, 'sell', 305_011, 2_000_127);
+  const maker = await place(2, 'buy', 298_511, 2_500_007);
+  await amend(3, moved, { price: 297_011 }); // crosses: takes part of the best bid
+  await exchange.submit({ kind: 'cancelOrder', userId: 2 as UserId, orderId: maker });
+  await exchange.close();
+  store.close();
+}
 
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A copy of the store file with `sql` applied, read back. */
 function damaged(sql: string) {
+  return damagedFile(file, sql);
+}
+
+function damagedFile(original: string, sql: string) {
   const copy = join(dir, `damaged-${Math.random().toString(36).slice(2)}.db`);
-  copyFileSync(file, copy);
+  copyFileSync(original, copy);
   const db = new Database(copy);
   db.exec(sql);
   db.close();
@@ -148,6 +216,47 @@ test('damage a half-applied batch could leave is caught', () => {
   ];
   for (const [what, sql, expected] of cases) {
     const problems = [...checkLedger(damaged(sql)), ...replayCheck(damaged(sql))];
+    assert.ok(problems.length > 0, `${what}: not detected`);
+    assert.match(problems.join('\n'), expected, `${what}: ${problems.join('; ')}`);
+  }
+});
+
+test('amends: the checks pass when told what amended orders were placed with, and see a half-applied one', () => {
+  const c = readCommitted(amendedFile);
+  assert.ok(c.orders.filter((o) => o.priority !== null).length >= 2, 'orders moved by an amend');
+  assert.ok(c.meta.get('nextOrderId')! > c.orders.length + 1, 'the moves took numbers of the id sequence');
+  const moved = c.orders.find((o) => o.priority !== null && o.side === 'sell')!;
+  assert.ok(
+    c.trades.some((t) => t.taker_order_id === moved.id && t.time !== moved.open_time),
+    'the moved sell traded as the taker at its amend',
+  );
+  const lowered = c.orders.find((o) => o.id === 1)!;
+  assert.ok(
+    lowered.status === 'open' && lowered.executed > 3_000_173,
+    'the lowered buy filled after its amend',
+  );
+  assert.deepEqual(checkLedger(c, placedAs), []);
+  assert.deepEqual(replayCheck(c, placedAs), []);
+  // Without the originals, the history does not add up.
+  assert.notDeepEqual(replayCheck(c), []);
+
+  const cases: [string, string, RegExp][] = [
+    ['a move without its priority', `UPDATE orders SET priority = NULL WHERE id = ${moved.id}`, /replay|gap/],
+    [
+      'an amend that changed the price but not the queue',
+      `UPDATE orders SET priority = priority + 100 WHERE id = ${moved.id}`,
+      /replay|nextOrderId|gap/,
+    ],
+    [
+      'a lowered volume whose hold was not resized',
+      `UPDATE orders SET reserved = reserved + 7 WHERE id = 1; UPDATE balances SET reserved = reserved + 7, available = available - 7 WHERE user_id = 1 AND asset = 'EUR'`,
+      /replay: order 1 /,
+    ],
+    ['a lowered volume lost', 'UPDATE orders SET volume = 10012347 WHERE id = 1', /replay|reserves/],
+  ];
+  for (const [what, sql, expected] of cases) {
+    const d = damagedFile(amendedFile, sql);
+    const problems = [...checkLedger(d, placedAs), ...replayCheck(d, placedAs)];
     assert.ok(problems.length > 0, `${what}: not detected`);
     assert.match(problems.join('\n'), expected, `${what}: ${problems.join('; ')}`);
   }

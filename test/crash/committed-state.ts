@@ -6,9 +6,11 @@
  * - `checkLedger`: balances, reservations, fees and totals recomputed with BigInt arithmetic from
  *   the ledger entries, the trades and the orders alone, and compared with the stored rows;
  *   every order's executed volume, cost and fee against its trades; every trade's cost and fees
- *   against the market's rules; id sequences without gaps; books not crossed; candles against trades;
- * - `replayCheck`: the committed commands (deposits, placements in id order, user cancels) replayed
- *   through a fresh engine must reproduce every stored order, trade, balance and total exactly;
+ *   against the market's rules; id sequences without gaps other than the numbers amends took for
+ *   time priority; books not crossed; candles against trades;
+ * - `replayCheck`: the committed commands (deposits, placements in id order, amends at the number
+ *   they took, user cancels) replayed through a fresh engine must reproduce every stored order,
+ *   trade, balance and total exactly;
  * - `auditSnapshot`: `Engine.restore(store.loadSnapshot()).audit()`, the server's own view.
  */
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -35,6 +37,36 @@ import { bookFromOrders, type MarketBook } from './book-hash.js';
 export const USER_CANCEL_REASON = 'canceled by user';
 export const CANCEL_ALL_REASON = 'canceled by cancel-all';
 const FEE_SCALE = 100_000_000n;
+
+/**
+ * The price and volume an order was placed with, by order id, for the orders an amend may have
+ * changed since: the store keeps only an order's current values (no amend log; docs/order-controls.md),
+ * so a check of history is told the originals by whoever sent the amends (the crash test).
+ * An order not in the map is taken to have been placed as it is stored.
+ */
+export type PlacedAs = ReadonlyMap<number, { readonly price: number; readonly volume: number }>;
+const NONE_AMENDED: PlacedAs = new Map();
+
+/**
+ * Where in the command sequence a trade happened: at its taker's placement (the order's id), or
+ * at the command that later moved the taker and made it trade (its priority: an amend, or a
+ * trigger firing). A command's time is its batch's, and an order is amended only after its
+ * placement was acknowledged, so a taker's trades at a later time than its placement's are the move's.
+ */
+function tradePosition(t: TradeRow, taker: OrderRow): number {
+  return taker.priority !== null && t.time !== taker.open_time ? taker.priority : taker.id;
+}
+
+/** An order's price at a point of the command sequence: before its move, the price it was placed with. */
+function priceAt(o: OrderRow, position: number, placedAs: PlacedAs): number {
+  return o.priority !== null && position < o.priority ? (placedAs.get(o.id)?.price ?? o.price) : o.price;
+}
+
+/** Whether an order's price or volume are not what it was placed with (known only from `placedAs`). */
+function amended(o: OrderRow, placedAs: PlacedAs): boolean {
+  const placed = placedAs.get(o.id);
+  return placed !== undefined && (placed.price !== o.price || placed.volume !== o.volume);
+}
 
 export interface AssetRow {
   code: string;
@@ -262,10 +294,17 @@ export function initialHold(m: MarketMath, o: Pick<OrderRow, 'side' | 'price' | 
   return cost + ceilFee(cost * BigInt(Math.max(m.row.maker_fee, m.row.taker_fee)));
 }
 
+/** What a limit buy of `volume` at `price` holds (the engine's holdFor). */
+function holdFor(m: MarketMath, price: number, volume: number): bigint {
+  const cost = costOf(m, price, volume);
+  return cost + ceilFee(cost * BigInt(Math.max(m.row.maker_fee, m.row.taker_fee)));
+}
+
 /**
  * Every accounting rule recomputed from the history. Returns the problems found (empty: consistent).
+ * `placedAs`: the original price and volume of orders that may have been amended.
  */
-export function checkLedger(c: Committed): string[] {
+export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): string[] {
   const problems: string[] = [];
   const fail = (text: string) => {
     if (problems.length < 50) problems.push(text);
@@ -327,12 +366,14 @@ export function checkLedger(c: Committed): string[] {
     if (taker.user_id === maker.user_id) fail(`trade ${t.id}: a self-trade`);
     if (taker.side !== t.taker_side || maker.side === taker.side || taker.type !== t.taker_type)
       fail(`trade ${t.id}: sides or type differ from its orders'`);
-    if (maker.type !== 'limit' || maker.price !== t.price)
+    const position = tradePosition(t, taker);
+    if (maker.type !== 'limit' || priceAt(maker, position, placedAs) !== t.price)
       fail(`trade ${t.id}: not at the maker's limit price`);
-    if (maker.id >= taker.id)
-      fail(`trade ${t.id}: the maker (${maker.id}) is not older than the taker (${taker.id})`);
-    if (taker.type === 'limit' && (taker.side === 'buy' ? t.price > taker.price : t.price < taker.price))
-      fail(`trade ${t.id}: price ${t.price} beyond the taker's limit ${taker.price}`);
+    if (maker.id >= position)
+      fail(`trade ${t.id}: the maker (${maker.id}) is not older than the taker (${taker.id} at ${position})`);
+    const limit = position === taker.id ? (placedAs.get(taker.id)?.price ?? taker.price) : taker.price;
+    if (taker.type === 'limit' && (taker.side === 'buy' ? t.price > limit : t.price < limit))
+      fail(`trade ${t.id}: price ${t.price} beyond the taker's limit ${limit}`);
     if (t.time < taker.open_time || t.time < maker.open_time) fail(`trade ${t.id}: earlier than its orders`);
     const baseUnits = BigInt(t.volume) * m.baseUnitsPerLot;
     const buyerIsTaker = t.taker_side === 'buy';
@@ -358,10 +399,33 @@ export function checkLedger(c: Committed): string[] {
     }
   });
 
+  // Order ids: every number the sequence issued is an order's id, or a number an amend (or a
+  // trigger firing) took to put an order at the back of a level, never issued as an id. Only the
+  // last such number of an order is kept (its priority), so there are at least as many gaps as
+  // priorities, and none at all when no order has one; replayCheck accounts for each exactly.
+  const ids = new Set(c.orders.map((o) => o.id));
+  const priorities = new Set<number>();
+  let lastNumber = 0;
+  c.orders.forEach((o, i) => {
+    if (i > 0 && o.id <= c.orders[i - 1]!.id)
+      fail(`order ids out of order: ${o.id} after ${c.orders[i - 1]!.id}`);
+    lastNumber = Math.max(lastNumber, o.id, o.priority ?? 0);
+    if (o.priority === null) return;
+    if (ids.has(o.priority) || priorities.has(o.priority) || o.priority <= o.id)
+      fail(
+        `order ${o.id}: priority ${o.priority} is an order's id, another order's priority, or not after its own id`,
+      );
+    priorities.add(o.priority);
+  });
+  const gaps = lastNumber - c.orders.length;
+  if (priorities.size === 0 ? gaps !== 0 : gaps < priorities.size)
+    fail(
+      `order ids have ${gaps} gaps below ${lastNumber}, and ${priorities.size} orders were moved by an amend`,
+    );
+
   const reserved = new Map<string, bigint>();
   const best = new Map<number, { bid: number; ask: number }>();
-  c.orders.forEach((o, i) => {
-    if (o.id !== i + 1) fail(`order ids have a gap: #${i + 1} is ${o.id}`);
+  c.orders.forEach((o) => {
     const m = math.get(o.market_id);
     if (m === undefined) {
       fail(`order ${o.id} in unknown market ${o.market_id}`);
@@ -378,7 +442,11 @@ export function checkLedger(c: Committed): string[] {
     if (o.status === 'open') {
       if (o.type !== 'limit' || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
         fail(`order ${o.id}: open but ${o.type}, executed ${o.executed}/${o.volume}, closed ${o.close_time}`);
-      const expected = initialHold(m, o) - a.spent;
+      // What it holds now: what it held when placed less what it spent; for a buy whose price or
+      // volume an amend changed, what the amend resized the hold to (depending on how many of its
+      // fills came before the amend) less what it spent since: replayCheck checks that one.
+      const expected =
+        amended(o, placedAs) && o.side === 'buy' ? BigInt(o.reserved) : initialHold(m, o) - a.spent;
       if (BigInt(o.reserved) !== expected)
         fail(`order ${o.id}: reserves ${o.reserved}, expected ${expected}`);
       const asset = o.side === 'buy' ? m.row.quote : m.row.base;
@@ -423,8 +491,13 @@ export function checkLedger(c: Committed): string[] {
 
   // The id sequences continue exactly after the last committed ids.
   const next = (k: string) => c.meta.get(k) ?? 1;
-  if (c.orders.length > 0 && next('nextOrderId') !== c.orders.length + 1)
-    fail(`nextOrderId ${next('nextOrderId')} after ${c.orders.length} orders`);
+  if (
+    c.orders.length > 0 &&
+    (priorities.size === 0 ? next('nextOrderId') !== lastNumber + 1 : next('nextOrderId') <= lastNumber)
+  )
+    fail(
+      `nextOrderId ${next('nextOrderId')} after ${c.orders.length} orders (the last number issued: ${lastNumber})`,
+    );
   if (c.trades.length > 0 && next('nextTradeId') !== c.trades.length + 1)
     fail(`nextTradeId ${next('nextTradeId')} after ${c.trades.length} trades`);
 
@@ -454,10 +527,20 @@ export function checkLedger(c: Committed): string[] {
 /**
  * Replays the committed commands through a fresh engine and compares everything it produces with
  * what is stored. Deposits come first at equal times; a user cancel is replayed right after the
- * last command that touched its order (its placement, or the last taker that traded with it) —
- * the earliest point consistent with the history, which gives the same result as the real point.
+ * last command that touched its order (its placement, its move, or the last taker that traded
+ * with it) — the earliest point consistent with the history, which gives the same result as the
+ * real point.
+ *
+ * Amends (the store keeps no log of them; `placedAs` gives the original price and volume of the
+ * orders that may have been amended) — each order's price and volume amended at most once:
+ * - one that moved the order to the back of a level took a number from the order id sequence, kept
+ *   as the order's priority: it is replayed exactly there, with the order's price and volume now;
+ * - one that only lowered the volume took no number: it is replayed right after the placement,
+ *   where it changes no fill (every later fill of the order fits in the lower volume). Only a
+ *   buy's hold depends on how many of its fills came before it (the hold becomes at most
+ *   holdFor(price, remaining) then): the stored hold must be what one of those points gives.
  */
-export function replayCheck(c: Committed): string[] {
+export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): string[] {
   const problems: string[] = [];
   const fail = (text: string) => {
     if (problems.length < 50) problems.push(text);
@@ -485,16 +568,40 @@ export function replayCheck(c: Committed): string[] {
       nextMarketId: Math.max(0, ...c.markets.map((m) => m.id)) + 1,
     },
   });
-  // Where each user cancel goes: after the order id of the last command that touched the order.
+  const byId = new Map(c.orders.map((o) => [o.id, o]));
+  // The placements and moves by the number of the id sequence each took.
+  const steps = new Map<number, { readonly move: boolean; readonly order: OrderRow }>();
+  const lowered = new Set<number>();
+  for (const o of c.orders) {
+    steps.set(o.id, { move: false, order: o });
+    const placed = placedAs.get(o.id);
+    if (o.priority !== null) {
+      if (placed === undefined || steps.has(o.priority)) {
+        fail(`replay: order ${o.id} was moved to priority ${o.priority}, which the replay cannot place`);
+        return problems;
+      }
+      steps.set(o.priority, { move: true, order: o });
+    } else if (placed !== undefined && (placed.price !== o.price || placed.volume !== o.volume)) {
+      if (placed.price !== o.price || o.volume > placed.volume)
+        fail(
+          `replay: order ${o.id} placed at ${placed.price} for ${placed.volume}, stored at ${o.price} for ${o.volume}, yet not moved to the back of its level`,
+        );
+      else lowered.add(o.id);
+    }
+  }
+  // Where each user cancel goes: after the last command that touched the order.
   const cancelAfter = new Map<number, OrderRow[]>();
   const lastTaker = new Map<number, number>();
-  for (const t of c.trades)
-    lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, t.taker_order_id));
+  for (const t of c.trades) {
+    const taker = byId.get(t.taker_order_id);
+    const position = taker === undefined ? t.taker_order_id : tradePosition(t, taker);
+    lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, position));
+  }
   for (const o of c.orders) {
     // A cancel-all cancels each order on its own, as a cancel of it would at that time.
     if (o.status !== 'canceled' || (o.reason !== USER_CANCEL_REASON && o.reason !== CANCEL_ALL_REASON))
       continue;
-    const after = Math.max(o.id, lastTaker.get(o.id) ?? 0);
+    const after = Math.max(o.id, o.priority ?? 0, lastTaker.get(o.id) ?? 0);
     const list = cancelAfter.get(after) ?? [];
     list.push(o);
     cancelAfter.set(after, list);
@@ -524,31 +631,81 @@ export function replayCheck(c: Committed): string[] {
       if (!result.ok) fail(`replay: ledger entry ${e.id} refused: ${result.error.message}`);
     }
   };
-  for (const o of c.orders) {
-    applyLedgerUpTo(o.open_time);
-    const result = engine.apply(
-      {
-        kind: 'placeOrder',
-        userId: o.user_id as UserId,
-        marketId: o.market_id as MarketId,
-        side: o.side,
-        type: o.type,
-        price: o.price as Price,
-        volume: o.volume as Volume,
-      },
-      o.open_time as Micros,
-    );
-    if (!result.ok) {
-      fail(`replay: order ${o.id} refused: ${result.error.message}`);
+  // A lowered buy: what it held and had executed just before the amend replayed after its placement.
+  const beforeLowering = new Map<number, { reserved: number; executed: number }>();
+  let lastNumber = 0;
+  for (const n of steps.keys()) lastNumber = Math.max(lastNumber, n);
+  let time = 0;
+  for (let n = 1; n <= lastNumber; n++) {
+    const step = steps.get(n);
+    if (step === undefined) {
+      fail(
+        `replay: number ${n} of the order id sequence is no order's id and no order's priority (an order moved twice?): the replay cannot place what took it`,
+      );
       return problems;
     }
-    record(result.events);
-    const accepted = result.events.find((e) => e.type === 'orderAccepted');
-    if (accepted?.type !== 'orderAccepted' || accepted.order.id !== o.id) {
-      fail(`replay: order ${o.id} got id ${accepted?.type === 'orderAccepted' ? accepted.order.id : '?'}`);
-      return problems;
+    const o = step.order;
+    if (step.move) {
+      // At the time of its first trade as the taker after its placement; else (it traded nothing
+      // when it moved) the time does not show, and the previous command's is as good.
+      time = c.trades.find((t) => t.taker_order_id === o.id && t.time !== o.open_time)?.time ?? time;
+      applyLedgerUpTo(time);
+      const r = engine.apply(
+        {
+          kind: 'amendOrder',
+          userId: o.user_id as UserId,
+          orderId: o.id as OrderId,
+          price: o.price as Price,
+          volume: o.volume as Volume,
+        },
+        time as Micros,
+      );
+      if (!r.ok) fail(`replay: the amend of ${o.id} that moved it to ${n} was refused: ${r.error.message}`);
+      else record(r.events);
+    } else {
+      time = o.open_time;
+      applyLedgerUpTo(time);
+      const placed = placedAs.get(o.id) ?? o;
+      const result = engine.apply(
+        {
+          kind: 'placeOrder',
+          userId: o.user_id as UserId,
+          marketId: o.market_id as MarketId,
+          side: o.side,
+          type: o.type,
+          price: placed.price as Price,
+          volume: placed.volume as Volume,
+        },
+        time as Micros,
+      );
+      if (!result.ok) {
+        fail(`replay: order ${o.id} refused: ${result.error.message}`);
+        return problems;
+      }
+      record(result.events);
+      const accepted = result.events.find((e) => e.type === 'orderAccepted');
+      if (accepted?.type !== 'orderAccepted' || accepted.order.id !== o.id) {
+        fail(`replay: order ${o.id} got id ${accepted?.type === 'orderAccepted' ? accepted.order.id : '?'}`);
+        return problems;
+      }
+      if (lowered.has(o.id)) {
+        const open = engine.openOrder(o.id as OrderId);
+        if (open !== undefined)
+          beforeLowering.set(o.id, { reserved: open.reserved, executed: open.executed });
+        const r = engine.apply(
+          {
+            kind: 'amendOrder',
+            userId: o.user_id as UserId,
+            orderId: o.id as OrderId,
+            volume: o.volume as Volume,
+          },
+          time as Micros,
+        );
+        if (!r.ok) fail(`replay: the amend lowering ${o.id}'s volume was refused: ${r.error.message}`);
+        else record(r.events);
+      }
     }
-    for (const canceled of cancelAfter.get(o.id) ?? []) {
+    for (const canceled of cancelAfter.get(n) ?? []) {
       const r = engine.apply(
         { kind: 'cancelOrder', userId: canceled.user_id as UserId, orderId: canceled.id as OrderId },
         canceled.close_time as Micros,
@@ -558,6 +715,39 @@ export function replayCheck(c: Committed): string[] {
     }
   }
   applyLedgerUpTo(Number.MAX_SAFE_INTEGER);
+
+  // A lowered open buy's hold, by the number of its fills before the amend: the stored one must be
+  // one of those; the replay (all fills after it) takes the stored one, and its owner's balance
+  // the difference.
+  const math = marketMath(c);
+  const holdShift = new Map<string, number>();
+  const loweredHold = (o: OrderRow, replayed: number): number => {
+    const before = beforeLowering.get(o.id);
+    const m = math.get(o.market_id);
+    if (o.side !== 'buy' || o.status !== 'open' || before === undefined || m === undefined) return replayed;
+    const fills = c.trades.filter((t) => t.maker_order_id === o.id);
+    let spent = 0n;
+    let executed = BigInt(before.executed);
+    const spentThen: bigint[] = [0n];
+    const executedThen: bigint[] = [executed];
+    for (const t of fills) {
+      spent += BigInt(t.cost) + BigInt(t.maker_fee);
+      executed += BigInt(t.volume);
+      spentThen.push(spent);
+      executedThen.push(executed);
+    }
+    for (let j = 0; j < spentThen.length; j++) {
+      if (executedThen[j]! >= BigInt(o.volume)) break;
+      const held = BigInt(before.reserved) - spentThen[j]!;
+      const resized = holdFor(m, o.price, o.volume - Number(executedThen[j]!));
+      const now = (held < resized ? held : resized) - (spent - spentThen[j]!);
+      if (now !== BigInt(o.reserved)) continue;
+      const k = `${o.user_id}/${m.row.quote}`;
+      holdShift.set(k, (holdShift.get(k) ?? 0) + o.reserved - replayed);
+      return o.reserved;
+    }
+    return replayed;
+  };
 
   // Orders: every stored field.
   for (const o of c.orders) {
@@ -573,13 +763,16 @@ export function replayCheck(c: Committed): string[] {
       cost: state.cost,
       fee: state.fee,
       fee_excess: state.feeExcess,
-      reserved: state.reserved,
+      reserved: lowered.has(o.id) ? loweredHold(o, state.reserved) : state.reserved,
       // Replayed as a plain cancel, a cancel-all's order says so; the stored reason says cancel-all.
       reason:
         state.reason === USER_CANCEL_REASON && o.reason === CANCEL_ALL_REASON
           ? CANCEL_ALL_REASON
           : state.reason,
       close_time: state.closeTime,
+      price: state.price,
+      volume: state.volume,
+      priority: state.priority ?? null,
     };
     const storedView = {
       user_id: o.user_id,
@@ -591,6 +784,9 @@ export function replayCheck(c: Committed): string[] {
       reserved: o.reserved,
       reason: o.reason,
       close_time: o.close_time,
+      price: o.price,
+      volume: o.volume,
+      priority: o.priority,
     };
     if (JSON.stringify(replayed) !== JSON.stringify(storedView))
       fail(`replay: order ${o.id} stored ${JSON.stringify(storedView)}, replay ${JSON.stringify(replayed)}`);
@@ -650,12 +846,15 @@ export function replayCheck(c: Committed): string[] {
         .map((b) => [`${b.user_id}/${b.asset}`, `${b.available}/${b.reserved}`]),
     );
   const replayedBalances = nonZero(
-    snapshot.balances.map((b) => ({
-      user_id: b.userId,
-      asset: b.asset,
-      available: b.available,
-      reserved: b.reserved,
-    })),
+    snapshot.balances.map((b) => {
+      const shift = holdShift.get(`${b.userId}/${b.asset}`) ?? 0;
+      return {
+        user_id: b.userId,
+        asset: b.asset,
+        available: b.available - shift,
+        reserved: b.reserved + shift,
+      };
+    }),
   );
   const storedBalances = nonZero(c.balances);
   for (const k of new Set([...replayedBalances.keys(), ...storedBalances.keys()]))

@@ -49,6 +49,7 @@ import {
   type Committed,
   checkLedger,
   committedBooks,
+  type PlacedAs,
   replayCheck,
   USER_CANCEL_REASON,
 } from './committed-state.js';
@@ -102,8 +103,16 @@ export interface CrashSummary {
   readonly requests: number;
   readonly ackedOrders: number;
   readonly ackedCancels: number;
-  /** Acknowledged requests of the order controls: client-id amends, cancel-alls, switches armed. */
-  readonly ackedControls: { readonly amend: number; readonly cancelAll: number; readonly switch: number };
+  /** Acknowledged requests of the order controls: amends, cancel-alls, switches armed. */
+  readonly ackedControls: {
+    /** Of a client id. */
+    readonly amend: number;
+    /** Of a price and/or volume: moving the order to the back of its level, or lowering its volume. */
+    readonly move: number;
+    readonly lower: number;
+    readonly cancelAll: number;
+    readonly switch: number;
+  };
   /** Refusals by kind and status, e.g. `cancel 409`. */
   readonly refused: Readonly<Record<string, number>>;
   readonly unanswered: { readonly placements: number; readonly cancels: number };
@@ -163,8 +172,22 @@ export interface CancelRecord {
 }
 
 /**
- * The order controls' requests (PATCH /orders/:id giving a new client id, DELETE /orders,
- * POST /orders/cancel-all-after), checked by checkControls.
+ * A price and volume amend (PATCH /orders/:id): the order as placed and as amended, in ticks and
+ * lots. The new volume keeps the placement's tag. Each order gets at most one, so that its
+ * committed effect shows whole in the store, which keeps only an order's current values.
+ */
+export interface PriceVolumeChange {
+  readonly placed: { readonly price: number; readonly volume: number };
+  readonly price: number;
+  readonly volume: number;
+}
+/** Whether an amend sends the order to the back of its (new) level: a new price or a higher volume. */
+export const movesOrder = (change: PriceVolumeChange): boolean =>
+  change.price !== change.placed.price || change.volume > change.placed.volume;
+
+/**
+ * The order controls' requests (PATCH /orders/:id giving a new client id, or a new price and/or
+ * volume; DELETE /orders; POST /orders/cancel-all-after), checked by checkControls.
  */
 export type ControlRecord =
   | {
@@ -172,7 +195,10 @@ export type ControlRecord =
       readonly round: number;
       readonly trader: Trader;
       readonly orderId: number;
-      readonly clientOrderId: string;
+      /** A client-id amend's new id. */
+      readonly clientOrderId?: string;
+      /** A price/volume amend's change. */
+      readonly change?: PriceVolumeChange;
       outcome: Outcome;
       status?: number;
     }
@@ -244,10 +270,31 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       seededRandom((options.seed ^ Math.imul(round * 1024 + client + 1, 0x9e3779b1)) >>> 0);
 
     let amends = 0;
+    /** The acknowledged placements by order id, and the orders a price/volume amend was sent for. */
+    const placedById = new Map<number, PlaceRecord>();
+    const changed = new Set<number>();
     /**
-     * One of the order controls' requests, recorded: an amend of an open order's client id, a
-     * cancel-all, or arming the dead man's switch for an hour (it never fires during the test:
-     * what is checked is that its deadline is committed). Undefined when there is nothing to amend.
+     * A price/volume amend of an order placed as `p`, keeping its tag: its volume lowered (it
+     * keeps its place), raised, or its price moved 1-5 grid steps either way (it may cross and
+     * trade at once), sometimes its volume too.
+     */
+    const changeFor = (p: PlaceRecord, random: () => number): PriceVolumeChange => {
+      const lots = Math.floor(p.volume / TAG_SPACE);
+      const draw = random();
+      const withLots = (n: number) => n * TAG_SPACE + p.tag;
+      if (draw < 0.35 && lots > 1)
+        return { placed: p, price: p.price, volume: withLots(1 + Math.floor(random() * (lots - 1))) };
+      if (draw < 0.6)
+        return { placed: p, price: p.price, volume: withLots(lots + 1 + Math.floor(random() * 5)) };
+      const steps = (random() < 0.5 ? -1 : 1) * (1 + Math.floor(random() * 5));
+      const volume = random() < 0.3 ? withLots(1 + Math.floor(random() * 30)) : p.volume;
+      return { placed: p, price: p.price + steps * 100, volume };
+    };
+    /**
+     * One of the order controls' requests, recorded: an amend of an open order (its price and/or
+     * volume, once per order; else its client id), a cancel-all, or arming the dead man's switch
+     * for an hour (it never fires during the test: what is checked is that its deadline is
+     * committed). Undefined when there is nothing to amend.
      */
     const sendControl = async (
       live: ServerProcess,
@@ -271,6 +318,24 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       if (draw < 0.1) {
         if (open.length === 0) return undefined;
         const orderId = open[Math.floor(random() * open.length)]!;
+        const placed = placedById.get(orderId)!;
+        if (!changed.has(orderId) && random() < 0.7) {
+          changed.add(orderId);
+          const change = changeFor(placed, random);
+          const record: ControlRecord = { kind: 'amend', round, trader, orderId, change, outcome: 'pending' };
+          controls.push(record);
+          const answer = await signed(live.url, trader, 'PATCH', `/orders/${orderId}`, {
+            ...(change.price === placed.price
+              ? {}
+              : { price: fromUnits(change.price, placed.market.pairDecimals) }),
+            ...(change.volume === placed.volume
+              ? {}
+              : { volume: fromUnits(change.volume, placed.market.lotDecimals) }),
+          });
+          // 409: the order ended meanwhile; 422: a lower volume at or below what executed meanwhile.
+          settle(record, answer, 200, [404, 409, 422]);
+          return record;
+        }
         const clientOrderId = `a${++amends}`;
         const record: ControlRecord = {
           kind: 'amend',
@@ -398,6 +463,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           if (id === undefined) unexpected.push(`placement ${tag}: 201 without a Location`);
           record.outcome = 'ack';
           record.orderId = Number(id);
+          placedById.set(record.orderId, record);
           if (type === 'limit') open.push(record.orderId);
         } else if (answer.status === 422) record.outcome = 'refused';
         else if (unavailable(`placement ${tag}`, answer)) record.outcome = 'unavailable';
@@ -410,10 +476,11 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     };
     /** Everything checked against the committed state; the books' hash when all is well. */
     const checkCommitted = (c: Committed, when: string): string => {
+      const placedAs = placedAsOf(controls);
       const problems = [
-        ...checkLedger(c),
-        ...replayCheck(c),
-        ...checkAcks(c, places, cancels),
+        ...checkLedger(c, placedAs),
+        ...replayCheck(c, placedAs),
+        ...checkAcks(c, places, cancels, placedAs),
         ...checkControls(c, places, controls),
       ];
       if (problems.length > 0)
@@ -503,7 +570,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       const t1 = Date.now();
       const c = await crashStore.read();
       const hash = checkCommitted(c, `after database outage ${outagesDone} (${kind})`);
-      await checkServed(live, c, hash, traders, allMarkets, places, cancels, round);
+      await checkServed(live, c, hash, traders, allMarkets, places, cancels, controls, round);
       forgetClosed(c);
       const roundPlaces = [...places.values()].filter((p) => p.round === round);
       log(
@@ -550,7 +617,17 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       const t1 = Date.now();
       server = await start();
       const t2 = Date.now();
-      await checkServed(server, committed, committedHash, traders, allMarkets, places, cancels, round);
+      await checkServed(
+        server,
+        committed,
+        committedHash,
+        traders,
+        allMarkets,
+        places,
+        cancels,
+        controls,
+        round,
+      );
       const t3 = Date.now();
       const roundPlaces = [...places.values()].filter((p) => p.round === round);
       log(
@@ -587,7 +664,15 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       ackedCancels: count(cancels, 'ack'),
       ackedControls: {
         amend: count(
-          controls.filter((r) => r.kind === 'amend'),
+          controls.filter((r) => r.kind === 'amend' && r.change === undefined),
+          'ack',
+        ),
+        move: count(
+          controls.filter((r) => r.kind === 'amend' && r.change !== undefined && movesOrder(r.change)),
+          'ack',
+        ),
+        lower: count(
+          controls.filter((r) => r.kind === 'amend' && r.change !== undefined && !movesOrder(r.change)),
           'ack',
         ),
         cancelAll: count(
@@ -634,14 +719,24 @@ function refusals(records: readonly (PlaceRecord | CancelRecord)[]): Record<stri
 const count = (records: readonly { outcome: Outcome }[], outcome: Outcome): number =>
   records.filter((r) => r.outcome === outcome).length;
 
+/** The price and volume each order a price/volume amend was sent for was placed with. */
+export function placedAsOf(controls: readonly ControlRecord[]): PlacedAs {
+  const out = new Map<number, { price: number; volume: number }>();
+  for (const r of controls)
+    if (r.kind === 'amend' && r.change !== undefined) out.set(r.orderId, r.change.placed);
+  return out;
+}
+
 /**
  * What the clients were told against what the store holds (also the cluster failover test's check,
- * test/cluster-failover.test.ts, with every record in round 1).
+ * test/cluster-failover.test.ts, with every record in round 1). The price and volume of an order
+ * in `placedAs` (an amend of them was sent) are checkControls' to check.
  */
 export function checkAcks(
   c: Committed,
   places: Map<number, PlaceRecord>,
   cancels: readonly CancelRecord[],
+  placedAs: PlacedAs = new Map(),
 ): string[] {
   const problems: string[] = [];
   const fail = (text: string) => {
@@ -658,8 +753,16 @@ export function checkAcks(
       fail(`order ${o.id} matches no request (tag ${tag})`);
       continue;
     }
-    const sent = [p.trader.userId, p.market.id, p.side, p.type, p.price, p.volume].join();
-    const stored = [o.user_id, o.market_id, o.side, o.type, o.price, o.volume].join();
+    const amended = placedAs.has(o.id);
+    const sent = [
+      p.trader.userId,
+      p.market.id,
+      p.side,
+      p.type,
+      amended || p.price,
+      amended || p.volume,
+    ].join();
+    const stored = [o.user_id, o.market_id, o.side, o.type, amended || o.price, amended || o.volume].join();
     if (sent !== stored) fail(`order ${o.id}: stored ${stored}, sent ${sent}`);
     if (p.outcome === 'ack' && p.orderId !== o.id) fail(`order ${o.id}: acknowledged as ${p.orderId}`);
     if (p.outcome === 'refused' || p.outcome === 'pending')
@@ -720,6 +823,7 @@ async function checkServed(
   markets: readonly MarketInfo[],
   places: Map<number, PlaceRecord>,
   cancels: readonly CancelRecord[],
+  controls: readonly ControlRecord[],
   round: number,
 ): Promise<void> {
   const ready = await request(`${server.url}/readyz`, { method: 'GET' });
@@ -747,15 +851,18 @@ async function checkServed(
     );
 
   const byId = new Map(c.orders.map((o) => [o.id, o]));
-  const acked: { trader: Trader; orderId: number; canceled: boolean }[] = [];
+  const acked: { trader: Trader; orderId: number; canceled: boolean; change?: PriceVolumeChange }[] = [];
   for (const p of places.values())
     if (p.round === round && p.outcome === 'ack')
       acked.push({ trader: p.trader, orderId: p.orderId!, canceled: false });
   for (const r of cancels)
     if (r.round === round && r.outcome === 'ack')
       acked.push({ trader: r.trader, orderId: r.orderId, canceled: true });
+  for (const r of controls)
+    if (r.kind === 'amend' && r.change !== undefined && r.round === round && r.outcome === 'ack')
+      acked.push({ trader: r.trader, orderId: r.orderId, canceled: false, change: r.change });
   const problems = (
-    await mapLimit(acked, 16, async ({ trader, orderId, canceled }) => {
+    await mapLimit(acked, 16, async ({ trader, orderId, canceled, change }) => {
       const answer = await signed(server.url, trader, 'GET', `/orders/${orderId}`);
       if (answer?.status !== 200)
         return `GET /v1/orders/${orderId}: ${answer?.status} ${answer?.text ?? 'no answer'}`;
@@ -769,6 +876,12 @@ async function checkServed(
         return `order ${orderId} served as ${order.status}/${order.volume_executed.amount}, committed ${stored.status}/${stored.executed}`;
       if (canceled && order.status !== 'canceled')
         return `acknowledged cancel of ${orderId}: served as ${order.status}`;
+      if (
+        change !== undefined &&
+        (toUnits(order.description.price, market.pairDecimals) !== BigInt(change.price) ||
+          toUnits(order.volume.amount, market.lotDecimals) !== BigInt(change.volume))
+      )
+        return `acknowledged amend of ${orderId} to ${change.volume} lots at ${change.price}: served ${order.volume.amount} at ${order.description.price}`;
       return undefined;
     })
   ).filter((p) => p !== undefined);
@@ -824,7 +937,11 @@ export async function servedBooks(
 /**
  * The order controls against the committed state: every stored order carries the client id and
  * GTD expiry it was placed with, or the client id of an amend of it that was acknowledged (or left
- * in doubt); orders canceled by a cancel-all are at least as many as the acknowledged cancel-alls
+ * in doubt); the price and volume of an order a price/volume amend was sent for are the amend's
+ * when it was acknowledged, the placement's when it was refused, one or the other when it was left
+ * in doubt, never a mix, and the order is queued at the back of its level (has a priority) exactly
+ * when an amend that moves it was applied (replayCheck checks where: at the number it took);
+ * orders canceled by a cancel-all are at least as many as the acknowledged cancel-alls
  * said, and none without such a request; an acknowledged dead man's switch is committed with a
  * deadline at or after the last one acknowledged, and none is armed without a request.
  */
@@ -849,8 +966,24 @@ export function checkControls(
         `order ${o.id}: stored ${o.time_in_force} expiring ${o.expire_time}, sent ${p.expireSeconds ?? 'GTC'}`,
       );
     const amends = amendsOf.get(o.id) ?? [];
-    const acked = amends.filter((a) => a.outcome === 'ack').map((a) => a.clientOrderId);
-    const doubtful = amends.filter((a) => inDoubt(a.outcome)).map((a) => a.clientOrderId);
+    const change = amends.find((a) => a.change !== undefined);
+    if (change?.change !== undefined) {
+      const { placed, price, volume } = change.change;
+      const asPlaced = o.price === placed.price && o.volume === placed.volume;
+      const asAmended = o.price === price && o.volume === volume;
+      const sent = `${placed.volume}@${placed.price} -> ${volume}@${price}`;
+      if (!asPlaced && !asAmended) fail(`order ${o.id}: stored ${o.volume}@${o.price}, amend ${sent}`);
+      else if (change.outcome === 'ack' && !asAmended)
+        fail(`order ${o.id}: the acknowledged amend ${sent} is not applied`);
+      else if (!inDoubt(change.outcome) && change.outcome !== 'ack' && !asPlaced)
+        fail(`order ${o.id}: the ${change.outcome} (${change.status}) amend ${sent} is applied`);
+      const moved = asAmended && movesOrder(change.change);
+      if ((o.priority !== null) !== moved)
+        fail(`order ${o.id}: priority ${o.priority} after ${asAmended ? 'the' : 'no'} amend ${sent}`);
+    }
+    const renames = amends.filter((a) => a.clientOrderId !== undefined);
+    const acked = renames.filter((a) => a.outcome === 'ack').map((a) => a.clientOrderId);
+    const doubtful = renames.filter((a) => inDoubt(a.outcome)).map((a) => a.clientOrderId);
     const allowed = new Set([...(acked.length > 0 ? acked : [p.clientOrderId ?? null]), ...doubtful]);
     if (!allowed.has(o.client_order_id))
       fail(`order ${o.id}: client id ${o.client_order_id}, expected one of ${[...allowed].join(', ')}`);

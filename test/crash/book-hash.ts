@@ -5,7 +5,9 @@
  * Canonical form, per market (markets sorted by pair): the aggregated levels of each side, best
  * first, as integer units (ticks, lots), and every resting order in priority order (bids by price
  * descending, asks ascending; within a price by id, which is arrival order) with its owner and its
- * remaining volume. Two books hash alike exactly when their levels and queues are equal.
+ * remaining volume. Two books hash alike exactly when their levels and queues are equal. An order
+ * an amend moved to the back of its level is queued by its priority, which the served API does not
+ * show: the crash tests compare that queue order through the engine's state hash instead.
  */
 import { createHash } from 'node:crypto';
 

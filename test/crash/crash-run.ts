@@ -4,8 +4,9 @@
  * `crash-postgres.test.ts` in `npm run test:postgres`, `npm run test:crash -- --store postgres`).
  *
  * The real server runs as a child process on one data directory. Several users send signed order
- * placements (limit and market, both sides, prices around a mid so that about half cross) and
- * cancels, many in flight at once. At a seeded random moment the server gets SIGKILL; the test
+ * placements (limit and market, both sides, prices around a mid so that about half cross),
+ * cancels and the order controls (amends of price and volume or of the client id, cancel-alls,
+ * the dead man's switch), many in flight at once. At a seeded random moment the server gets SIGKILL; the test
  * then reads the store file the dead process left and checks it against what the clients were
  * told, restarts the server on the same directory, and checks what the restarted server serves.
  *
@@ -14,13 +15,21 @@
  * arrived. What is checked after every kill:
  * - committed history (committed-state.ts): balances = deposits + trades - fees, reservations =
  *   what open orders hold, each order's executed volume, cost and fee = its trades, id sequences
- *   without gaps, conservation per asset, and a replay through a fresh engine equal to the store;
+ *   without gaps but the numbers amends took for priority (decision E50), conservation per asset,
+ *   and a replay through a fresh engine equal to the store (each amend replayed where it was:
+ *   the test tells the checks what amended orders were placed with, as the store keeps only
+ *   their current values);
  * - acknowledgements: every 201 placement is stored with the acknowledged id and exactly the
  *   parameters sent; every 200 cancel shows `canceled` by the user; no refused (4xx) command left
  *   anything; a command without an answer is either entirely there or not at all, and stays so
- *   after later crashes; no stored order or user cancel that nobody sent;
+ *   after later crashes; no stored order or user cancel that nobody sent; every acknowledged
+ *   amend of price and volume applied whole (price, volume, and a priority exactly when it moved
+ *   the order: a new price or a higher volume), every refused one not at all, one in doubt one or
+ *   the other (checkControls);
  * - after the restart: /readyz 200, /admin/v1/ledger/check ok, every order acknowledged in the
- *   round served by GET /v1/orders/:id to its owner with the committed status and execution, and
+ *   round served by GET /v1/orders/:id to its owner with the committed status and execution (and
+ *   an amended one with the amend's price and volume), the engine's state hash (every level's
+ *   queue in priority order included) equal to a restore of the committed state, and
  *   the books served (GET /v1/orderbook depth=0 for every market + every user's open orders) hash
  *   to the same value as the books committed in the file at the moment of the kill; also no
  *   request applied twice (each tag stored at most once).

@@ -143,8 +143,14 @@ describe('app: routing, limits, documents', () => {
     assert.deepEqual((r.json as { servers?: unknown }).servers, [
       { url: '/', description: 'The origin serving this document' },
     ]);
-    const create = doc.paths['/v1/orders']?.post as { parameters?: { name: string; in: string }[] };
+    const create = doc.paths['/v1/orders']?.post as {
+      parameters?: { name: string; in: string }[];
+      description?: string;
+    };
     assert.ok(create.parameters?.some((p) => p.in === 'header' && p.name === 'idempotency-key'));
+    // The limits that protect other users are documented where orders are placed (issue 21).
+    assert.match(String(create.description), /`MAX_OPEN_ORDERS_PER_USER`.*default 1,000/);
+    assert.match(String(create.description), /below one unit of the quote asset's smallest decimal/);
     const page = await h.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(page.headers['content-type'] as string, /text\/html/);

@@ -190,6 +190,69 @@ describe('order controls over HTTP', () => {
     );
   });
 
+  test('GET /v1/open-orders and /v1/closed-orders show every control field, as GET /v1/orders/:id does', async () => {
+    const gina = await t.trader();
+    const expire = Math.floor(nowSeconds()) + 3600;
+    const resting = idOf(
+      await place(
+        gina,
+        order({
+          price: '19100.0',
+          time_in_force: 'GTD',
+          expire_time: expire,
+          post_only: true,
+          client_order_id: 'list-1',
+          stp: 'decrement',
+        }),
+      ),
+    );
+    // An IOC buy below every ask: nothing trades, it ends at once.
+    const ended = idOf(
+      await place(gina, order({ price: '19000.0', time_in_force: 'IOC', client_order_id: 'list-2' })),
+    );
+    const fields = [
+      'time_in_force',
+      'post_only',
+      'stp',
+      'client_order_id',
+      'expire_time',
+      'reason',
+      'status',
+    ];
+    const pick = (o: OrderJson) =>
+      Object.fromEntries(
+        fields.filter((f) => f in o).map((f) => [f, (o as unknown as Record<string, unknown>)[f]]),
+      );
+    const open = dataOf<OrderJson[]>(await call(t, gina, 'GET', '/v1/open-orders'));
+    const closed = dataOf<OrderJson[]>(await call(t, gina, 'GET', '/v1/closed-orders'));
+    assert.deepEqual(
+      open.map((o) => o.id),
+      [resting],
+    );
+    assert.deepEqual(
+      closed.map((o) => o.id),
+      [ended],
+    );
+    assert.deepEqual(pick(open[0]!), {
+      time_in_force: 'GTD',
+      post_only: true,
+      stp: 'decrement',
+      client_order_id: 'list-1',
+      expire_time: `${expire}.0000`,
+      reason: null,
+      status: 'open',
+    });
+    assert.deepEqual(pick(closed[0]!), {
+      time_in_force: 'IOC',
+      client_order_id: 'list-2',
+      expire_time: '0.0000',
+      reason: 'immediate-or-cancel remainder',
+      status: 'canceled',
+    });
+    assert.deepEqual(pick(open[0]!), pick(await get(gina, resting)));
+    assert.deepEqual(pick(closed[0]!), pick(await get(gina, ended)));
+  });
+
   test('DELETE /v1/orders cancels all, or one market, and says how many', async () => {
     const carol = await t.trader();
     idOf(await place(carol, order()));

@@ -368,7 +368,8 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
           '`volume` is the new total volume, executed part included. Lowering it keeps the queue place; a new price ' +
           'or a higher volume moves the order to the back of its new level (a new price that crosses trades at once, ' +
           'as a taker; refused for a post-only order). The reservation is adjusted exactly: an amend that needs more ' +
-          'funds than are available, or a volume at or below what has executed, is a 422. A nonce key signs a body ' +
+          'funds than are available, a volume at or below what has executed, or a value at the new price and volume ' +
+          "below one unit of the quote asset's smallest decimal, is a 422. A nonce key signs a body " +
           'naming the same `order_id` as the path.',
         security,
         params: OrderIdParam,

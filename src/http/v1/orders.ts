@@ -192,7 +192,13 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
           'a retry of the same order gets the original 201 with the same `Location` and places nothing; ' +
           'the same key with a different order gets 422 (shape D, field `Idempotency-Key`), as does a ' +
           'malformed key. A retry sent while the first request is still being processed waits for it ' +
-          'and gets its answer. Only a created order is remembered: a refused request may be retried.',
+          'and gets its answer. Only a created order is remembered: a refused request may be retried.\n\n' +
+          'Limits that protect other users (422, shape D, on `volume`): a limit order that could rest (`GTC` or ' +
+          '`GTD`, post-only included) is refused when the user already has `MAX_OPEN_ORDERS_PER_USER` open orders ' +
+          'over all markets (a server setting, default 1,000; the message names it), even if it would have filled ' +
+          'at once; and an order whose value at its limit price, floor(price × volume) in quote units, is below ' +
+          "one unit of the quote asset's smallest decimal (`order_value_too_small`; market orders have no price " +
+          'and are not measured).',
         security,
         headers: CreateOrderHeaders,
         body: CreateOrderBody,

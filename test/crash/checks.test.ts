@@ -78,8 +78,9 @@ before(async () => {
 /**
  * Amends of each kind, each order amended once: a buy lowered between two partial fills (its hold
  * then depends on how many came before the amend), a buy raised (to the back of its level, behind
- * a younger order), a sell moved across the book (it trades as the taker at the amend), and a
- * cancel of the order it traded with.
+ * a younger order), a sell moved across the book (it trades as the taker at the amend), a cancel
+ * of the order it traded with, and a sell moved onto its own user's bid alone (no trade: the bid
+ * is canceled by self-trade prevention at the time of the amend).
  */
 async function writeAmendedStore(clock: () => Micros): Promise<void> {
   amendedFile = join(dir, 'amended.db');
@@ -131,6 +132,10 @@ async function writeAmendedStore(clock: () => Micros): Promise<void> {
   const maker = await place(2, 'buy', 298_511, 2_500_007);
   await amend(3, moved, { price: 297_011 }); // crosses: takes part of the best bid
   await exchange.submit({ kind: 'cancelOrder', userId: 2 as UserId, orderId: maker });
+  // A move that crosses only its own user's bid: no trade, the bid canceled by self-trade prevention.
+  await place(3, 'buy', 299_901, 500_003);
+  const selfCrossing = await place(3, 'sell', 310_007, 700_001);
+  await amend(3, selfCrossing, { price: 299_901 });
   await exchange.close();
   store.close();
 }
@@ -229,6 +234,12 @@ test('amends: the checks pass when told what amended orders were placed with, an
   assert.ok(
     c.trades.some((t) => t.taker_order_id === moved.id && t.time !== moved.open_time),
     'the moved sell traded as the taker at its amend',
+  );
+  assert.ok(
+    c.orders.some(
+      (o) => o.reason === 'self-trade prevention' && o.close_time !== null && o.close_time > o.open_time,
+    ),
+    'a move canceled its own crossing bid',
   );
   const lowered = c.orders.find((o) => o.id === 1)!;
   assert.ok(

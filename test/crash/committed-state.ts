@@ -30,7 +30,7 @@ import type {
   Volume,
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
-import type { OrderState, Trade } from '../../src/engine/types.js';
+import type { Command, OrderState, Trade } from '../../src/engine/types.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
 
@@ -631,6 +631,21 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
       if (!result.ok) fail(`replay: ledger entry ${e.id} refused: ${result.error.message}`);
     }
   };
+  /**
+   * When an amend that moved `o` happened: the time of its first trade as the taker after its
+   * placement. Without one, the only other mark a move leaves at its time is the close time of
+   * its user's crossing orders that self-trade prevention canceled: tried on a copy of the
+   * engine. Without either the time shows nowhere, and the previous command's is as good.
+   */
+  const moveTime = (o: OrderRow, amend: Command, previous: number): number => {
+    const traded = c.trades.find((t) => t.taker_order_id === o.id && t.time !== o.open_time);
+    if (traded !== undefined) return traded.time;
+    const tried = Engine.restore(engine.snapshot()).apply(amend, previous as Micros);
+    const canceled = tried.ok
+      ? tried.events.find((e) => e.type === 'orderDone' && e.order.id !== o.id)
+      : undefined;
+    return canceled?.type === 'orderDone' ? (byId.get(canceled.order.id)?.close_time ?? previous) : previous;
+  };
   // A lowered buy: what it held and had executed just before the amend replayed after its placement.
   const beforeLowering = new Map<number, { reserved: number; executed: number }>();
   let lastNumber = 0;
@@ -646,20 +661,16 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
     }
     const o = step.order;
     if (step.move) {
-      // At the time of its first trade as the taker after its placement; else (it traded nothing
-      // when it moved) the time does not show, and the previous command's is as good.
-      time = c.trades.find((t) => t.taker_order_id === o.id && t.time !== o.open_time)?.time ?? time;
+      const amend: Command = {
+        kind: 'amendOrder',
+        userId: o.user_id as UserId,
+        orderId: o.id as OrderId,
+        price: o.price as Price,
+        volume: o.volume as Volume,
+      };
+      time = moveTime(o, amend, time);
       applyLedgerUpTo(time);
-      const r = engine.apply(
-        {
-          kind: 'amendOrder',
-          userId: o.user_id as UserId,
-          orderId: o.id as OrderId,
-          price: o.price as Price,
-          volume: o.volume as Volume,
-        },
-        time as Micros,
-      );
+      const r = engine.apply(amend, time as Micros);
       if (!r.ok) fail(`replay: the amend of ${o.id} that moved it to ${n} was refused: ${r.error.message}`);
       else record(r.events);
     } else {

@@ -264,6 +264,11 @@ test('amends: the checks pass when told what amended orders were placed with, an
       /replay: order 1 /,
     ],
     ['a lowered volume lost', 'UPDATE orders SET volume = 10012347 WHERE id = 1', /replay|reserves/],
+    [
+      'the newest order lost, its move with it',
+      'DELETE FROM orders WHERE id = (SELECT max(id) FROM orders)',
+      /order id sequence is at/,
+    ],
   ];
   for (const [what, sql, expected] of cases) {
     const d = damagedFile(amendedFile, sql);

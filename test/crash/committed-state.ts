@@ -40,8 +40,8 @@ const FEE_SCALE = 100_000_000n;
 
 /**
  * The price and volume an order was placed with, by order id, for the orders an amend may have
- * changed since: the store keeps only an order's current values (no amend log; docs/order-controls.md),
- * so a check of history is told the originals by whoever sent the amends (the crash test).
+ * changed since: the store keeps only an order's current values (no amend log: decision E50 in
+ * docs/interface-decisions.md), so a check of history is told the originals by whoever sent the amends (the crash test).
  * An order not in the map is taken to have been placed as it is stored.
  */
 export type PlacedAs = ReadonlyMap<number, { readonly price: number; readonly volume: number }>;
@@ -726,6 +726,11 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
     }
   }
   applyLedgerUpTo(Number.MAX_SAFE_INTEGER);
+  // Every number the id sequence issued is accounted for: an order's id or the number its move took.
+  const issued = c.meta.get('nextOrderId');
+  const replayedNext = engine.snapshot().sequences.nextOrderId;
+  if (c.orders.length > 0 && issued !== undefined && issued !== replayedNext)
+    fail(`replay: the order id sequence is at ${issued}, the replay's at ${replayedNext}`);
 
   // A lowered open buy's hold, by the number of its fills before the amend: the stored one must be
   // one of those; the replay (all fills after it) takes the stored one, and its owner's balance

@@ -291,9 +291,9 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       const lots = Math.floor(p.volume / TAG_SPACE);
       const draw = random();
       const withLots = (n: number) => n * TAG_SPACE + p.tag;
-      if (draw < 0.35 && lots > 1)
+      if (draw < 0.4 && lots > 1)
         return { placed: p, price: p.price, volume: withLots(1 + Math.floor(random() * (lots - 1))) };
-      if (draw < 0.6)
+      if (draw < 0.65)
         return { placed: p, price: p.price, volume: withLots(lots + 1 + Math.floor(random() * 5)) };
       const steps = (random() < 0.5 ? -1 : 1) * (1 + Math.floor(random() * 5));
       const volume = random() < 0.3 ? withLots(1 + Math.floor(random() * 30)) : p.volume;
@@ -324,11 +324,11 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           else unexpected.push(`${record.kind}: ${answer.status} ${answer.text}`);
         }
       };
-      if (draw < 0.1) {
+      if (draw < 0.14) {
         if (open.length === 0) return undefined;
         const orderId = open[Math.floor(random() * open.length)]!;
         const placed = placedById.get(orderId)!;
-        if (!changed.has(orderId) && random() < 0.7) {
+        if (!changed.has(orderId) && random() < 0.5) {
           changed.add(orderId);
           const change = changeFor(placed, random);
           const record: ControlRecord = { kind: 'amend', round, trader, orderId, change, outcome: 'pending' };
@@ -362,7 +362,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         settle(record, answer, 200, [404, 409]);
         return record;
       }
-      if (draw < 0.115) {
+      if (draw < 0.155) {
         const record: ControlRecord = { kind: 'cancelAll', round, trader, outcome: 'pending' };
         controls.push(record);
         const answer = await signed(live.url, trader, 'DELETE', '/orders');
@@ -401,7 +401,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           return true;
         };
         const control = random();
-        if (control < 0.14) {
+        if (control < 0.18) {
           const record = await sendControl(live, round, trader, open, control, random, unavailable);
           if (record !== undefined) return record.outcome;
         }

@@ -291,9 +291,9 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       const lots = Math.floor(p.volume / TAG_SPACE);
       const draw = random();
       const withLots = (n: number) => n * TAG_SPACE + p.tag;
-      if (draw < 0.4 && lots > 1)
+      if (draw < 0.5 && lots > 1)
         return { placed: p, price: p.price, volume: withLots(1 + Math.floor(random() * (lots - 1))) };
-      if (draw < 0.65)
+      if (draw < 0.7)
         return { placed: p, price: p.price, volume: withLots(lots + 1 + Math.floor(random() * 5)) };
       const steps = (random() < 0.5 ? -1 : 1) * (1 + Math.floor(random() * 5));
       const volume = random() < 0.3 ? withLots(1 + Math.floor(random() * 30)) : p.volume;
@@ -328,7 +328,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         if (open.length === 0) return undefined;
         const orderId = open[Math.floor(random() * open.length)]!;
         const placed = placedById.get(orderId)!;
-        if (!changed.has(orderId) && random() < 0.5) {
+        if (!changed.has(orderId) && random() < 0.6) {
           changed.add(orderId);
           const change = changeFor(placed, random);
           const record: ControlRecord = { kind: 'amend', round, trader, orderId, change, outcome: 'pending' };
@@ -693,7 +693,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           'ack',
         ),
       },
-      refused: refusals([...all, ...cancels]),
+      refused: refusals([...all, ...cancels, ...controls]),
       unanswered: { placements: count(all, 'unanswered'), cancels: count(cancels, 'unanswered') },
       unansweredCommitted: {
         placements: committedOf(all, 'unanswered'),
@@ -715,7 +715,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
-function refusals(records: readonly (PlaceRecord | CancelRecord)[]): Record<string, number> {
+function refusals(records: readonly (PlaceRecord | CancelRecord | ControlRecord)[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of records) {
     if (r.outcome !== 'refused') continue;

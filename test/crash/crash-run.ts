@@ -326,9 +326,11 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       };
       if (draw < 0.14) {
         if (open.length === 0) return undefined;
-        const orderId = open[Math.floor(random() * open.length)]!;
-        const placed = placedById.get(orderId)!;
-        if (!changed.has(orderId) && random() < 0.6) {
+        // Two in three amend the price or volume of an order that has had no such amend yet.
+        const fresh = open.filter((id) => !changed.has(id));
+        if (draw < 0.095 && fresh.length > 0) {
+          const orderId = fresh[Math.floor(random() * fresh.length)]!;
+          const placed = placedById.get(orderId)!;
           changed.add(orderId);
           const change = changeFor(placed, random);
           const record: ControlRecord = { kind: 'amend', round, trader, orderId, change, outcome: 'pending' };
@@ -345,6 +347,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           settle(record, answer, 200, [404, 409, 422]);
           return record;
         }
+        const orderId = open[Math.floor(random() * open.length)]!;
         const clientOrderId = `a${++amends}`;
         const record: ControlRecord = {
           kind: 'amend',

@@ -765,16 +765,10 @@ export function checkAcks(
       fail(`order ${o.id} matches no request (tag ${tag})`);
       continue;
     }
-    const amended = placedAs.has(o.id);
-    const sent = [
-      p.trader.userId,
-      p.market.id,
-      p.side,
-      p.type,
-      amended || p.price,
-      amended || p.volume,
-    ].join();
-    const stored = [o.user_id, o.market_id, o.side, o.type, amended || o.price, amended || o.volume].join();
+    // An order a price/volume amend was sent for: its price and volume are checkControls' to check.
+    const priceVolume = (price: number, volume: number) => (placedAs.has(o.id) ? [] : [price, volume]);
+    const sent = [p.trader.userId, p.market.id, p.side, p.type, ...priceVolume(p.price, p.volume)].join();
+    const stored = [o.user_id, o.market_id, o.side, o.type, ...priceVolume(o.price, o.volume)].join();
     if (sent !== stored) fail(`order ${o.id}: stored ${stored}, sent ${sent}`);
     if (p.outcome === 'ack' && p.orderId !== o.id) fail(`order ${o.id}: acknowledged as ${p.orderId}`);
     if (p.outcome === 'refused' || p.outcome === 'pending')

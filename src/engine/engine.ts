@@ -1740,7 +1740,9 @@ export class Engine {
         'The volume is below the minimum order volume of this market.',
         'volume',
       );
-    if (volume * market.baseUnitsPerLot > MAX_UNITS)
+    // Bounded as at placement: a sell's and a -limit order's base units; a market-type buy's
+    // volume is only a ceiling, what it receives is bounded by the makers' volumes (decision E47).
+    if ((order.side === 'sell' || order.asLimit) && volume * market.baseUnitsPerLot > MAX_UNITS)
       return reject('too_large', 'The volume is too large.', 'volume');
     if (c.clientOrderId !== undefined && c.clientOrderId !== null) {
       const refused = this.checkClientOrderId(order.userId, c.clientOrderId, order);

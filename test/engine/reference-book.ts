@@ -1006,7 +1006,9 @@ export class ReferenceBook {
     const volume = c.volume ?? order.volume;
     if (!isPositiveSafeInt(volume)) return 'invalid_volume';
     if (volume < m.ordermin) return 'below_ordermin';
-    if (this.baseUnits(m, volume) > MAX) return 'too_large';
+    // As at placement (E8): a sell's and a limit price's volume in base units; a market-type buy's
+    // volume is only a ceiling (E47).
+    if ((order.side === 'sell' || isLimit) && this.baseUnits(m, volume) > MAX) return 'too_large';
     if (c.clientOrderId !== undefined && c.clientOrderId !== null)
       this.checkClientOrderId(order.userId, c.clientOrderId, order);
     // E23 for every order with a limit price, whichever side.

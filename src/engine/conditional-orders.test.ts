@@ -456,3 +456,26 @@ test('an amend of a waiting -limit sell to a price worth less than one quote uni
   assert.equal(refused(run(engine, amend)), 'order_value_too_small');
   assert.equal(engine.openOrder(id)?.price, 579_000);
 });
+
+test("a market's first trade reaches triggers of both directions: the falling ones fire first (decision E45)", () => {
+  const engine = venue();
+  // No trade yet: no last price, so any trigger is accepted, on either side of the coming trade.
+  const rising = acceptedId(
+    ok(
+      run(
+        engine,
+        order(bob, 'buy', {
+          type: 'stop-loss-limit',
+          triggerPrice: 590_000 as Price,
+          price: 590_000 as Price,
+        }),
+      ),
+    ),
+  );
+  const falling = acceptedId(
+    ok(run(engine, order(carol, 'sell', { type: 'stop-loss', triggerPrice: 600_000 as Price }))),
+  );
+  const events = tradeAt(engine, 595_000);
+  const fired = events.filter((e) => e.type === 'orderTriggered').map((e) => e.order.id);
+  assert.deepEqual(fired, [falling, rising]);
+});

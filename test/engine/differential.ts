@@ -12,14 +12,21 @@
  *
  * With the order controls (and with conditional orders, which imply them): the results of
  * batches, the deadlines that fired before a refusal, every user's dead man's switch, each
- * market's last trade price, the engine's own invariants (validateInternalState), the level
- * changes each drain lists, and a restore from the snapshot every `restoreEvery` commands (same
+ * market's last trade price, the engine's own invariants (validateInternalState), the levels and
+ * the orders each drain lists (exactly those that changed, orders in their reference state: a
+ * trailing stop that followed the price without an event included), and a restore from the snapshot every `restoreEvery` commands (same
  * state hash, then carrying on with the restored engine).
  */
 import assert from 'node:assert/strict';
 import type { AssetCode, MarketId, Micros, OrderId, UserId } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
-import type { Command, CommandResult, EngineOptions, OrderState } from '../../src/engine/types.js';
+import type {
+  Command,
+  CommandResult,
+  EngineEvent,
+  EngineOptions,
+  OrderState,
+} from '../../src/engine/types.js';
 import { ASSETS, MARKETS, newEngine } from './fixtures.js';
 import { ReferenceBook } from './reference-book.js';
 import { Generator, USERS } from './stream.js';
@@ -108,22 +115,56 @@ function allLevels(engine: Engine): Map<string, number> {
   return levels;
 }
 
+/** What the previous drain left: every level's total, and the reference's state of every open order. */
+interface AtDrain {
+  readonly levels: Map<string, number>;
+  readonly open: Map<number, string>;
+}
+
+function atDrain(engine: Engine, ref: ReferenceBook): AtDrain {
+  return {
+    levels: allLevels(engine),
+    open: new Map(ref.openOrders().map((o) => [o.id, JSON.stringify(ref.state(o))])),
+  };
+}
+
 /**
- * Drains, and checks that the change set lists exactly the levels whose total changed since the
- * previous drain, each with its total then (amends and self-trade decrements move and shrink
- * orders in ways today's commands do not). Returns the levels now, for the next drain.
+ * Drains, and checks the change set against what changed since the previous drain: exactly the
+ * levels whose total changed, each with its total then (amends and self-trade decrements move and
+ * shrink orders in ways today's commands do not); and exactly the orders an event named since
+ * (`named`) or whose state changed without one (a trailing stop following the price), each in
+ * its state now, as a store must write it. Returns what this drain leaves, for the next.
  */
-function checkDrainedLevels(engine: Engine, before: Map<string, number>): Map<string, number> {
-  const listed = engine
-    .drainChanges()
-    .levels.map((l) => `${l.marketId} ${l.side} ${l.price} ${l.before}`)
-    .sort();
-  const now = allLevels(engine);
+function checkDrain(engine: Engine, ref: ReferenceBook, before: AtDrain, named: Set<number>): AtDrain {
+  const changes = engine.drainChanges();
+  const listed = changes.levels.map((l) => `${l.marketId} ${l.side} ${l.price} ${l.before}`).sort();
+  const now = atDrain(engine, ref);
   const changed: string[] = [];
-  for (const key of new Set([...before.keys(), ...now.keys()]))
-    if ((before.get(key) ?? 0) !== (now.get(key) ?? 0)) changed.push(`${key} ${before.get(key) ?? 0}`);
+  for (const key of new Set([...before.levels.keys(), ...now.levels.keys()]))
+    if ((before.levels.get(key) ?? 0) !== (now.levels.get(key) ?? 0))
+      changed.push(`${key} ${before.levels.get(key) ?? 0}`);
   assert.deepEqual(listed, changed.sort(), 'the drained level changes');
+  const expected = new Set(named);
+  for (const [id, state] of now.open) if (before.open.get(id) !== state) expected.add(id);
+  const drained = changes.orders.map((o) => o.id);
+  assert.deepEqual(
+    [...drained].sort((a, b) => a - b),
+    [...expected].sort((a, b) => a - b),
+    'the drained orders',
+  );
+  for (const o of changes.orders) assert.deepEqual(o, ref.state(ref.order(o.id)!), `drained order ${o.id}`);
+  named.clear();
   return now;
+}
+
+/** Adds the ids of the orders `events` name (their states, trades' takers and makers) to `named`. */
+function nameOrders(events: readonly EngineEvent[] | undefined, named: Set<number>): void {
+  for (const e of events ?? []) {
+    if (e.type === 'trade') {
+      named.add(e.trade.takerOrderId);
+      named.add(e.trade.makerOrderId);
+    } else if ('order' in e) named.add(e.order.id);
+  }
 }
 
 /** What the controlled streams must exercise: how often each new outcome happened. */
@@ -194,7 +235,8 @@ export function run(
     marketNoLiquidity: 0,
   };
   const funding = gen.funding();
-  let levelsAtDrain = allLevels(engine);
+  let lastDrain = atDrain(engine, ref);
+  const named = new Set<number>();
   let time = 1_700_000_000_000_000;
   for (let i = 0; i < commands; i++) {
     time += 1 + (i % 7);
@@ -238,7 +280,8 @@ export function run(
       checkBooks(engine, ref);
       checkLedger(engine, ref);
       if (i % FULL_CHECK_EVERY === 0) checkFull(engine, ref);
-      if (controls && i % 50 === 49) levelsAtDrain = checkDrainedLevels(engine, levelsAtDrain);
+      if (controls) nameOrders(e.events, named);
+      if (controls && i % 50 === 49) lastDrain = checkDrain(engine, ref, lastDrain, named);
       else if (i % 1000 === 999) engine.drainChanges();
       if (controls && i % FULL_CHECK_EVERY === 0) {
         engine.validateInternalState();
@@ -253,7 +296,7 @@ export function run(
       }
       if (restoreEvery > 0 && i % restoreEvery === restoreEvery - 1) {
         // What changed since the last drain is the live engine's: drained (and checked) first.
-        if (controls && i % 50 !== 49) levelsAtDrain = checkDrainedLevels(engine, levelsAtDrain);
+        if (controls && i % 50 !== 49) lastDrain = checkDrain(engine, ref, lastDrain, named);
         const restored = Engine.restore(engine.snapshot(), options);
         assert.equal(restored.stateHash(), engine.stateHash(), 'a restore reproduces the state');
         assert.equal(restored.nextDeadline(), engine.nextDeadline(), 'and the next deadline');

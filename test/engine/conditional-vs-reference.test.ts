@@ -40,6 +40,11 @@ function checkConditionalCoverage(counts: ControlStats, min: number, report: str
     'refused price_not_allowed',
     'refused invalid_conditional_controls',
     'batch item trigger_would_fire',
+    'triggered by amendOrder',
+    'triggered by placeOrders',
+    `fired: ${CancelReason.noLiquidity}`,
+    `fired: ${CancelReason.selfTrade}`,
+    `fired: ${CancelReason.user}`,
   ])
     assert.ok(at(key) >= min, `few "${key}": ${report}`);
 }

@@ -192,9 +192,13 @@ function countControls(result: CommandResult, command: Command, counts: ControlS
       add('waiting amended');
     if (ev.type === 'orderDone' && isConditional(ev.order) && ev.order.triggered !== true)
       add(`waiting: ${ev.order.reason}`);
+    if (ev.type === 'orderDone' && ev.order.triggered === true && ev.order.reason !== null)
+      add(`fired: ${ev.order.reason}`);
     if (ev.type === 'trade' && fired.has(ev.trade.takerOrderId)) firedTraded = true;
     if (ev.type === 'orderTriggered') {
       add(`triggered ${ev.order.type}`);
+      if (command.kind === 'amendOrder' || command.kind === 'placeOrders')
+        add(`triggered by ${command.kind}`);
       if (firedTraded) add('triggered in a cascade');
       fired.add(ev.order.id);
       const done = events.some((d) => d.type === 'orderDone' && d.order.id === ev.order.id);

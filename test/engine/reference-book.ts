@@ -40,7 +40,7 @@
  * - deadlines (GTD expiries, switches) due at a command's time fire first, earliest first,
  *   expiries before switches at the same time, then by id; each ends its orders at its own time
  *
- * Conditional orders (issue 22, decisions E25-E34 and E45-E49), from their written rules:
+ * Conditional orders (issue 22, decisions E25-E34 and E45-E48), from their written rules:
  * - stop-loss, take-profit and trailing-stop execute as market orders once fired, the -limit types
  *   as limit orders; they are open orders from acceptance (counted by the open-order limit,
  *   canceled, expired and amended as any) but outside the book: they are never makers

@@ -9,7 +9,8 @@
  * balances, books, open orders (triggers, trailing best prices) and last prices.
  *
  * Thousands of short streams, each restoring the engine from its snapshot every 97 commands, and
- * a few long ones restoring every 5,000. Each test also requires the streams to have reached
+ * a few long ones restoring every 5,000 (one with 50 open orders per user instead of 5, so more
+ * orders wait at once and cascades run deeper). Each test also requires the streams to have reached
  * every conditional outcome, so a generator that stopped producing one fails here.
  */
 import assert from 'node:assert/strict';
@@ -63,6 +64,21 @@ for (const seed of CONDITIONAL_SEEDS) {
     console.log(`conditional seed ${seed}: ${report}`);
   });
 }
+
+test('engine matches the reference book with conditional orders: seed 4242, 20000 commands, 50 open orders per user (more waiting at once, deeper cascades)', async () => {
+  await yieldToLoop();
+  const counts: ControlStats = {};
+  const stats = run(
+    4242,
+    20_000,
+    { conditional: true, restoreEvery: 5000, maxOpenOrdersPerUser: 50 },
+    counts,
+  );
+  const report = JSON.stringify({ stats, counts });
+  checkConditionalCoverage(counts, 5, report);
+  assert.ok((counts['triggered in a cascade'] ?? 0) >= 100, `few cascades: ${report}`);
+  console.log(`conditional seed 4242, 50 open orders per user: ${report}`);
+});
 
 /** Thousands of short streams, in a few tests so each stays well within its time budget. */
 const SHORT_STREAMS = Number(process.env.SHORT_STREAMS ?? 500);

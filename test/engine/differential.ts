@@ -216,6 +216,8 @@ export interface StreamOptions {
   readonly conditional?: boolean;
   /** Restore the engine from its snapshot every this many commands (0: never). */
   readonly restoreEvery?: number;
+  /** The engine's open-order limit per user with the controls (default 5, so it is reached often). */
+  readonly maxOpenOrdersPerUser?: number;
 }
 
 export function run(
@@ -226,7 +228,7 @@ export function run(
 ): RunStats {
   const controls = stream.controls === true || stream.conditional === true;
   const restoreEvery = stream.restoreEvery ?? (controls ? 5000 : 0);
-  const options: EngineOptions = controls ? { maxOpenOrdersPerUser: 5 } : {};
+  const options: EngineOptions = controls ? { maxOpenOrdersPerUser: stream.maxOpenOrdersPerUser ?? 5 } : {};
   let engine = newEngine(options);
   const ref = new ReferenceBook(ASSETS, MARKETS, options.maxOpenOrdersPerUser);
   const gen = new Generator(seed, ref, { controls, conditional: stream.conditional === true });

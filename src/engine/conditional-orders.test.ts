@@ -154,6 +154,17 @@ test('bad conditional orders are refused, each with its own code, and change not
       { type: 'take-profit', triggerPrice: 650_000 as Price, timeInForce: 'IOC' },
       'invalid_conditional_controls',
     ],
+    // A market-type stop is refused for waiting controls with the conditional code too, not as a
+    // market order's FOK or post-only would be (decision E30).
+    [
+      { type: 'stop-loss', triggerPrice: 550_000 as Price, timeInForce: 'FOK' },
+      'invalid_conditional_controls',
+    ],
+    [{ type: 'stop-loss', triggerPrice: 550_000 as Price, postOnly: true }, 'invalid_conditional_controls'],
+    [
+      { type: 'trailing-stop', trailingOffset: { unit: 'ticks', amount: 5 }, timeInForce: 'FOK' },
+      'invalid_conditional_controls',
+    ],
     [{ type: 'market', trailingOffset: { unit: 'ticks', amount: 5 } }, 'invalid_trailing_offset'],
   ];
   const before = engine.stateHash();
@@ -355,4 +366,116 @@ test('a cascade of 1,000 stop-losses on a thin book ends, fires in trigger-price
   for (const [i, t] of trades.entries()) assert.equal(t.price, 599_000 - i * 50);
   for (const row of engine.audit()) assert.equal(row.ok, true, `${row.asset} is conserved`);
   assert.equal(engine.lastPrice(market), 599_000 - 1_000 * 50);
+});
+
+test('a stop-loss and a trailing stop take GTD, as any waiting order (decision E30), and expire waiting', () => {
+  const engine = venue();
+  tradeAt(engine, 600_000);
+  const expireTime = (T + 1_000_000_000) as Micros;
+  const stop = acceptedId(
+    ok(
+      run(
+        engine,
+        order(carol, 'sell', {
+          type: 'stop-loss',
+          triggerPrice: 580_000 as Price,
+          timeInForce: 'GTD',
+          expireTime,
+        }),
+      ),
+    ),
+  );
+  const trailing = acceptedId(
+    ok(
+      run(
+        engine,
+        order(carol, 'sell', {
+          type: 'trailing-stop',
+          trailingOffset: { unit: 'bps', amount: 250 },
+          timeInForce: 'GTD',
+          expireTime,
+        }),
+      ),
+    ),
+  );
+  assert.equal(engine.openOrder(stop)?.timeInForce, 'GTD');
+  assert.equal(engine.balance(carol, BTC).reserved, 2 * LOT);
+  const expired = ok(engine.apply({ kind: 'tick' }, expireTime));
+  engine.validateInternalState();
+  assert.deepEqual(
+    expired.map((e) => (e.type === 'orderDone' ? [e.order.id, e.order.reason] : e.type)),
+    [
+      [stop, CancelReason.expired],
+      [trailing, CancelReason.expired],
+    ],
+  );
+  assert.equal(engine.balance(carol, BTC).reserved, 0);
+});
+
+test("a batch reports its order's id even when that order's trade fires a -limit order that rests", () => {
+  const engine = venue();
+  tradeAt(engine, 600_000);
+  // Carol's stop-loss-limit sell fires at 59000.0 and rests at 59500.0 (no bid there): resting
+  // queues it behind its level with a number from the id sequence.
+  ok(
+    run(
+      engine,
+      order(carol, 'sell', {
+        type: 'stop-loss-limit',
+        triggerPrice: 590_000 as Price,
+        price: 595_000 as Price,
+      }),
+    ),
+  );
+  ok(run(engine, limit(bob, 'buy', 590_000)));
+  const result = run(engine, { kind: 'placeOrders', orders: [limit(alice, 'sell', 590_000)] });
+  const events = ok(result);
+  assert.ok(result.ok);
+  const placed = acceptedId(events);
+  assert.ok(kinds(events).includes('orderTriggered'));
+  assert.deepEqual(result.results, [{ ok: true, orderId: placed }]);
+});
+
+test('an amend of a waiting -limit sell to a price worth less than one quote unit is refused (decision 23)', () => {
+  const engine = venue();
+  tradeAt(engine, 600_000);
+  const id = acceptedId(
+    ok(
+      run(
+        engine,
+        order(carol, 'sell', {
+          type: 'stop-loss-limit',
+          triggerPrice: 580_000 as Price,
+          price: 579_000 as Price,
+        }),
+      ),
+    ),
+  );
+  // One lot (a satoshi) at 0.5 EUR costs 0.000000005 EUR: less than a cent.
+  const amend = { kind: 'amendOrder', userId: carol, orderId: id, price: 5 as Price } as const;
+  assert.equal(refused(run(engine, amend)), 'order_value_too_small');
+  assert.equal(engine.openOrder(id)?.price, 579_000);
+});
+
+test("a market's first trade reaches triggers of both directions: the falling ones fire first (decision E45)", () => {
+  const engine = venue();
+  // No trade yet: no last price, so any trigger is accepted, on either side of the coming trade.
+  const rising = acceptedId(
+    ok(
+      run(
+        engine,
+        order(bob, 'buy', {
+          type: 'stop-loss-limit',
+          triggerPrice: 590_000 as Price,
+          price: 590_000 as Price,
+        }),
+      ),
+    ),
+  );
+  const falling = acceptedId(
+    ok(run(engine, order(carol, 'sell', { type: 'stop-loss', triggerPrice: 600_000 as Price }))),
+  );
+  const events = tradeAt(engine, 595_000);
+  const fired = events.filter((e) => e.type === 'orderTriggered').map((e) => e.order.id);
+  assert.deepEqual(fired, [falling, rising]);
 });

@@ -278,27 +278,98 @@ function controlsFault(
 
 /**
  * The first fault of a waiting conditional order, or null: open, outside the book, nothing
- * executed, in its market's heap of its direction (and a trailing stop in the trailing set), its
- * hold what a new order of its kind holds (a sell its base units, a limit buy at least its cost,
- * a market buy something).
+ * executed, GTC or GTD without post-only, in its market's heap of its direction (and a trailing
+ * stop in the trailing set), its direction the one its type and side wait for, a limit price
+ * exactly when its type has one, its hold exactly what a new order of its kind holds (a sell its
+ * base units, a -limit buy its cost plus the fee at the larger rate, a market-type buy something),
+ * its trigger not reached by the market's last price (a trade that reached it fired it), and a
+ * trailing stop's trigger its offset from its best price (none before the market's first trade).
  */
 function waitingFault(o: StateOrder, at: string, view: EngineStateView): string | null {
   const m = o.market;
   const wait = o.wait!;
   if (o.status !== 'open' || o.level !== null) return `${at} is ${o.status} or in the book`;
   if (o.remaining !== o.volume || o.cost !== 0 || o.fee !== 0) return `${at} executed before its trigger`;
+  if (o.postOnly) return `${at} waits with post-only`;
   if ((wait.falling ? m.falling : m.rising).values()[wait.slot] !== o)
     return `${at} is not in its market's trigger heap where it says (${wait.slot})`;
   if (m.trailing.has(o) !== (wait.offset !== null)) return `${at} is wrongly in or out of the trailing stops`;
+  if ((wait.offset !== null) !== (o.type === 'trailing-stop'))
+    return `${at} is a ${o.type} with offset ${JSON.stringify(wait.offset)}`;
+  const stopLoss = o.type === 'stop-loss' || o.type === 'stop-loss-limit' || o.type === 'trailing-stop';
+  if (wait.falling !== (stopLoss === (o.side === 'sell')))
+    return `${at} is a ${o.side} ${o.type} waiting for the price to ${wait.falling ? 'fall' : 'rise'}`;
   if (!(o.id < view.sequences.nextOrderId)) return `${at} is not below nextOrderId`;
+  const isLimit = executionTypeOf(o.type) === 'limit';
+  if (isLimit ? !(Number.isSafeInteger(o.price) && o.price > 0) : o.price !== 0)
+    return `${at} is a ${o.type} with limit price ${o.price}`;
   if (o.side === 'sell') {
     if (o.reserved !== o.volume * m.baseUnitsPerLot)
       return `${at} holds ${o.reserved} base units for ${o.volume} lots`;
-  } else if (executionTypeOf(o.type) === 'limit') {
-    const needed = view.costOf(m, o.price, o.volume);
-    if (!(o.reserved >= needed)) return `${at} holds ${o.reserved}, less than the ${needed} it may cost`;
+  } else if (isLimit) {
+    const cost = BigInt(view.costOf(m, o.price, o.volume));
+    const rate = BigInt(Math.max(m.spec.makerFee, m.spec.takerFee));
+    const hold = cost + (cost * rate + BigInt(FEE_SCALE) - 1n) / BigInt(FEE_SCALE);
+    if (BigInt(o.reserved) !== hold) return `${at} holds ${o.reserved}, not the ${hold} a limit buy holds`;
   } else if (!(o.reserved > 0)) return `${at} is a market buy holding nothing`;
   if (!isCount(o.reserved)) return `${at} has reserved ${o.reserved}`;
+  if (wait.offset !== null) {
+    const fault = trailingFault(wait, m.lastPrice);
+    if (fault !== null) return `${at} ${fault}`;
+  } else if (!(Number.isSafeInteger(wait.trigger) && wait.trigger > 0))
+    return `${at} has trigger ${wait.trigger}`;
+  const last = m.lastPrice;
+  if (last !== 0 && (wait.falling ? last <= wait.trigger : last >= wait.trigger))
+    return `${at} still waits at trigger ${wait.trigger}, which the last price ${last} reached`;
+  return null;
+}
+
+/** A trailing stop's trigger against its best price and offset (see waitingFault), or null. */
+function trailingFault(wait: WaitState, lastPrice: number): string | null {
+  const offset = wait.offset!;
+  if (wait.best === 0) {
+    if (lastPrice !== 0) return `has no best price, and the market traded at ${lastPrice}`;
+    const none = wait.falling ? 0 : Number.MAX_SAFE_INTEGER;
+    return wait.trigger === none ? null : `has trigger ${wait.trigger} before any trade`;
+  }
+  // A percentage is ceil(best × bps / 10^4) ticks: never nearer than asked (decision E31).
+  const distance =
+    offset.unit === 'ticks'
+      ? offset.amount
+      : Number((BigInt(wait.best) * BigInt(offset.amount) + 9_999n) / 10_000n);
+  const expected = wait.falling ? wait.best - distance : wait.best + distance;
+  return wait.trigger === expected
+    ? null
+    : `has trigger ${wait.trigger}, not ${expected} (best price ${wait.best}, offset ${offset.amount} ${offset.unit})`;
+}
+
+/**
+ * The first fault of a conditional order that fired and rests in the book (a -limit type), or
+ * null: out of the trigger heaps and the trailing stops.
+ */
+function firedFault(o: StateOrder, at: string): string | null {
+  const wait = o.wait!;
+  if (wait.slot !== -1 || o.market.trailing.has(o))
+    return `${at} fired and is still among the waiting orders`;
+  return null;
+}
+
+/**
+ * The first fault of a market's waiting orders as its indexes hold them, or null: every entry of
+ * its trigger heaps and trailing stops is a waiting order of this market, indexed as open.
+ */
+function triggerIndexFault(m: StateMarket, view: EngineStateView): string | null {
+  for (const heap of [m.falling, m.rising]) {
+    for (const o of heap.values()) {
+      if (o.market !== m)
+        return `order ${o.id} waits in the trigger heap of market ${m.spec.id}, not its own`;
+      if (view.openOrders.get(o.id) !== o) return `order ${o.id} waits in a trigger heap but is not open`;
+    }
+  }
+  for (const o of m.trailing) {
+    if (o.market !== m || !isWaiting(o) || view.openOrders.get(o.id) !== o)
+      return `order ${o.id} is among market ${m.spec.id}'s trailing stops but does not wait there`;
+  }
   return null;
 }
 
@@ -314,6 +385,10 @@ const isCount = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
  *   remaining volume at its limit;
  * - the id index holds exactly the resting orders, each at its id's slot, its counts right;
  * - best bid < best ask in every market;
+ * - each waiting conditional order (waitingFault: outside the book, in its trigger heap, its hold
+ *   and its trigger as its type's rules make them, none the last price reached), each fired one
+ *   that rests out of the heaps, and every heap and trailing-stop entry a waiting order of its
+ *   market (triggerIndexFault); the heaps hold exactly the waiting orders;
  * - balances non-negative integers, each account's reserved balance equal to what its open orders
  *   hold in that asset;
  * - per asset, exactly (in BigInt): Σ (available + reserved) + fees = net deposits.
@@ -365,6 +440,10 @@ export function findViolation(view: EngineStateView): string | null {
         if (!(o.feeExcess < FEE_SCALE)) return `${at} has fee excess ${o.feeExcess}`;
         const controlled = controlFault(o, at, view);
         if (controlled !== null) return controlled;
+        if (o.wait !== null) {
+          const fired = firedFault(o, at);
+          if (fired !== null) return fired;
+        }
         restingByUser.set(o.userId, (restingByUser.get(o.userId) ?? 0) + 1);
         if (o.clientOrderId !== null) withClientId++;
         if (o.expireTime > 0) withExpiry++;
@@ -411,7 +490,7 @@ export function findViolation(view: EngineStateView): string | null {
   }
   let inHeaps = 0;
   for (const m of view.markets) {
-    const fault = m.falling.checkStructure() ?? m.rising.checkStructure();
+    const fault = m.falling.checkStructure() ?? m.rising.checkStructure() ?? triggerIndexFault(m, view);
     if (fault !== null) return `${m.spec.base}/${m.spec.quote}: ${fault}`;
     inHeaps += m.falling.size + m.rising.size;
   }

@@ -500,6 +500,12 @@ export class Engine {
   private takerStopped: string | null = null;
   /** Conditional orders whose trigger a trade reached, in the order to fire them (see cross). */
   private readonly crossed: LiveOrder[] = [];
+  /**
+   * The id of the order the last accepted placeOrder created, for a batch's results: not
+   * nextOrderId − 1, since its trades may fire a -limit order that rests and takes a priority
+   * from the id sequence after it.
+   */
+  private placedId = 0;
 
   /** See EngineOptions: every replica and replay of one journal must use the same. */
   private readonly maxOpenOrdersPerUser: number;
@@ -806,7 +812,9 @@ export class Engine {
       c.stp !== undefined ||
       c.expireTime !== undefined
     ) {
-      const read = this.readControls(c, isLimit, time);
+      // A conditional order waits, so it takes the controls of an order that may rest (GTD, decision
+      // E30); its IOC, FOK and post-only are refused by readTrigger, with their own code.
+      const read = this.readControls(c, isLimit || conditional, time);
       if ('ok' in read) return read;
       controls = read;
     }
@@ -878,6 +886,7 @@ export class Engine {
     }
 
     const id = this.nextOrderId++;
+    this.placedId = id;
     const price = isLimit ? c.price : 0;
     const spare = this.spareOrders.pop();
     const order =
@@ -1132,7 +1141,11 @@ export class Engine {
     }
   }
 
-  /** The controls of a placeOrder that carries any, checked; or its refusal. */
+  /**
+   * The controls of a placeOrder that carries any, checked; or its refusal. `isLimit`: the order
+   * may rest (a limit order, or any conditional order: it waits), so FOK, GTD and post-only are
+   * not refused as a market order's.
+   */
   private readControls(c: PlaceOrder, isLimit: boolean, time: Micros): OrderControls | CommandResult {
     const timeInForce = c.timeInForce ?? 'GTC';
     if (!TIMES_IN_FORCE.includes(timeInForce))
@@ -1727,18 +1740,20 @@ export class Engine {
         'The volume is below the minimum order volume of this market.',
         'volume',
       );
-    if (volume * market.baseUnitsPerLot > MAX_UNITS)
+    // Bounded as at placement: a sell's and a -limit order's base units; a market-type buy's
+    // volume is only a ceiling, what it receives is bounded by the makers' volumes (decision E47).
+    if ((order.side === 'sell' || order.asLimit) && volume * market.baseUnitsPerLot > MAX_UNITS)
       return reject('too_large', 'The volume is too large.', 'volume');
     if (c.clientOrderId !== undefined && c.clientOrderId !== null) {
       const refused = this.checkClientOrderId(order.userId, c.clientOrderId, order);
       if (refused !== undefined) return refused;
     }
+    // Worth less than one quote unit at its limit price: refused whichever the side (decision 23).
+    if (order.asLimit && this.costOf(market, price, volume) < 1) return this.valueTooSmall(market);
     const isBuy = order.side === 'buy';
     let keep = order.reserved;
     if (!isBuy) keep = volume * market.baseUnitsPerLot;
     else if (order.asLimit) {
-      const cost = this.costOf(market, price, volume);
-      if (cost < 1) return this.valueTooSmall(market);
       keep = this.holdFor(market, price, volume);
       if (!(keep <= MAX_UNITS)) return reject('too_large', 'The order value is too large.', 'volume');
     }
@@ -1864,7 +1879,7 @@ export class Engine {
       const refused = this.placeOrder(order, time);
       results.push(
         refused === undefined || refused.ok
-          ? { ok: true, orderId: (this.nextOrderId - 1) as OrderId }
+          ? { ok: true, orderId: this.placedId as OrderId }
           : { ok: false, error: refused.error },
       );
     }

@@ -39,12 +39,38 @@
  *   then matches as a taker if it crosses and rests with what is left
  * - deadlines (GTD expiries, switches) due at a command's time fire first, earliest first,
  *   expiries before switches at the same time, then by id; each ends its orders at its own time
+ *
+ * Conditional orders (issue 22, decisions E25-E34 and E45-E48), from their written rules:
+ * - stop-loss, take-profit and trailing-stop execute as market orders once fired, the -limit types
+ *   as limit orders; they are open orders from acceptance (counted by the open-order limit,
+ *   canceled, expired and amended as any) but outside the book: they are never makers
+ * - checks, after the order controls (which treat them as orders that may rest, so GTD is valid):
+ *   IOC, FOK or post-only (invalid_conditional_controls), a limit price on a market-type
+ *   (price_not_allowed), a trailing stop's trigger price or missing/out-of-range offset, another
+ *   type's offset or missing/non-positive trigger, a trigger the last price reached already
+ *   (trigger_would_fire); a trigger price or offset on a limit or market order is refused too
+ * - holds from acceptance: a sell its base units, a -limit buy what a limit buy at its limit holds,
+ *   a market-type buy everything its owner has available in the quote asset (no ordermin check)
+ * - falling triggers (sell stop-loss, buy take-profit, sell trailing stop) are reached by a trade
+ *   at or below them, rising ones at or above; a trailing stop's trigger is its best trade price
+ *   since placement (from the last price at placement) minus (sell) or plus (buy) its offset, a
+ *   percentage ceil(best x bps / 10^4) ticks; every trade first moves the trailing stops, then
+ *   takes the orders it reached: the falling ones (highest trigger first), then the rising ones
+ *   (lowest first), ties by priority; they fire, in that order, after the order being matched is
+ *   done, each reporting orderTriggered and then matching as a market or limit order; their trades
+ *   append what they reach to the same queue; a fired -limit order that rests gets priority =
+ *   the next order id
+ * - an amend of a waiting order may change its trigger (not a trailing stop's), a -limit type's
+ *   price, its volume and client id; holds are recomputed as for a new order (a market-type buy
+ *   keeps its hold); a new trigger or a higher volume takes priority = the next order id
  */
 import {
   AmendReason,
   type Amount,
   type AssetCode,
   CancelReason,
+  CONDITIONAL_TYPES,
+  type ConditionalType,
   executionTypeOf,
   type MarketId,
   type Micros,
@@ -56,6 +82,7 @@ import {
   type Side,
   type TimeInForce,
   type TradeId,
+  type TrailingOffset,
   type UserId,
   type Volume,
 } from '../../src/domain/types.js';
@@ -117,6 +144,29 @@ export interface RefOrder {
   /** Σ costᵢ x rateᵢ over the order's fills: its exact fee times 10^8. */
   exactFee: bigint;
   reserved: bigint;
+  /** Conditional orders only, else null. */
+  readonly wait: RefWait | null;
+}
+
+/** True while a conditional order has not fired: open, but not in the book. */
+export const isWaiting = (o: RefOrder): boolean => o.wait !== null && !o.wait.triggered;
+const BPS = 10_000n;
+
+/** What a conditional order adds while it exists. */
+export interface RefWait {
+  /** The last trade price that fires it; null: a trailing stop that has seen no trade yet. */
+  trigger: number | null;
+  /** True: reached by a trade at or below the trigger; false: at or above. */
+  readonly falling: boolean;
+  readonly offset: TrailingOffset | null;
+  /** A trailing stop's best trade price since placement (0: none yet). */
+  best: number;
+  /** A trade reached it: it waits in the queue of orders to fire (no longer follows the market). */
+  crossed: boolean;
+  /** The price of the trade that reached it. */
+  crossedAt: number;
+  /** It fired: it matches (and may rest) as a market or limit order. */
+  triggered: boolean;
 }
 
 export interface RefBalance {
@@ -156,6 +206,12 @@ export class ReferenceBook {
   private readonly switches = new Map<number, number>();
   /** Why self-trade prevention stopped the taker being matched, or null. */
   private stopped: string | null = null;
+  /** Each market's last trade price (absent: no trade yet). */
+  private readonly lastPrices = new Map<number, number>();
+  /** The id of the order the last accepted placeOrder created. */
+  private placedId = 0;
+  /** Conditional orders a trade reached, in the order they fire (see cross). */
+  private queue: RefOrder[] = [];
 
   constructor(
     assets: readonly RefAsset[],
@@ -193,8 +249,19 @@ export class ReferenceBook {
     });
   }
 
+  /** Every open order: those in the book and the conditional orders waiting outside it. */
   openOrders(): readonly RefOrder[] {
     return this.open;
+  }
+
+  /** The open orders in the book (every open order but the waiting conditional ones). */
+  private book(): RefOrder[] {
+    return this.open.filter((o) => !isWaiting(o));
+  }
+
+  /** A market's last trade price, or null before its first trade. */
+  lastPrice(marketId: number): number | null {
+    return this.lastPrices.get(marketId) ?? null;
   }
 
   order(id: number): RefOrder | undefined {
@@ -208,7 +275,7 @@ export class ReferenceBook {
   /** Best resting price on one side, by a linear scan (null when that side is empty). */
   bestPrice(marketId: number, side: Side): number | null {
     let best: number | null = null;
-    for (const o of this.open) {
+    for (const o of this.book()) {
       if (o.marketId !== marketId || o.side !== side) continue;
       if (best === null || (side === 'buy' ? o.price > best : o.price < best)) best = o.price;
     }
@@ -218,7 +285,7 @@ export class ReferenceBook {
   /** Aggregated [price, volume] levels, best first. */
   levels(marketId: number, side: Side): [number, number][] {
     const totals = new Map<number, number>();
-    for (const o of this.open) {
+    for (const o of this.book()) {
       if (o.marketId !== marketId || o.side !== side) continue;
       totals.set(o.price, (totals.get(o.price) ?? 0) + (o.volume - o.executed));
     }
@@ -342,9 +409,10 @@ export class ReferenceBook {
     }
     const results: PlaceResult[] = orders.map((c) => {
       const code = this.place(c, time);
-      // Only the code is compared; the message is the engine's.
+      // Only the code is compared; the message is the engine's. The id is the placed order's (its
+      // trades may fire a -limit order whose new priority takes the next number of the sequence).
       return code === null
-        ? { ok: true, orderId: this.lastOrderId as OrderId }
+        ? { ok: true, orderId: this.placedId as OrderId }
         : { ok: false, error: { code, message: '' } };
     });
     return { ok: true, events: this.events, results };
@@ -484,7 +552,7 @@ export class ReferenceBook {
   /** Total resting volume at one price of one side, `except` left out. */
   private levelTotal(m: RefMarket, side: Side, price: number, except: RefOrder | null): bigint {
     let total = 0n;
-    for (const o of this.open)
+    for (const o of this.book())
       if (o !== except && o.marketId === m.id && o.side === side && o.price === price)
         total += BigInt(o.volume - o.executed);
     return total;
@@ -499,7 +567,7 @@ export class ReferenceBook {
   /** The resting orders a taker of `side` at limit `price` (null: market) would meet, in priority order. */
   private makersFor(m: RefMarket, side: Side, price: number | null): RefOrder[] {
     const opposite: Side = side === 'buy' ? 'sell' : 'buy';
-    return this.open
+    return this.book()
       .filter(
         (o) =>
           o.marketId === m.id &&
@@ -516,15 +584,18 @@ export class ReferenceBook {
     if (m === undefined) return 'unknown_market';
     if (!isPositiveSafeInt(c.volume)) return 'invalid_volume';
     if (c.volume < m.ordermin) return 'below_ordermin';
-    const isLimit = c.type === 'limit';
+    const conditional = CONDITIONAL_TYPES.includes(c.type as ConditionalType);
+    // How it matches: a limit order and the -limit types at a limit price, the others at any.
+    const isLimit = c.type === 'limit' || (conditional && executionTypeOf(c.type) === 'limit');
     if (isLimit && !isPositiveSafeInt(c.price)) return 'invalid_price';
     if (!isPositiveSafeInt(c.userId)) return 'invalid_amount';
-    const controls = this.controls(c, isLimit, time);
+    // A conditional order waits, so its controls are checked as a resting order's (E30: GTD too).
+    const controls = this.controls(c, isLimit || conditional, time);
     const tif = controls.timeInForce;
+    const wait = this.readWait(c, m, conditional, controls);
     if (isLimit && this.costOf(m, c.price, c.volume) < 1n) return 'order_value_too_small';
     if (
-      isLimit &&
-      (tif === 'GTC' || tif === 'GTD') &&
+      (conditional || (isLimit && (tif === 'GTC' || tif === 'GTD'))) &&
       this.open.filter((o) => o.userId === c.userId).length >= this.maxOpenOrdersPerUser
     )
       return 'too_many_open_orders';
@@ -542,16 +613,19 @@ export class ReferenceBook {
     } else {
       hold = available;
       if (hold <= 0n) return 'insufficient_funds';
-      if (this.fundsBuy(m, c.userId, c.volume, hold) < m.ordermin) return 'below_ordermin';
+      // A waiting market-type buy cannot know the book it will meet: no ordermin check (E29).
+      if (wait === null && this.fundsBuy(m, c.userId, c.volume, hold) < m.ordermin) return 'below_ordermin';
     }
     if (available < hold) return 'insufficient_funds';
     if (isLimit) {
       // Every amount exact: the volume in base units, and the total of the level it may rest at.
       if (this.baseUnits(m, c.volume) > MAX) return 'too_large';
-      if (this.levelTotal(m, c.side, c.price, null) + BigInt(c.volume) > MAX) return 'too_large';
+      if (wait === null && this.levelTotal(m, c.side, c.price, null) + BigInt(c.volume) > MAX)
+        return 'too_large';
     }
 
     const id = this.nextOrderId++;
+    this.placedId = id;
     const taker: RefOrder = {
       id,
       userId: c.userId,
@@ -571,12 +645,18 @@ export class ReferenceBook {
       fee: 0n,
       exactFee: 0n,
       reserved: hold,
+      wait,
     };
     this.orders.set(taker.id, taker);
     const account = this.account(c.userId, holdAsset);
     account.available -= hold;
     account.reserved += hold;
     this.events.push({ type: 'orderAccepted', order: this.state(taker) });
+    if (wait !== null) {
+      // It waits outside the book: open, holding, never a maker.
+      this.open.push(taker);
+      return null;
+    }
 
     if (controls.postOnly && this.crosses(m, c.side, c.price)) {
       this.end(taker, 'canceled', CancelReason.postOnly, time);
@@ -604,7 +684,141 @@ export class ReferenceBook {
     else if (tif === 'FOK')
       throw new Error(`reference: FOK order ${taker.id} passed the check but did not fill`);
     else this.open.push(taker);
+    this.fireQueue(time);
     return null;
+  }
+
+  /**
+   * A conditional order's trigger (throws Refused), null for a limit or market order (refused when
+   * it carries a trigger price or an offset).
+   */
+  private readWait(
+    c: PlaceOrder,
+    m: RefMarket,
+    conditional: boolean,
+    controls: { timeInForce: TimeInForce; postOnly: boolean },
+  ): RefWait | null {
+    if (!conditional) {
+      if (c.triggerPrice !== undefined) throw new Refused('invalid_trigger_price');
+      if (c.trailingOffset !== undefined) throw new Refused('invalid_trailing_offset');
+      return null;
+    }
+    if (controls.postOnly || controls.timeInForce === 'IOC' || controls.timeInForce === 'FOK')
+      throw new Refused('invalid_conditional_controls');
+    if (executionTypeOf(c.type) === 'market' && c.price !== 0) throw new Refused('price_not_allowed');
+    // Sell stop-losses (and sell trailing stops) and buy take-profits wait for the price to fall.
+    const stopLoss = c.type === 'stop-loss' || c.type === 'stop-loss-limit' || c.type === 'trailing-stop';
+    const falling = stopLoss === (c.side === 'sell');
+    const last = this.lastPrice(m.id);
+    if (c.type === 'trailing-stop') {
+      if (c.triggerPrice !== undefined) throw new Refused('invalid_trigger_price');
+      const offset = c.trailingOffset;
+      const valid =
+        typeof offset === 'object' &&
+        offset !== null &&
+        ((offset.unit === 'ticks' && isPositiveSafeInt(offset.amount)) ||
+          (offset.unit === 'bps' &&
+            Number.isInteger(offset.amount) &&
+            offset.amount >= 1 &&
+            offset.amount <= 5_000));
+      if (!valid) throw new Refused('invalid_trailing_offset');
+      const wait: RefWait = {
+        trigger: null,
+        falling,
+        offset: { unit: offset.unit, amount: offset.amount },
+        best: 0,
+        crossed: false,
+        crossedAt: 0,
+        triggered: false,
+      };
+      if (last !== null) ReferenceBook.follow(wait, last);
+      return wait;
+    }
+    if (c.trailingOffset !== undefined) throw new Refused('invalid_trailing_offset');
+    const trigger = c.triggerPrice;
+    if (trigger === undefined || !isPositiveSafeInt(trigger)) throw new Refused('invalid_trigger_price');
+    if (last !== null && ReferenceBook.reaches(falling, trigger, last))
+      throw new Refused('trigger_would_fire');
+    return { trigger, falling, offset: null, best: 0, crossed: false, crossedAt: 0, triggered: false };
+  }
+
+  private static reaches(falling: boolean, trigger: number | null, price: number): boolean {
+    if (trigger === null) return false;
+    return falling ? price <= trigger : price >= trigger;
+  }
+
+  /** A trailing stop's best price moves to `price` when that is better (or the first); its trigger follows. */
+  private static follow(wait: RefWait, price: number): void {
+    if (wait.best !== 0 && (wait.falling ? price <= wait.best : price >= wait.best)) return;
+    const offset = wait.offset!;
+    const distance =
+      offset.unit === 'ticks'
+        ? BigInt(offset.amount)
+        : (BigInt(price) * BigInt(offset.amount) + BPS - 1n) / BPS;
+    wait.best = price;
+    wait.trigger = Number(wait.falling ? BigInt(price) - distance : BigInt(price) + distance);
+  }
+
+  /**
+   * A trade at `price` in market `m`: every waiting trailing stop of the market follows it, then
+   * the waiting orders whose trigger it reached join the queue: falling triggers first, the
+   * highest first, then rising ones, the lowest first; equal triggers by time priority.
+   */
+  private cross(m: RefMarket, price: number): void {
+    this.lastPrices.set(m.id, price);
+    const waiting = this.open.filter((o) => o.marketId === m.id && isWaiting(o) && !o.wait!.crossed);
+    for (const o of waiting) if (o.wait!.offset !== null) ReferenceBook.follow(o.wait!, price);
+    const reached = waiting.filter((o) => ReferenceBook.reaches(o.wait!.falling, o.wait!.trigger, price));
+    const rank = (o: RefOrder) => (o.wait!.falling ? -o.wait!.trigger! : o.wait!.trigger!);
+    reached.sort(
+      (a, b) =>
+        Number(b.wait!.falling) - Number(a.wait!.falling) ||
+        rank(a) - rank(b) ||
+        a.priority - b.priority ||
+        a.id - b.id,
+    );
+    for (const o of reached) {
+      o.wait!.crossed = true;
+      o.wait!.crossedAt = price;
+      this.queue.push(o);
+    }
+  }
+
+  /** Fires the queued orders in order; what their trades reach joins the end of the queue. */
+  private fireQueue(time: number): void {
+    for (let i = 0; i < this.queue.length; i++) this.fire(this.queue[i]!, time);
+    this.queue = [];
+  }
+
+  private fire(order: RefOrder, time: number): void {
+    const m = this.markets.get(order.marketId)!;
+    const wait = order.wait!;
+    wait.triggered = true;
+    this.events.push({
+      type: 'orderTriggered',
+      order: this.state(order),
+      lastPrice: wait.crossedAt as Price,
+      time: time as Micros,
+    });
+    const isLimit = executionTypeOf(order.type) === 'limit';
+    const budgetExhausted = this.match(m, order, time);
+    const stopped = this.stopped;
+    this.stopped = null;
+    if (stopped !== null) this.end(order, 'canceled', stopped, time);
+    else if (order.executed === order.volume) this.end(order, 'closed', null, time);
+    else if (!isLimit) {
+      if (order.executed > 0) this.end(order, 'closed', null, time);
+      else
+        this.end(
+          order,
+          'canceled',
+          budgetExhausted ? CancelReason.insufficientFunds : CancelReason.noLiquidity,
+          time,
+        );
+    } else {
+      // It rests (it is in `open` already), queued by when it fired: behind its level (E30).
+      order.priority = this.nextOrderId++;
+    }
   }
 
   /** FOK: the makers met in priority order hold its volume before an own order its mode would not just cancel. */
@@ -627,7 +841,7 @@ export class ReferenceBook {
    * `stopped` when self-trade prevention ended the taker.
    */
   private match(m: RefMarket, taker: RefOrder, time: number): boolean {
-    const isLimit = taker.type === 'limit';
+    const isLimit = executionTypeOf(taker.type) === 'limit';
     while (taker.executed < taker.volume) {
       const maker = this.makersFor(m, taker.side, isLimit ? taker.price : null)[0];
       if (maker === undefined) break;
@@ -680,7 +894,7 @@ export class ReferenceBook {
     const remaining = order.volume - order.executed;
     let keep: bigint | null = null;
     if (order.side === 'sell') keep = this.baseUnits(m, remaining);
-    else if (order.type === 'limit') keep = this.holdFor(m, order.price, remaining);
+    else if (executionTypeOf(order.type) === 'limit') keep = this.holdFor(m, order.price, remaining);
     if (keep !== null && keep < order.reserved) this.release(m, order, order.reserved - keep);
     this.events.push({
       type: 'orderAmended',
@@ -709,6 +923,8 @@ export class ReferenceBook {
   private amendChecked(c: Extract<Command, { kind: 'amendOrder' }>, time: number): RejectCode | null {
     const order = this.orders.get(c.orderId);
     if (order === undefined || order.userId !== c.userId || order.status !== 'open') return 'order_not_found';
+    if (isWaiting(order)) return this.amendWaiting(order, c);
+    if (c.triggerPrice !== undefined) return 'invalid_trigger_price';
     if (c.price === undefined && c.volume === undefined && c.clientOrderId === undefined)
       return 'nothing_to_amend';
     const m = this.markets.get(order.marketId)!;
@@ -756,6 +972,64 @@ export class ReferenceBook {
     this.stopped = null;
     if (stopped !== null) this.end(order, 'canceled', stopped, time);
     else if (order.executed === order.volume) this.end(order, 'closed', null, time);
+    this.fireQueue(time);
+    return null;
+  }
+
+  /**
+   * Amends a waiting conditional order (E32): a new trigger (not a trailing stop's), limit price
+   * (-limit types), volume or client id; the hold is what a new order of its kind would hold (a
+   * market-type buy keeps its own). It stays outside the book, so nothing matches.
+   */
+  private amendWaiting(order: RefOrder, c: Extract<Command, { kind: 'amendOrder' }>): RejectCode | null {
+    const m = this.markets.get(order.marketId)!;
+    const wait = order.wait!;
+    if (
+      c.price === undefined &&
+      c.volume === undefined &&
+      c.clientOrderId === undefined &&
+      c.triggerPrice === undefined
+    )
+      return 'nothing_to_amend';
+    const isLimit = executionTypeOf(order.type) === 'limit';
+    if (c.price !== undefined && !isLimit) return 'price_not_allowed';
+    const price = c.price ?? order.price;
+    if (isLimit && !isPositiveSafeInt(price)) return 'invalid_price';
+    const trigger = c.triggerPrice ?? wait.trigger;
+    if (c.triggerPrice !== undefined) {
+      if (wait.offset !== null) return 'invalid_trigger_price';
+      if (!isPositiveSafeInt(c.triggerPrice)) return 'invalid_trigger_price';
+      const last = this.lastPrice(m.id);
+      if (last !== null && ReferenceBook.reaches(wait.falling, c.triggerPrice, last))
+        return 'trigger_would_fire';
+    }
+    const volume = c.volume ?? order.volume;
+    if (!isPositiveSafeInt(volume)) return 'invalid_volume';
+    if (volume < m.ordermin) return 'below_ordermin';
+    // As at placement (E8): a sell's and a limit price's volume in base units; a market-type buy's
+    // volume is only a ceiling (E47).
+    if ((order.side === 'sell' || isLimit) && this.baseUnits(m, volume) > MAX) return 'too_large';
+    if (c.clientOrderId !== undefined && c.clientOrderId !== null)
+      this.checkClientOrderId(order.userId, c.clientOrderId, order);
+    // E23 for every order with a limit price, whichever side.
+    if (isLimit && this.costOf(m, price, volume) < 1n) return 'order_value_too_small';
+    let keep = order.reserved;
+    if (order.side === 'sell') keep = this.baseUnits(m, volume);
+    else if (isLimit) {
+      keep = this.holdFor(m, price, volume);
+      if (keep > MAX) return 'too_large';
+    }
+    const asset = order.side === 'buy' ? m.quote : m.base;
+    if (keep > order.reserved && this.balance(order.userId, asset).available < keep - order.reserved)
+      return 'insufficient_funds';
+
+    if (trigger !== wait.trigger || volume > order.volume) order.priority = this.nextOrderId++;
+    wait.trigger = trigger;
+    order.price = price;
+    order.volume = volume;
+    this.release(m, order, order.reserved - keep);
+    if (c.clientOrderId !== undefined) order.clientOrderId = c.clientOrderId;
+    this.events.push({ type: 'orderAmended', order: this.state(order), reason: AmendReason.user });
     return null;
   }
 
@@ -765,7 +1039,7 @@ export class ReferenceBook {
    * budget does not run out first.
    */
   private fundsBuy(m: RefMarket, userId: number, wanted: number, budget: bigint): number {
-    const asks = this.open
+    const asks = this.book()
       .filter((o) => o.marketId === m.id && o.side === 'sell' && o.userId !== userId)
       .sort((a, b) => a.price - b.price || a.priority - b.priority);
     const paid = { fee: 0n, exactFee: 0n };
@@ -829,6 +1103,7 @@ export class ReferenceBook {
       time: time as Micros,
     };
     this.events.push({ type: 'trade', trade });
+    this.cross(m, maker.price);
     if (maker.executed === maker.volume) this.end(maker, 'closed', null, time);
   }
 
@@ -879,6 +1154,13 @@ export class ReferenceBook {
     if (o.stp !== 'cancel-oldest') state.stp = o.stp;
     if (o.expireTime !== 0) state.expireTime = o.expireTime as Micros;
     if (o.priority !== o.id) state.priority = o.priority;
+    const wait = o.wait;
+    if (wait !== null) {
+      if (wait.trigger !== null) state.triggerPrice = wait.trigger as Price;
+      if (wait.offset !== null) state.trailingOffset = { ...wait.offset };
+      if (wait.offset !== null && wait.best !== 0) state.trailingBest = wait.best as Price;
+      if (wait.triggered) state.triggered = true;
+    }
     return state;
   }
 }

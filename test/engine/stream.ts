@@ -8,6 +8,12 @@
  * client order ids, the four self-trade modes, GTD expiries, amends, cancel-all, cancel by
  * client id, the dead man's switch, batches and ticks, valid and invalid. Without it the stream
  * is exactly what it was before they existed (event-stream-pin.test.ts pins it).
+ *
+ * With `conditional` as well, a fifth of the commands are conditional orders (issue 22): every
+ * type, triggers a few ticks from the last trade price on the side where they wait (sometimes
+ * reached already), -limit prices around the trigger, trailing offsets in ticks and in basis
+ * points, invalid fields now and then, amends of waiting orders' triggers, prices and volumes;
+ * batches carry them too. Cancels, cancel-all, switches and GTD expiries reach them as any order.
  */
 import type {
   Amount,
@@ -22,6 +28,7 @@ import type {
   UserId,
   Volume,
 } from '../../src/domain/types.js';
+import { CONDITIONAL_TYPES, executionTypeOf, type TrailingOffset } from '../../src/domain/types.js';
 import {
   type Command,
   MAX_CANCEL_ALL_AFTER,
@@ -29,7 +36,7 @@ import {
   type PlaceOrder,
 } from '../../src/engine/types.js';
 import { ASSETS, MARKETS, mulberry32 } from './fixtures.js';
-import type { ReferenceBook, RefMarket } from './reference-book.js';
+import { isWaiting, type ReferenceBook, type RefMarket } from './reference-book.js';
 
 const MAX = Number.MAX_SAFE_INTEGER;
 export const USERS = [1, 2, 3, 4, 5, 6] as const;
@@ -70,7 +77,12 @@ const BAD_CLIENT_IDS = ['', 'x'.repeat(37), 'bad id', 'é'];
 export interface GeneratorOptions {
   /** Also generate the order controls (see the module comment). */
   readonly controls?: boolean;
+  /** Also generate conditional orders (with `controls`; see the module comment). */
+  readonly conditional?: boolean;
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type AmendOrder = Extract<Command, { kind: 'amendOrder' }>;
 
 export class Generator {
   private readonly rnd: () => number;
@@ -143,6 +155,11 @@ export class Generator {
 
   next(): Command {
     this.drift();
+    if (this.options.conditional === true) {
+      const r = this.rnd();
+      if (r < 0.2) return this.withControls(this.conditionalOrder());
+      if (r < 0.27) return this.amendConditional();
+    }
     if (this.options.controls === true) return this.nextControlled();
     const r = this.rnd();
     if (r < 0.44) return this.limit();
@@ -299,9 +316,142 @@ export class Generator {
     const r = this.rnd();
     const n = r < 0.03 ? 0 : r < 0.06 ? 21 : this.int(1, 5);
     const orders: PlaceOrder[] = [];
-    for (let i = 0; i < n; i++)
-      orders.push(this.withControls((this.rnd() < 0.85 ? this.limit() : this.market()) as PlaceOrder));
+    for (let i = 0; i < n; i++) {
+      if (this.options.conditional === true && this.rnd() < 0.25)
+        orders.push(this.withControls(this.conditionalOrder()));
+      else orders.push(this.withControls((this.rnd() < 0.85 ? this.limit() : this.market()) as PlaceOrder));
+    }
     return { kind: 'placeOrders', orders };
+  }
+
+  /** Where a market's triggers are placed from: its last trade price, or the mid before any trade. */
+  private lastOr(g: MarketGen): number {
+    return this.ref.lastPrice(g.m.id) ?? Math.round(g.mid);
+  }
+
+  /**
+   * A conditional order: a trigger 1 to `spread` ticks from the last price on the side where it
+   * waits (a few already reached: refused), a -limit price a few ticks around it, a trailing
+   * offset in ticks or in basis points worth a few ticks; invalid fields now and then.
+   */
+  private conditionalOrder(): PlaceOrder {
+    const g = this.pick(this.markets);
+    const side: Side = this.rnd() < 0.5 ? 'buy' : 'sell';
+    const userId = (side === 'buy' && this.rnd() < 0.15 ? POOR : this.user()) as UserId;
+    const type = this.pick(CONDITIONAL_TYPES);
+    const stopLoss = type === 'stop-loss' || type === 'stop-loss-limit' || type === 'trailing-stop';
+    const falling = stopLoss === (side === 'sell');
+    const last = this.lastOr(g);
+    const away = this.rnd() < 0.9 ? this.int(1, g.spread) : this.int(-3, 0);
+    const trigger = Math.max(1, falling ? last - away : last + away);
+    const order: Mutable<PlaceOrder> = {
+      kind: 'placeOrder',
+      userId,
+      marketId: g.m.id as MarketId,
+      side,
+      type,
+      price: 0 as Price,
+      volume: this.volume(g) as Volume,
+    };
+    if (executionTypeOf(type) === 'limit') order.price = Math.max(1, trigger + this.int(-4, 4)) as Price;
+    else if (this.rnd() < 0.03) order.price = trigger as Price;
+    if (type === 'trailing-stop') {
+      // A basis point is 30 ticks at BTC/EUR's and ETH/USDT's mids, half a tick at ETH/BTC's.
+      const bpsMax = Math.max(1, Math.floor((g.spread * 10_000) / g.mid0));
+      order.trailingOffset =
+        this.rnd() < 0.5
+          ? { unit: 'ticks', amount: this.int(1, g.spread) }
+          : { unit: 'bps', amount: this.int(1, bpsMax) };
+    } else order.triggerPrice = trigger as Price;
+    if (this.rnd() < 0.06) this.spoil(order);
+    return order;
+  }
+
+  /** Makes a conditional order invalid in one of the ways the engine must refuse. */
+  private spoil(order: Mutable<PlaceOrder>): void {
+    const badOffsets = [
+      { unit: 'bps', amount: 0 },
+      { unit: 'bps', amount: 5_001 },
+      { unit: 'bps', amount: 2.5 },
+      { unit: 'ticks', amount: 0 },
+      { unit: 'ticks', amount: -3 },
+      { unit: 'percent', amount: 1 },
+    ] as unknown as TrailingOffset[];
+    switch (this.int(0, 6)) {
+      case 0:
+        delete order.triggerPrice;
+        delete order.trailingOffset;
+        break;
+      case 1:
+        order.triggerPrice = this.pick([0, -5, 1.5]) as Price;
+        break;
+      case 2:
+        if (order.type === 'trailing-stop') order.triggerPrice = 300_000 as Price;
+        else order.trailingOffset = { unit: 'ticks', amount: 5 };
+        break;
+      case 3:
+        order.type = 'trailing-stop';
+        order.price = 0 as Price;
+        delete order.triggerPrice;
+        order.trailingOffset = this.pick(badOffsets);
+        break;
+      case 4:
+        order.type = this.pick(['limit', 'market'] as const);
+        order.price = 300_000 as Price;
+        break;
+      case 5:
+        order.type = this.pick(['limit', 'market'] as const);
+        order.price = 300_000 as Price;
+        delete order.triggerPrice;
+        order.trailingOffset = { unit: 'bps', amount: 10 };
+        break;
+      default:
+        if (executionTypeOf(order.type) === 'limit') order.price = this.pick([0, -1, 2.5]) as Price;
+        else order.price = 5 as Price;
+    }
+  }
+
+  /** An amend of a waiting conditional order (its trigger, limit price, volume, client id), or a trigger amend that must be refused. */
+  private amendConditional(): Command {
+    const open = this.ref.openOrders();
+    const waiting = open.filter(isWaiting);
+    if (waiting.length === 0 || this.rnd() < 0.08) {
+      const others = open.filter((o) => !isWaiting(o));
+      const o = others.length === 0 ? undefined : this.pick(others);
+      return {
+        kind: 'amendOrder',
+        userId: (o?.userId ?? this.user()) as UserId,
+        orderId: (o?.id ?? this.ref.lastOrderId + 1) as OrderId,
+        triggerPrice: (o?.price ?? 1) as Price,
+      };
+    }
+    const o = this.pick(waiting);
+    const g = this.markets.find((x) => x.m.id === o.marketId)!;
+    const userId = (this.rnd() < 0.04 ? (o.userId % USERS.length) + 1 : o.userId) as UserId;
+    const command: Mutable<AmendOrder> = { kind: 'amendOrder', userId, orderId: o.id as OrderId };
+    if (this.rnd() < 0.02) return command;
+    const r = this.rnd();
+    if (r < 0.5) {
+      const last = this.lastOr(g);
+      const away = this.int(-2, g.spread);
+      command.triggerPrice =
+        this.rnd() < 0.03
+          ? (this.pick([0, -1, 2.5]) as Price)
+          : (Math.max(1, o.wait!.falling ? last - away : last + away) as Price);
+    }
+    if (r > 0.35 && r < 0.7) {
+      const base = o.price > 0 ? o.price : this.lastOr(g);
+      command.price = (this.rnd() < 0.03 ? this.pick([0, -4]) : Math.max(1, base + this.int(-4, 4))) as Price;
+    }
+    if (r > 0.55) {
+      const v = this.rnd();
+      if (v < 0.45 && o.volume > g.m.ordermin)
+        command.volume = this.int(g.m.ordermin, o.volume - 1) as Volume;
+      else if (v < 0.9) command.volume = (o.volume + this.int(1, o.volume)) as Volume;
+      else command.volume = this.pick([0, -2, 2.5, g.m.ordermin - 1, MAX]) as Volume;
+    }
+    if (this.rnd() < 0.1) command.clientOrderId = this.clientOrderId();
+    return command;
   }
 
   private cancelClientOrder(): Command {

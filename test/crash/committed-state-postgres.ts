@@ -54,7 +54,8 @@ const TYPES = {
 } as unknown as pg.CustomTypesConfig;
 
 const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority, ' +
+  'trigger_price, trailing_unit, trailing_amount, trailing_best, triggered';
 const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 

@@ -526,6 +526,14 @@ export function replayCheck(c: Committed): string[] {
     for (const id of [t.maker_order_id, t.taker_order_id])
       lastTaker.set(id, Math.max(lastTaker.get(id) ?? 0, command));
   });
+  // A fired -limit order that rested got its queue place (`priority`) from the id sequence in
+  // the command that fired it: the placement with the highest id below that number. It may have
+  // made no trade at all, and its cancel must still come after its firing.
+  for (const o of c.orders) {
+    if (!isConditional(o.type) || o.priority === null) continue;
+    const firedBy = firingPlacement(c.orders, o.priority);
+    lastTaker.set(o.id, Math.max(lastTaker.get(o.id) ?? 0, firedBy));
+  }
   for (const o of c.orders) {
     // A cancel-all cancels each order on its own, as a cancel of it would at that time.
     if (o.status !== 'canceled' || (o.reason !== USER_CANCEL_REASON && o.reason !== CANCEL_ALL_REASON))
@@ -714,6 +722,18 @@ export function replayCheck(c: Committed): string[] {
       );
   }
   return problems;
+}
+
+/** The id of the last order placed before id-sequence number `n` was issued (orders by id). */
+function firingPlacement(orders: readonly OrderRow[], n: number): number {
+  let lo = 0;
+  let hi = orders.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (orders[mid]!.id < n) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? 0 : orders[lo - 1]!.id;
 }
 
 /** The committed books, for the book hash: every market, its open orders with what remains. */

@@ -382,3 +382,30 @@ test('a cascade of 1,000 stop-losses on a thin book ends, fires in trigger-price
   for (const row of engine.audit()) assert.equal(row.ok, true, `${row.asset} is conserved`);
   assert.equal(engine.lastPrice(market), 599_000 - 1_000 * 50);
 });
+
+test('a GTD stop-loss-limit that fired and rests expires as a limit order does', () => {
+  const engine = venue();
+  tradeAt(engine, 600_000);
+  const expireTime = (T + 1_000_000_000) as Micros;
+  const id = acceptedId(
+    ok(
+      run(
+        engine,
+        order(carol, 'sell', {
+          type: 'stop-loss-limit',
+          triggerPrice: 590_000 as Price,
+          price: 595_000 as Price,
+          timeInForce: 'GTD',
+          expireTime,
+        }),
+      ),
+    ),
+  );
+  assert.ok(kinds(tradeAt(engine, 590_000)).includes('orderTriggered'));
+  assert.equal(engine.openOrder(id)?.triggered, true, 'fired, resting at its limit price');
+  const expired = ok(engine.apply({ kind: 'tick' }, expireTime));
+  const done = expired.find((e) => e.type === 'orderDone' && e.order.id === id);
+  assert.equal(done?.type === 'orderDone' && done.order.reason, CancelReason.expired);
+  assert.equal(engine.openOrder(id), undefined);
+  engine.validateInternalState();
+});

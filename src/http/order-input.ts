@@ -65,12 +65,11 @@ export type CreateOrderResult =
 
 const SIDES: readonly string[] = ['buy', 'sell'];
 export const ORDER_TYPES: readonly OrderType[] = ['market', 'limit', ...CONDITIONAL_TYPES];
-const TYPES: readonly string[] = ORDER_TYPES;
 
 /** The order types that take a trigger price: the stop-loss and take-profit types. */
 const takesTriggerPrice = (type: OrderType): boolean => isConditionalType(type) && type !== 'trailing-stop';
 
-/** An order type's name as Laravel's messages write a value: as it is. */
+/** Laravel's `prohibited_if` and `required_if` texts, naming the order type as it was given. */
 const prohibited = (field: string, type: OrderType): string =>
   `The ${field.replaceAll('_', ' ')} field is prohibited when order type is ${type}.`;
 const requiredWhen = (field: string, type: OrderType): string =>
@@ -165,7 +164,7 @@ export function validateCreateOrder(
   const errors = new FieldErrors();
 
   const side = choice(fields, 'order_direction', SIDES, errors) as Side | undefined;
-  const type = choice(fields, 'order_type', TYPES, errors) as OrderType | undefined;
+  const type = choice(fields, 'order_type', ORDER_TYPES, errors) as OrderType | undefined;
 
   let market: MarketSpec | undefined;
   if (isAbsent(fields.pair)) errors.add('pair', rule.required('pair'));

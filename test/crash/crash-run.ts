@@ -4,8 +4,9 @@
  * `crash-postgres.test.ts` in `npm run test:postgres`, `npm run test:crash -- --store postgres`).
  *
  * The real server runs as a child process on one data directory. Several users send signed order
- * placements (limit and market, both sides, prices around a mid so that about half cross) and
- * cancels, many in flight at once. At a seeded random moment the server gets SIGKILL; the test
+ * placements (limit and market, both sides, prices around a mid so that about half cross; some
+ * conditional orders whose triggers the load's trades reach, conditional.ts) and cancels, many in
+ * flight at once. At a seeded random moment the server gets SIGKILL; the test
  * then reads the store file the dead process left and checks it against what the clients were
  * told, restarts the server on the same directory, and checks what the restarted server serves.
  *

@@ -33,6 +33,13 @@ import { Engine } from '../../src/engine/engine.js';
 import type { Command, OrderState, Trade } from '../../src/engine/types.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
+import {
+  commandsOfTrades,
+  inBook,
+  isConditional,
+  matchesAsLimit,
+  type OrderTypeName,
+} from './conditional.js';
 
 export const USER_CANCEL_REASON = 'canceled by user';
 export const CANCEL_ALL_REASON = 'canceled by cancel-all';
@@ -89,7 +96,7 @@ export interface OrderRow {
   user_id: number;
   market_id: number;
   side: 'buy' | 'sell';
-  type: 'limit' | 'market';
+  type: OrderTypeName;
   price: number;
   volume: number;
   executed: number;
@@ -108,6 +115,13 @@ export interface OrderRow {
   client_order_id: string | null;
   stp: 'cancel-oldest' | 'cancel-newest' | 'cancel-both' | 'decrement';
   priority: number | null;
+  // Conditional orders (schema 9): NULL / 0 for limit and market orders.
+  trigger_price: number | null;
+  trailing_unit: 'ticks' | 'bps' | null;
+  trailing_amount: number | null;
+  trailing_best: number | null;
+  /** 0/1 in SQLite, a boolean from PostgreSQL. */
+  triggered: number | boolean;
 }
 /** An armed dead man's switch. */
 export interface SwitchRow {
@@ -337,6 +351,11 @@ export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
     }
     return a;
   };
+  // Where in the order id sequence the command that made each trade stands (conditional.ts).
+  const positions = commandsOfTrades(c, (t) => {
+    const taker = orders.get(t.taker_order_id);
+    return taker === undefined ? t.taker_order_id : tradePosition(t, taker);
+  });
   c.trades.forEach((t, i) => {
     if (t.id !== i + 1) fail(`trade ids have a gap: #${i + 1} is ${t.id}`);
     const m = math.get(t.market_id);
@@ -364,15 +383,18 @@ export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
     if (taker.user_id !== t.taker_user_id || maker.user_id !== t.maker_user_id)
       fail(`trade ${t.id}: users differ from its orders'`);
     if (taker.user_id === maker.user_id) fail(`trade ${t.id}: a self-trade`);
-    if (taker.side !== t.taker_side || maker.side === taker.side || taker.type !== t.taker_type)
+    // A fired conditional order takes in the form it executes in (limit for the -limit types).
+    const takerForm = matchesAsLimit(taker.type) ? 'limit' : 'market';
+    if (taker.side !== t.taker_side || maker.side === taker.side || takerForm !== t.taker_type)
       fail(`trade ${t.id}: sides or type differ from its orders'`);
-    const position = tradePosition(t, taker);
-    if (maker.type !== 'limit' || priceAt(maker, position, placedAs) !== t.price)
+    const position = positions[i]!;
+    if (!inBook(maker) || priceAt(maker, position, placedAs) !== t.price)
       fail(`trade ${t.id}: not at the maker's limit price`);
-    if (maker.id >= position)
+    // A fired conditional order may be older than the order it takes from (it waited).
+    if (maker.id >= position && !isConditional(taker.type))
       fail(`trade ${t.id}: the maker (${maker.id}) is not older than the taker (${taker.id} at ${position})`);
     const limit = position === taker.id ? (placedAs.get(taker.id)?.price ?? taker.price) : taker.price;
-    if (taker.type === 'limit' && (taker.side === 'buy' ? t.price > limit : t.price < limit))
+    if (takerForm === 'limit' && (taker.side === 'buy' ? t.price > limit : t.price < limit))
       fail(`trade ${t.id}: price ${t.price} beyond the taker's limit ${limit}`);
     if (t.time < taker.open_time || t.time < maker.open_time) fail(`trade ${t.id}: earlier than its orders`);
     const baseUnits = BigInt(t.volume) * m.baseUnitsPerLot;
@@ -440,7 +462,9 @@ export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
       fail(`order ${o.id}: fee excess ${o.fee_excess}, its trades give ${a.fee * FEE_SCALE - a.exact}`);
     if (o.executed > o.volume) fail(`order ${o.id}: executed more than its volume`);
     if (o.status === 'open') {
-      if (o.type !== 'limit' || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
+      // Open: a limit order, a conditional order waiting, or a fired -limit order resting.
+      const openable = o.type === 'limit' || isConditional(o.type);
+      if (!openable || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
         fail(`order ${o.id}: open but ${o.type}, executed ${o.executed}/${o.volume}, closed ${o.close_time}`);
       // What it holds now: what it held when placed less what it spent; for a buy whose price or
       // volume an amend changed, what the amend resized the hold to (depending on how many of its
@@ -451,6 +475,7 @@ export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
         fail(`order ${o.id}: reserves ${o.reserved}, expected ${expected}`);
       const asset = o.side === 'buy' ? m.row.quote : m.row.base;
       reserved.set(key(o.user_id, asset), (reserved.get(key(o.user_id, asset)) ?? 0n) + BigInt(o.reserved));
+      if (!inBook(o)) return;
       const b = best.get(o.market_id) ?? { bid: 0, ask: Number.POSITIVE_INFINITY };
       if (o.side === 'buy') b.bid = Math.max(b.bid, o.price);
       else b.ask = Math.min(b.ask, o.price);
@@ -458,7 +483,7 @@ export function checkLedger(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
     } else {
       if (o.reserved !== 0) fail(`order ${o.id}: ${o.status} but still reserves ${o.reserved}`);
       if (o.close_time === null) fail(`order ${o.id}: ${o.status} without a close time`);
-      if (o.status === 'closed' && o.type === 'limit' && o.executed !== o.volume)
+      if (o.status === 'closed' && matchesAsLimit(o.type) && o.executed !== o.volume)
         fail(`order ${o.id}: a limit order closed with ${o.executed}/${o.volume} executed`);
       if (o.status === 'closed' && o.executed === 0) fail(`order ${o.id}: closed with nothing executed`);
       if (o.status === 'canceled' && o.reason === null) fail(`order ${o.id}: canceled without a reason`);
@@ -572,10 +597,14 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
   // The placements and moves by the number of the id sequence each took.
   const steps = new Map<number, { readonly move: boolean; readonly order: OrderRow }>();
   const lowered = new Set<number>();
+  // The queue places fired -limit orders took (decision E48): the commands that fired them take
+  // them again in the replay; the crash test never amends a conditional order.
+  const firedPlaces = new Set<number>();
   for (const o of c.orders) {
     steps.set(o.id, { move: false, order: o });
     const placed = placedAs.get(o.id);
-    if (o.priority !== null) {
+    if (o.priority !== null && isConditional(o.type)) firedPlaces.add(o.priority);
+    else if (o.priority !== null) {
       if (placed === undefined || steps.has(o.priority)) {
         fail(`replay: order ${o.id} was moved to priority ${o.priority}, which the replay cannot place`);
         return problems;
@@ -592,10 +621,24 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
   // Where each user cancel goes: after the last command that touched the order.
   const cancelAfter = new Map<number, OrderRow[]>();
   const lastTaker = new Map<number, number>();
-  for (const t of c.trades) {
+  // The number of the command that made each trade: the taker's placement (or the amend that moved
+  // it), or for a fired conditional taker the command that fired it (conditional.ts). Both orders
+  // of a trade are touched by that command.
+  commandsOfTrades(c, (t) => {
     const taker = byId.get(t.taker_order_id);
-    const position = taker === undefined ? t.taker_order_id : tradePosition(t, taker);
-    lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, position));
+    return taker === undefined ? t.taker_order_id : tradePosition(t, taker);
+  }).forEach((command, i) => {
+    const t = c.trades[i]!;
+    for (const id of [t.maker_order_id, t.taker_order_id])
+      lastTaker.set(id, Math.max(lastTaker.get(id) ?? 0, command));
+  });
+  // A fired -limit order that rested got its queue place (`priority`) from the id sequence in the
+  // command that fired it: the step (placement or move) with the highest number below it. It may
+  // have made no trade at all, and its cancel must still come after its firing.
+  const stepNumbers = [...steps.keys()].sort((a, b) => a - b);
+  for (const o of c.orders) {
+    if (!isConditional(o.type) || o.priority === null) continue;
+    lastTaker.set(o.id, Math.max(lastTaker.get(o.id) ?? 0, stepBefore(stepNumbers, o.priority)));
   }
   for (const o of c.orders) {
     // A cancel-all cancels each order on its own, as a cancel of it would at that time.
@@ -648,11 +691,26 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
   };
   // A lowered buy: what it held and had executed just before the amend replayed after its placement.
   const beforeLowering = new Map<number, { reserved: number; executed: number }>();
+  const replayCancels = (n: number) => {
+    for (const canceled of cancelAfter.get(n) ?? []) {
+      const r = engine.apply(
+        { kind: 'cancelOrder', userId: canceled.user_id as UserId, orderId: canceled.id as OrderId },
+        canceled.close_time as Micros,
+      );
+      if (!r.ok) fail(`replay: cancel of ${canceled.id} refused: ${r.error.message}`);
+      else record(r.events);
+    }
+  };
   let lastNumber = 0;
-  for (const n of steps.keys()) lastNumber = Math.max(lastNumber, n);
+  for (const n of [...steps.keys(), ...firedPlaces]) lastNumber = Math.max(lastNumber, n);
   let time = 0;
   for (let n = 1; n <= lastNumber; n++) {
     const step = steps.get(n);
+    // A fired -limit order's queue place: the command that fired it, replayed before, took it.
+    if (step === undefined && firedPlaces.has(n)) {
+      replayCancels(n);
+      continue;
+    }
     if (step === undefined) {
       fail(
         `replay: number ${n} of the order id sequence is no order's id and no order's priority (an order moved twice?): the replay cannot place what took it`,
@@ -686,6 +744,13 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
           type: o.type,
           price: placed.price as Price,
           volume: placed.volume as Volume,
+          // A conditional order's trigger as placed: the crash test never amends a conditional
+          // order, and a trailing stop's moving trigger follows from its offset.
+          ...(o.trailing_unit !== null && o.trailing_amount !== null
+            ? { trailingOffset: { unit: o.trailing_unit, amount: o.trailing_amount } }
+            : o.trigger_price !== null
+              ? { triggerPrice: o.trigger_price as Price }
+              : {}),
         },
         time as Micros,
       );
@@ -716,14 +781,7 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
         else record(r.events);
       }
     }
-    for (const canceled of cancelAfter.get(n) ?? []) {
-      const r = engine.apply(
-        { kind: 'cancelOrder', userId: canceled.user_id as UserId, orderId: canceled.id as OrderId },
-        canceled.close_time as Micros,
-      );
-      if (!r.ok) fail(`replay: cancel of ${canceled.id} refused: ${r.error.message}`);
-      else record(r.events);
-    }
+    replayCancels(n);
   }
   applyLedgerUpTo(Number.MAX_SAFE_INTEGER);
   // Every number the id sequence issued is accounted for: an order's id or the number its move took.
@@ -888,13 +946,25 @@ export function replayCheck(c: Committed, placedAs: PlacedAs = NONE_AMENDED): st
   return problems;
 }
 
+/** The highest of the sorted step numbers below `n` (0: none). */
+function stepBefore(sorted: readonly number[], n: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid]! < n) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? 0 : sorted[lo - 1]!;
+}
+
 /** The committed books, for the book hash: every market, its open orders with what remains. */
 export function committedBooks(c: Committed): MarketBook[] {
   return c.markets.map((m) =>
     bookFromOrders(
       `${m.base}/${m.quote}`,
       c.orders
-        .filter((o) => o.market_id === m.id && o.status === 'open')
+        .filter((o) => o.market_id === m.id && o.status === 'open' && inBook(o))
         .map((o) => ({
           id: o.id,
           userId: o.user_id,

@@ -9,7 +9,7 @@ import { describe, test } from 'node:test';
 import pg from 'pg';
 import type { OrderId } from '../../src/domain/types.js';
 import { WriterLockHeldError } from '../../src/store/postgres/lock.js';
-import { PG_MIGRATIONS, PG_SCHEMA_VERSION } from '../../src/store/postgres/migrations.js';
+import { migratePostgres, PG_MIGRATIONS, PG_SCHEMA_VERSION } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
 import { MIGRATIONS as SQLITE_MIGRATIONS } from '../../src/store/sqlite/migrations.js';
 import { ALICE, balance, batch, CATALOGUE, EUR, order } from '../../src/store/sqlite/test-fixtures.js';
@@ -205,6 +205,40 @@ describe('PostgreSQL store: schema', postgresSuite(), () => {
       "SELECT table_name || '.' || column_name AS column_name FROM information_schema.columns WHERE table_schema = 'public' AND data_type IN ('real', 'double precision')",
     );
     assert.deepEqual(floats, []);
+  });
+
+  test('v9 upgrades a v8 database: its orders stay as they were; conditional orders can be written', async (t) => {
+    const url = await freshDatabase(t);
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await migratePostgres(client, PG_MIGRATIONS.slice(0, 8));
+      await client.query(`
+        INSERT INTO assets (code, name, type, decimals, position) VALUES ('BTC', 'Bitcoin', 'crypto', 8, 1), ('EUR', 'Euro', 'fiat', 4, 2);
+        INSERT INTO markets (id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee)
+          VALUES (1, 'BTC', 'EUR', 1, 8, 1, 0, 0);
+        INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time,
+            close_time, cost, fee, reserved, client_order_id)
+          VALUES (1, 1, 1, 'buy', 'limit', 5000, 10, 0, 'open', NULL, 7, NULL, 0, 0, 5, 'keep-me');
+      `);
+    } finally {
+      await client.end();
+    }
+    const store = await openStore(t, url);
+    const [open] = (await store.loadSnapshot()).openOrders;
+    assert.equal(open?.type, 'limit');
+    assert.equal(open?.clientOrderId, 'keep-me');
+    assert.equal(open?.triggerPrice, undefined);
+    assert.equal(open?.triggered, undefined);
+    const stop = order(2, {
+      type: 'trailing-stop',
+      price: 0 as never,
+      triggerPrice: 4_900 as never,
+      trailingOffset: { unit: 'bps', amount: 200 },
+      trailingBest: 5_000 as never,
+    });
+    await store.commit(batch({ orders: [stop] }));
+    assert.deepEqual(await store.getOrder(2 as OrderId), stop);
   });
 
   test('a role with the documented data grants only runs on a migrated schema, and is told to migrate a fresh one', async (t) => {

@@ -94,6 +94,13 @@ const AmendBody = Type.Object({
       description: 'a new client order id; null removes it',
     }),
   ),
+  trigger_price: Type.Optional(
+    Type.String({
+      description:
+        'a waiting stop-loss or take-profit order (or their -limit types) only: the new trigger price; refused ' +
+        'when the last trade price has reached it already (the order moves behind those waiting at that trigger)',
+    }),
+  ),
   order_id: Type.Optional(
     Type.Union([Type.Integer(), Type.String()], { description: 'nonce keys: the same id as the path' }),
   ),
@@ -369,8 +376,9 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
           'or a higher volume moves the order to the back of its new level (a new price that crosses trades at once, ' +
           'as a taker; refused for a post-only order). The reservation is adjusted exactly: an amend that needs more ' +
           'funds than are available, a volume at or below what has executed, or a value at the new price and volume ' +
-          "below one unit of the quote asset's smallest decimal, is a 422. A nonce key signs a body " +
-          'naming the same `order_id` as the path.',
+          "below one unit of the quote asset's smallest decimal, is a 422. A waiting stop-loss or " +
+          'take-profit order (and their -limit types) may also move its `trigger_price`; a trailing stop may not ' +
+          '(its trigger follows the market). A nonce key signs a body naming the same `order_id` as the path.',
         security,
         params: OrderIdParam,
         body: AmendBody,
@@ -398,6 +406,7 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
       let price: number | undefined;
       let volume: number | undefined;
       let clientOrderId: string | null | undefined;
+      let triggerPrice: number | undefined;
       if (!isAbsent(fields.price)) {
         const parsed = parsePositiveDecimal(fields.price, 'price', market.pairDecimals);
         if (parsed.ok) price = parsed.value;
@@ -416,9 +425,22 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
         if (message === undefined) clientOrderId = fields.client_order_id as string;
         else errors.client_order_id = [message];
       }
+      if (!isAbsent(fields.trigger_price)) {
+        // Whether this order has a trigger to move is the engine's check (invalid_trigger_price).
+        const parsed = parsePositiveDecimal(fields.trigger_price, 'trigger_price', market.pairDecimals);
+        if (parsed.ok) triggerPrice = parsed.value;
+        else errors.trigger_price = [parsed.message];
+      }
       if (Object.keys(errors).length > 0) throw validationError(errors);
-      if (price === undefined && volume === undefined && clientOrderId === undefined)
-        throw validationError({ volume: ['One of price, volume or client order id is required.'] });
+      if (
+        price === undefined &&
+        volume === undefined &&
+        clientOrderId === undefined &&
+        triggerPrice === undefined
+      )
+        throw validationError({
+          volume: ['One of price, volume, client order id or trigger price is required.'],
+        });
       const result = await exchange.submit({
         kind: 'amendOrder',
         userId,
@@ -426,6 +448,7 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
         ...(price === undefined ? {} : { price: price as PlaceOrder['price'] }),
         ...(volume === undefined ? {} : { volume: volume as PlaceOrder['volume'] }),
         ...(clientOrderId === undefined ? {} : { clientOrderId }),
+        ...(triggerPrice === undefined ? {} : { triggerPrice: triggerPrice as PlaceOrder['price'] }),
       });
       if (!result.ok) {
         if (result.error.code === 'order_not_found' || result.error.code === 'order_not_open') {

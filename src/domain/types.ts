@@ -50,6 +50,13 @@ export const isConditionalType = (type: OrderType): type is ConditionalType =>
 export const executionTypeOf = (type: OrderType): ExecutionType =>
   type === 'limit' || type === 'stop-loss-limit' || type === 'take-profit-limit' ? 'limit' : 'market';
 /**
+ * Which way the last trade price must move to fire a conditional order: a sell stop-loss, a buy
+ * take-profit and a sell trailing stop fire when it falls to their trigger or below; the others
+ * when it rises to it or above.
+ */
+export const fallsToTrigger = (type: ConditionalType, side: Side): boolean =>
+  (type === 'stop-loss' || type === 'stop-loss-limit' || type === 'trailing-stop') === (side === 'sell');
+/**
  * A trailing stop's distance from the best price seen: `ticks` of the market's price (a positive
  * whole number), or `bps` basis points of that price (1 = 0.01 %, 5,000 = 50 %), the trigger then
  * rounded to a whole tick away from the best price (docs/interface-decisions.md). Integers only.

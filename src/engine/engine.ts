@@ -21,6 +21,7 @@ import {
   type ConditionalType,
   executionTypeOf,
   FEE_RATE_DECIMALS,
+  fallsToTrigger,
   MAX_TRAILING_BPS,
   type MarketId,
   type MarketSpec,
@@ -420,12 +421,6 @@ function follow(wait: WaitState, price: number): boolean {
   wait.best = price;
   wait.trigger = wait.falling ? price - distance : price + distance;
   return true;
-}
-
-/** A sell stop-loss, a buy take-profit and a sell trailing stop wait for the price to fall; the others to rise. */
-function fallsToTrigger(type: ConditionalType, side: Side): boolean {
-  const stopLoss = type === 'stop-loss' || type === 'stop-loss-limit' || type === 'trailing-stop';
-  return stopLoss === (side === 'sell');
 }
 
 /** Basis points in a whole. */

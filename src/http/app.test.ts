@@ -145,6 +145,22 @@ describe('app: routing, limits, documents', () => {
     ]);
     const create = doc.paths['/v1/orders']?.post as { parameters?: { name: string; in: string }[] };
     assert.ok(create.parameters?.some((p) => p.in === 'header' && p.name === 'idempotency-key'));
+    // Conditional orders: the request's types and fields, and the record's order_type.
+    const conditional = ['stop-loss', 'take-profit', 'stop-loss-limit', 'take-profit-limit', 'trailing-stop'];
+    const text = JSON.stringify(create);
+    const body = (
+      create as {
+        requestBody?: {
+          content: Record<string, { schema: { properties: Record<string, { enum?: string[] }> } }>;
+        };
+      }
+    ).requestBody?.content['application/json']?.schema.properties;
+    for (const type of conditional) assert.ok(body?.order_type?.enum?.includes(type), type);
+    assert.ok(body?.trigger_price !== undefined && body.trailing_offset !== undefined, text.slice(0, 200));
+    const one = JSON.stringify(doc.paths['/v1/orders/{order_id}']);
+    for (const type of conditional)
+      assert.ok(one.includes(`"${type}"`), `GET /v1/orders/{order_id}: ${type}`);
+    assert.ok(JSON.stringify(doc.paths['/v1/orders/{order_id}']?.patch).includes('trigger_price'));
     const page = await h.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(page.headers['content-type'] as string, /text\/html/);

@@ -3,7 +3,7 @@
  * Stripe's semantics): parsing, and the fingerprint that tells a retry from another request.
  */
 import { createHash } from 'node:crypto';
-import type { MarketSpec, OrderType, Price, Side, Volume } from '../domain/types.js';
+import type { MarketSpec, OrderType, Price, Side, TrailingOffset, Volume } from '../domain/types.js';
 import type { IdempotencyRequest } from '../sequencer/ports.js';
 import { DEFAULT_CONTROLS, type OrderControls, usesNoControl } from './order-controls.js';
 
@@ -35,6 +35,10 @@ export interface CanonicalOrder {
   readonly type: OrderType;
   readonly price: Price;
   readonly volume: Volume;
+  /** A stop-loss or take-profit type's trigger price; absent for other types. */
+  readonly triggerPrice?: Price;
+  /** A trailing stop's offset; absent for other types. */
+  readonly trailingOffset?: TrailingOffset;
   /** The order controls (time in force, expiry, post-only, client id, self-trade mode); default when absent. */
   readonly controls?: OrderControls;
 }
@@ -46,8 +50,20 @@ export interface CanonicalOrder {
  */
 export function idempotencyRequest(key: string, order: CanonicalOrder): IdempotencyRequest {
   const price = order.type === 'market' ? 0 : order.price;
-  const canonical = `${order.market.id}|${order.side}|${order.type}|${price}|${order.volume}${controlsPart(order.controls)}`;
+  const canonical = `${order.market.id}|${order.side}|${order.type}|${price}|${order.volume}${controlsPart(order.controls)}${triggerPart(order)}`;
   return { key, fingerprint: createHash('sha256').update(canonical).digest('hex') };
+}
+
+/**
+ * A conditional order's trigger: empty for the other types (their fingerprints stay what they
+ * were); the trigger price or the offset with its unit otherwise, so a retry with another trigger
+ * is another order.
+ */
+function triggerPart(order: CanonicalOrder): string {
+  if (order.triggerPrice !== undefined) return `|trigger:${order.triggerPrice}`;
+  if (order.trailingOffset !== undefined)
+    return `|trailing:${order.trailingOffset.unit}:${order.trailingOffset.amount}`;
+  return '';
 }
 
 /**

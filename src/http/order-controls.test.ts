@@ -132,3 +132,64 @@ test('the Idempotency-Key fingerprint: unchanged without controls, different wit
   );
   assert.equal(new Set([plain, ...variants]).size, variants.length + 1);
 });
+
+test('conditional orders wait: IOC, FOK and post-only are refused on their fields', () => {
+  const stopBody = {
+    order_direction: 'sell',
+    order_type: 'stop-loss',
+    pair: 'BTC/EUR',
+    volume: '0.01',
+    trigger_price: '58000',
+  };
+  const check = (over: Record<string, unknown>) => {
+    const input = validateCreateOrder({ ...stopBody, ...over }, catalogue);
+    return validateOrderControls({ ...stopBody, ...over }, input);
+  };
+  assert.deepEqual(check({ time_in_force: 'IOC' }), {
+    ok: false,
+    errors: { time_in_force: ['The time in force field must be GTC or GTD when order type is stop-loss.'] },
+  });
+  assert.deepEqual(check({ time_in_force: 'FOK', order_type: 'take-profit' }), {
+    ok: false,
+    errors: { time_in_force: ['The time in force field must be GTC or GTD when order type is take-profit.'] },
+  });
+  assert.deepEqual(check({ post_only: true }), {
+    ok: false,
+    errors: { post_only: ['The post only field is prohibited when order type is stop-loss.'] },
+  });
+  const gtd = check({
+    time_in_force: 'GTD',
+    expire_time: '1900000000',
+    client_order_id: 'sl-1',
+    stp: 'decrement',
+  });
+  assert.equal(gtd.ok, true);
+  const input = validateCreateOrder(stopBody, catalogue);
+  assert.ok(input.ok);
+  const command = placeOrderCommand(3 as UserId, input.value, DEFAULT_CONTROLS);
+  assert.equal(command.triggerPrice, 580_000);
+  assert.equal(command.price, 0);
+});
+
+test('the Idempotency-Key fingerprint covers the trigger price and the trailing offset', () => {
+  const fingerprint = (over: Record<string, unknown>) => {
+    const input = validateCreateOrder(
+      body({ order_direction: 'sell', price: undefined, ...over }),
+      catalogue,
+    );
+    assert.ok(input.ok, JSON.stringify(over));
+    return idempotencyRequest('k', { ...input.value, controls: DEFAULT_CONTROLS }).fingerprint;
+  };
+  const prints = [
+    fingerprint({ order_type: 'stop-loss', trigger_price: '58000' }),
+    fingerprint({ order_type: 'stop-loss', trigger_price: '58000.1' }),
+    fingerprint({ order_type: 'take-profit', trigger_price: '58000' }),
+    fingerprint({ order_type: 'trailing-stop', trailing_offset: '2%' }),
+    fingerprint({ order_type: 'trailing-stop', trailing_offset: '2' }),
+    fingerprint({ order_type: 'trailing-stop', trailing_offset: '2.5%' }),
+  ];
+  assert.equal(new Set(prints).size, prints.length);
+  // The same order written another way is the same order.
+  assert.equal(fingerprint({ order_type: 'stop-loss', trigger_price: '58000.0' }), prints[0]);
+  assert.equal(fingerprint({ order_type: 'trailing-stop', trailing_offset: '2.00%' }), prints[3]);
+});

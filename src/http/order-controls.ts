@@ -9,10 +9,10 @@
  * past or more than a year ahead, a client id already used by an open order) is the engine's
  * check, made with the command's time, so a replay decides it the same way.
  */
-import type { Micros, OrderType, UserId } from '../domain/types.js';
+import { isConditionalType, type Micros, type OrderType, type UserId } from '../domain/types.js';
 import type { PlaceOrder } from '../sequencer/ports.js';
 import { FieldErrors, rule } from './errors.js';
-import type { CreateOrderInput, CreateOrderResult } from './order-input.js';
+import { type CreateOrderInput, type CreateOrderResult, ORDER_TYPES } from './order-input.js';
 import { isAbsent, parseUnixTime } from './parse.js';
 
 export const TIMES_IN_FORCE = ['GTC', 'IOC', 'FOK', 'GTD'] as const;
@@ -118,15 +118,15 @@ export function validateOrderControls(body: unknown, input: CreateOrderResult): 
       ? (body as Record<string, unknown>)
       : {};
   const rawType = typeof fields.order_type === 'string' ? fields.order_type.trim() : undefined;
-  const type: OrderType | undefined = input.ok
-    ? input.value.type
-    : rawType === 'market' || rawType === 'limit'
-      ? rawType
-      : undefined;
+  const type: OrderType | undefined = input.ok ? input.value.type : ORDER_TYPES.find((t) => t === rawType);
   const errors = new FieldErrors();
   const timeInForce = isAbsent(fields.time_in_force)
     ? 'GTC'
     : choiceOf(fields.time_in_force, 'time_in_force', TIMES_IN_FORCE, errors);
+
+  // A conditional order waits for its trigger: it cannot be immediate-or-cancel (decision E30).
+  if (type !== undefined && isConditionalType(type) && (timeInForce === 'IOC' || timeInForce === 'FOK'))
+    errors.add('time_in_force', `The time in force field must be GTC or GTD when order type is ${type}.`);
 
   let expireTime = 0 as Micros;
   if (timeInForce === 'GTD') {
@@ -140,8 +140,8 @@ export function validateOrderControls(body: unknown, input: CreateOrderResult): 
   let postOnly = false;
   if (!isAbsent(fields.post_only)) {
     postOnly = booleanOf(fields.post_only, 'post_only', errors) ?? false;
-    if (postOnly && type === 'market')
-      errors.add('post_only', 'The post only field is prohibited when order type is market.');
+    if (postOnly && type !== undefined && type !== 'limit')
+      errors.add('post_only', `The post only field is prohibited when order type is ${type}.`);
     else if (postOnly && (timeInForce === 'IOC' || timeInForce === 'FOK'))
       errors.add('post_only', `The post only field is prohibited when time in force is ${timeInForce}.`);
   }
@@ -170,8 +170,14 @@ export function placeOrderCommand(
   order: CreateOrderInput,
   controls: OrderControls,
 ): PlaceOrder {
-  const { side, type, market, volume, price } = order;
-  const command: PlaceOrder = { kind: 'placeOrder', userId, marketId: market.id, side, type, price, volume };
+  const { side, type, market, volume, price, triggerPrice, trailingOffset } = order;
+  const plain: PlaceOrder = { kind: 'placeOrder', userId, marketId: market.id, side, type, price, volume };
+  const command: PlaceOrder =
+    triggerPrice !== undefined
+      ? { ...plain, triggerPrice }
+      : trailingOffset !== undefined
+        ? { ...plain, trailingOffset }
+        : plain;
   if (usesNoControl(controls)) return command;
   return {
     ...command,

@@ -128,3 +128,105 @@ test('an order whose amounts would leave the exact range (2^53 - 1 units) is ref
     true,
   );
 });
+
+// Conditional orders (issue 22): trigger_price, trailing_offset and which types take a price.
+const conditional = (over: Record<string, unknown>) =>
+  validateCreateOrder({ order_direction: 'sell', pair: 'BTC/EUR', volume: '0.01', ...over }, catalogue);
+
+test('conditional types: their trigger, their limit price, their offset', () => {
+  assert.deepEqual(conditional({ order_type: 'stop-loss', trigger_price: '58000.0' }), {
+    ok: true,
+    value: {
+      side: 'sell',
+      type: 'stop-loss',
+      market: BTCEUR,
+      volume: 1_000_000,
+      price: 0,
+      triggerPrice: 580_000,
+    },
+  });
+  const limit = conditional({ order_type: 'stop-loss-limit', trigger_price: '58000', price: '57900.5' });
+  assert.ok(limit.ok);
+  assert.equal(limit.value.price, 579_005);
+  assert.equal(limit.value.triggerPrice, 580_000);
+  const pct = conditional({ order_type: 'trailing-stop', trailing_offset: '2.5%' });
+  assert.ok(pct.ok);
+  assert.deepEqual(pct.value.trailingOffset, { unit: 'bps', amount: 250 });
+  assert.equal(pct.value.triggerPrice, undefined);
+  const ticks = conditional({ order_type: 'trailing-stop', trailing_offset: '150.5' });
+  assert.ok(ticks.ok);
+  assert.deepEqual(ticks.value.trailingOffset, { unit: 'ticks', amount: 1_505 });
+  for (const [text, bps] of [
+    ['0.01%', 1],
+    ['50%', 5_000],
+    ['12.34%', 1_234],
+  ] as const) {
+    const r = conditional({ order_type: 'trailing-stop', trailing_offset: text });
+    assert.ok(r.ok, text);
+    assert.deepEqual(r.value.trailingOffset, { unit: 'bps', amount: bps });
+  }
+});
+
+test('conditional types: required and prohibited fields, each on its own field', () => {
+  const errors = (over: Record<string, unknown>) => {
+    const r = conditional(over);
+    assert.equal(r.ok, false, JSON.stringify(over));
+    return r.ok ? {} : r.errors.toRecord();
+  };
+  assert.deepEqual(errors({ order_type: 'take-profit' }), {
+    trigger_price: ['The trigger price field is required when order type is take-profit.'],
+  });
+  assert.deepEqual(errors({ order_type: 'stop-loss-limit', trigger_price: '58000' }), {
+    price: ['The price field is required when order type is stop-loss-limit.'],
+  });
+  assert.deepEqual(errors({ order_type: 'stop-loss', trigger_price: '58000', price: '57000' }), {
+    price: ['The price field is prohibited when order type is stop-loss.'],
+  });
+  assert.deepEqual(errors({ order_type: 'limit', price: '57000', trigger_price: '58000' }), {
+    trigger_price: ['The trigger price field is prohibited when order type is limit.'],
+  });
+  assert.deepEqual(errors({ order_type: 'market', trigger_price: '58000' }), {
+    trigger_price: ['The trigger price field is prohibited when order type is market.'],
+  });
+  assert.deepEqual(errors({ order_type: 'trailing-stop', trigger_price: '58000', trailing_offset: '1%' }), {
+    trigger_price: ['The trigger price field is prohibited when order type is trailing-stop.'],
+  });
+  assert.deepEqual(errors({ order_type: 'trailing-stop' }), {
+    trailing_offset: ['The trailing offset field is required when order type is trailing-stop.'],
+  });
+  assert.deepEqual(errors({ order_type: 'stop-loss', trigger_price: '58000', trailing_offset: '1%' }), {
+    trailing_offset: ['The trailing offset field is prohibited when order type is stop-loss.'],
+  });
+  assert.deepEqual(errors({ order_type: 'stop-loss', trigger_price: '58000.05' }), {
+    trigger_price: ['The trigger price field must have 0-1 decimal places.'],
+  });
+  assert.deepEqual(errors({ order_type: 'stop-loss', trigger_price: '0' }), {
+    trigger_price: ['The trigger price field must be greater than 0.'],
+  });
+  for (const bad of ['0%', '50.01%', '2.555%', '-1%', '%', 'abc', '1e2%', '100%']) {
+    assert.deepEqual(
+      errors({ order_type: 'trailing-stop', trailing_offset: bad }),
+      {
+        trailing_offset: [
+          'The trailing offset field must be a price distance such as "150.5" or a percentage from 0.01% to 50% such as "2.5%".',
+        ],
+      },
+      bad,
+    );
+  }
+  assert.deepEqual(errors({ order_type: 'trailing-stop', trailing_offset: '0.05' }), {
+    trailing_offset: ['The trailing offset field must have 0-1 decimal places.'],
+  });
+  assert.deepEqual(errors({ order_type: 'trailing-stop', trailing_offset: 2 }), {
+    trailing_offset: ['The trailing offset field must be a string.'],
+  });
+});
+
+test('a limit order keeps its old message when the price is missing; market still ignores a price', () => {
+  assert.deepEqual(errorsOf({ order_direction: 'buy', order_type: 'limit', pair: 'BTC/EUR', volume: '1' }), {
+    price: ['The price field is required unless order type is in market.'],
+  });
+  const r = conditional({ order_type: 'market', price: 'anything' });
+  assert.ok(r.ok);
+  assert.equal(r.value.price, 0);
+});

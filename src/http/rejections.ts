@@ -22,6 +22,16 @@ export function rejectionToHttp(rejection: Rejection): HttpError {
       return validationError({ [rejection.field ?? 'pair']: [rejection.message] });
     case 'invalid_price':
       return validationError({ [rejection.field ?? 'price']: [rejection.message] });
+    // Conditional orders (decision E34): the field the engine names, else the one each code is about.
+    case 'invalid_trigger_price':
+    case 'trigger_would_fire':
+      return validationError({ [rejection.field ?? 'trigger_price']: [rejection.message] });
+    case 'price_not_allowed':
+      return validationError({ [rejection.field ?? 'price']: [rejection.message] });
+    case 'invalid_trailing_offset':
+      return validationError({ [rejection.field ?? 'trailing_offset']: [rejection.message] });
+    case 'invalid_conditional_controls':
+      return validationError({ [rejection.field ?? 'time_in_force']: [rejection.message] });
     default:
       // invalid_volume, below_ordermin, too_large, insufficient_funds, and any future code.
       return validationError({ [rejection.field ?? 'volume']: [rejection.message] });

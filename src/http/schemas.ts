@@ -98,6 +98,17 @@ export type WalletEntryRecord = Static<typeof WalletEntrySchema>;
 
 const Side = StringEnum(['buy', 'sell']);
 const OrderTypeSchema = StringEnum(['limit', 'market']);
+/** An order's type: the two plain ones and the five conditional ones (Kraken's names). */
+const AnyOrderTypeSchema = StringEnum([
+  'limit',
+  'market',
+  'stop-loss',
+  'take-profit',
+  'stop-loss-limit',
+  'take-profit-limit',
+  'trailing-stop',
+]);
+const NullableMoney = (description: string) => Type.Union([MoneySchema, Type.Null()], { description });
 const Timestamp = Type.String({ description: 'UTC, YYYY-MM-DD HH:MM:SS' });
 
 export const ExecutionSchema = Type.Object({
@@ -122,23 +133,33 @@ export const OrderSchema = Type.Object({
   reason: Type.Union([Type.String(), Type.Null()]),
   pair: Type.String(),
   type: Side,
-  order_type: OrderTypeSchema,
+  order_type: AnyOrderTypeSchema,
   description: Type.Object({
     pair: Type.String(),
     type: Side,
     close: Type.String(),
     order: Type.String(),
-    price: Type.String(),
+    price: Type.String({
+      description: 'the limit price as ordered (0 for market); the trigger price of a conditional order',
+    }),
     leverage: Type.String(),
-    orderType: OrderTypeSchema,
-    secondaryPrice: Type.Null(),
+    orderType: AnyOrderTypeSchema,
+    secondaryPrice: Type.Union([Type.String(), Type.Null()], {
+      description: 'the limit price of stop-loss-limit and take-profit-limit (Kraken price2); null otherwise',
+    }),
   }),
   volume: MoneySchema,
   volume_executed: MoneySchema,
   fee: Type.Union([MoneySchema, Type.Null()]),
-  price: MoneySchema,
-  secondary_price: Type.Null(),
-  limit_price: Type.Null(),
+  price: Type.Object(MoneySchema.properties, {
+    description:
+      "a limit order's limit price; a market order's average execution price (0 before any); a conditional " +
+      "order's trigger price (a trailing stop's current one, which moves)",
+  }),
+  secondary_price: NullableMoney(
+    'the limit price of stop-loss-limit and take-profit-limit (Kraken price2); null otherwise',
+  ),
+  limit_price: NullableMoney('the limit price of stop-loss-limit and take-profit-limit; null otherwise'),
   cost: Type.Union([MoneySchema, Type.Null()]),
   asset_pair: Type.Object({
     id: Type.Integer(),
@@ -147,7 +168,11 @@ export const OrderSchema = Type.Object({
     base_name: Type.String(),
     quote_name: Type.String(),
   }),
-  trigger_conditions: Type.String(),
+  trigger_conditions: Type.String({
+    description:
+      'what a conditional order waits for, in words (e.g. "last price <= 58000.0", "triggered: last price <= ' +
+      '58000.0"); "none" for limit and market orders',
+  }),
   trades: Type.Array(ExecutionSchema),
   client_order_id: Type.Union([Type.String(), Type.Null()], {
     description: "the client's own id of the order (1 to 36 of A-Z a-z 0-9 _ -), null when none",

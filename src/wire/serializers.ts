@@ -9,7 +9,6 @@
 import { formatBigUnits, formatUnits } from '../domain/money.js';
 import {
   type AssetSpec,
-  executionTypeOf,
   joinedPair,
   type MarketSpec,
   type Price,
@@ -33,6 +32,7 @@ import type { Valuation } from '../http/valuation.js';
 import type { Candle } from '../market-data/candle.js';
 import type { Catalogue, TradeStats } from '../sequencer/ports.js';
 import type { UserTrade } from '../store/store.js';
+import { conditionalView } from './conditional-orders.js';
 import { NO_EXPIRY, unixSeconds, unixSeconds4, utcDateTime } from './time.js';
 import { orderTransactionId, tradeTransactionId } from './txid.js';
 
@@ -148,7 +148,7 @@ export function serializeLevels(
   return levels.map(([price, volume]) => [formatPrice(market, price), formatVolume(market, volume)]);
 }
 
-/** Placeholder of `trigger_conditions` for orders without triggers (this exchange has none). */
+/** `trigger_conditions` of an order without a trigger (limit and market orders). */
 export const NO_TRIGGER_CONDITIONS = 'none';
 
 /**
@@ -165,10 +165,14 @@ export function serializeOrder(
 ): OrderRecord {
   const quote = assetOf(catalogue, market.quote);
   const pair = joinedPair(market);
-  const limit = formatPrice(market, order.price);
   const volume = formatVolume(market, order.volume);
+  // A conditional order shows its trigger as `price` and its limit price (if any) as the
+  // secondary price (decision E33); limit and market orders are as they always were.
+  const conditional = conditionalView(order, market);
+  const limit = conditional?.price ?? formatPrice(market, order.price);
   const shownPrice =
     order.type === 'market' ? formatBigUnits(tradesAveragePrice(trades), market.pairDecimals) : limit;
+  const limitPrice = conditional?.limitPrice ?? null;
   const executed = order.executed > 0;
   return {
     id: order.id,
@@ -181,28 +185,27 @@ export function serializeOrder(
     reason: order.reason,
     pair,
     type: order.side,
-    // Conditional types reach no request yet (their REST surface is a later step): until the
-    // record learns their names, an order shows the form it matches in.
-    order_type: executionTypeOf(order.type),
+    order_type: order.type,
     description: {
       pair,
       type: order.side,
       close: '',
       order:
-        order.type === 'limit'
+        conditional?.order ??
+        (order.type === 'limit'
           ? `${order.side} ${volume} ${pair} @ limit ${limit}`
-          : `${order.side} ${volume} ${pair} @ market`,
+          : `${order.side} ${volume} ${pair} @ market`),
       price: limit,
       leverage: 'none',
-      orderType: executionTypeOf(order.type),
-      secondaryPrice: null,
+      orderType: order.type,
+      secondaryPrice: limitPrice,
     },
     volume: money(volume, market.base),
     volume_executed: money(formatVolume(market, order.executed), market.base),
     fee: executed ? money(formatUnits(order.fee, quote.decimals), market.quote) : null,
     price: money(shownPrice, market.quote),
-    secondary_price: null,
-    limit_price: null,
+    secondary_price: limitPrice === null ? null : money(limitPrice, market.quote),
+    limit_price: limitPrice === null ? null : money(limitPrice, market.quote),
     cost: executed ? money(formatUnits(order.cost, quote.decimals), market.quote) : null,
     asset_pair: {
       id: market.id,
@@ -211,7 +214,7 @@ export function serializeOrder(
       base_name: market.base,
       quote_name: market.quote,
     },
-    trigger_conditions: NO_TRIGGER_CONDITIONS,
+    trigger_conditions: conditional?.triggerConditions ?? NO_TRIGGER_CONDITIONS,
     trades: trades.map((t) => serializeExecution(t, order, market, quote)),
     // The order controls, after every field the interface document lists (decision 164): the
     // client id always, the others only when the order asked for something else than the default,

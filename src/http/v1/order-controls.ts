@@ -94,6 +94,13 @@ const AmendBody = Type.Object({
       description: 'a new client order id; null removes it',
     }),
   ),
+  trigger_price: Type.Optional(
+    Type.String({
+      description:
+        'a waiting stop-loss or take-profit order (or their -limit types) only: the new trigger price; refused ' +
+        'when the last trade price has reached it already (the order moves behind those waiting at that trigger)',
+    }),
+  ),
   order_id: Type.Optional(
     Type.Union([Type.Integer(), Type.String()], { description: 'nonce keys: the same id as the path' }),
   ),
@@ -368,8 +375,9 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
           '`volume` is the new total volume, executed part included. Lowering it keeps the queue place; a new price ' +
           'or a higher volume moves the order to the back of its new level (a new price that crosses trades at once, ' +
           'as a taker; refused for a post-only order). The reservation is adjusted exactly: an amend that needs more ' +
-          'funds than are available, or a volume at or below what has executed, is a 422. A nonce key signs a body ' +
-          'naming the same `order_id` as the path.',
+          'funds than are available, or a volume at or below what has executed, is a 422. A waiting stop-loss or ' +
+          'take-profit order (and their -limit types) may also move its `trigger_price`; a trailing stop may not ' +
+          '(its trigger follows the market). A nonce key signs a body naming the same `order_id` as the path.',
         security,
         params: OrderIdParam,
         body: AmendBody,
@@ -397,6 +405,7 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
       let price: number | undefined;
       let volume: number | undefined;
       let clientOrderId: string | null | undefined;
+      let triggerPrice: number | undefined;
       if (!isAbsent(fields.price)) {
         const parsed = parsePositiveDecimal(fields.price, 'price', market.pairDecimals);
         if (parsed.ok) price = parsed.value;
@@ -415,9 +424,22 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
         if (message === undefined) clientOrderId = fields.client_order_id as string;
         else errors.client_order_id = [message];
       }
+      if (!isAbsent(fields.trigger_price)) {
+        // Whether this order has a trigger to move is the engine's check (invalid_trigger_price).
+        const parsed = parsePositiveDecimal(fields.trigger_price, 'trigger_price', market.pairDecimals);
+        if (parsed.ok) triggerPrice = parsed.value;
+        else errors.trigger_price = [parsed.message];
+      }
       if (Object.keys(errors).length > 0) throw validationError(errors);
-      if (price === undefined && volume === undefined && clientOrderId === undefined)
-        throw validationError({ volume: ['One of price, volume or client order id is required.'] });
+      if (
+        price === undefined &&
+        volume === undefined &&
+        clientOrderId === undefined &&
+        triggerPrice === undefined
+      )
+        throw validationError({
+          volume: ['One of price, volume, client order id or trigger price is required.'],
+        });
       const result = await exchange.submit({
         kind: 'amendOrder',
         userId,
@@ -425,6 +447,7 @@ export async function orderControlRoutes(base: FastifyInstance, deps: V1Deps): P
         ...(price === undefined ? {} : { price: price as PlaceOrder['price'] }),
         ...(volume === undefined ? {} : { volume: volume as PlaceOrder['volume'] }),
         ...(clientOrderId === undefined ? {} : { clientOrderId }),
+        ...(triggerPrice === undefined ? {} : { triggerPrice: triggerPrice as PlaceOrder['price'] }),
       });
       if (!result.ok) {
         if (result.error.code === 'order_not_found' || result.error.code === 'order_not_open') {

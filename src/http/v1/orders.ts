@@ -20,7 +20,7 @@ import {
   parseIdempotencyKey,
 } from '../idempotency-key.js';
 import { placeOrderCommand, STP_MODES, TIMES_IN_FORCE, validateOrderControls } from '../order-controls.js';
-import { validateCreateOrder } from '../order-input.js';
+import { ORDER_TYPES, validateCreateOrder } from '../order-input.js';
 import { optionalPairQuery, parseId } from '../parse.js';
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
 import { caller } from '../request-state.js';
@@ -47,12 +47,36 @@ const ListQuery = Type.Object({
 
 export const CreateOrderBody = Type.Object({
   order_direction: StringEnum(['buy', 'sell']),
-  order_type: StringEnum(['market', 'limit']),
+  order_type: StringEnum(ORDER_TYPES, {
+    description:
+      'market, limit, or a conditional order that waits (reserved, outside the book) until the last trade price ' +
+      'reaches its trigger: stop-loss and take-profit (then a market order), stop-loss-limit and take-profit-limit ' +
+      '(then a limit order at price), trailing-stop (a market order whose trigger follows the best price by ' +
+      'trailing_offset). A sell stop-loss fires when the price falls to the trigger, a sell take-profit when it ' +
+      'rises to it; buys the other way round. A trigger the last trade price has reached already is refused (422).',
+  }),
   pair: Type.String({ description: 'BTC/EUR (BTCEUR also accepted)' }),
   volume: Type.String({ description: 'decimal string, at most lotDecimals decimals, at least ordermin' }),
   price: Type.Optional(
     Type.String({
-      description: 'decimal string, at most pairDecimals decimals; required unless order_type is market',
+      description:
+        'the limit price: decimal string, at most pairDecimals decimals; required for limit, stop-loss-limit and ' +
+        'take-profit-limit; ignored for market; refused for stop-loss, take-profit and trailing-stop',
+    }),
+  ),
+  trigger_price: Type.Optional(
+    Type.String({
+      description:
+        'the last trade price that fires the order: decimal string, at most pairDecimals decimals; required for ' +
+        'stop-loss, take-profit, stop-loss-limit and take-profit-limit, refused otherwise',
+    }),
+  ),
+  trailing_offset: Type.Optional(
+    Type.String({
+      description:
+        'trailing-stop only (and required there): the distance of the trigger from the best price since placement, ' +
+        'a price distance ("150.5", at most pairDecimals decimals) or a percentage ("2.5%", 0.01% to 50%, at most ' +
+        '2 decimals)',
     }),
   ),
   time_in_force: Type.Optional(

@@ -518,7 +518,8 @@ describe('ccxt contract: conditional orders', () => {
       'last price <= 59849.5 (trailing 150.5 below the best price 60000.0)',
     );
     assert.equal(amount.type, 'market');
-    for (const order of [take, trigger, percent, amount]) await exchange.cancelOrder(order.id as string, symbol);
+    for (const order of [take, trigger, percent, amount])
+      await exchange.cancelOrder(order.id as string, symbol);
   });
 
   test('a trigger the last price already reached → InvalidOrder, and nothing is placed', async () => {

@@ -210,6 +210,70 @@ export function storeContract(adapter: Adapter): void {
       assert.equal(await reopened.findOrderByClientId(ALICE, 'quote-1'), undefined);
     });
 
+    test("conditional orders (waiting, trailing, fired) and each market's last trade price survive a restart", async (t) => {
+      const { store, reopen } = await adapter.open(t);
+      const stopLimit = order(1, {
+        side: 'sell',
+        type: 'stop-loss-limit',
+        price: 579_000 as Price,
+        triggerPrice: 580_000 as Price,
+        reserved: 100_000_000 as Amount,
+      });
+      const trailing = order(2, {
+        side: 'sell',
+        type: 'trailing-stop',
+        price: 0 as Price,
+        triggerPrice: 580_125 as Price,
+        trailingOffset: { unit: 'bps', amount: 250 },
+        trailingBest: 595_000 as Price,
+        reserved: 100_000_000 as Amount,
+      });
+      const noTradeYet = order(3, {
+        userId: BOB,
+        type: 'trailing-stop',
+        marketId: ETHEUR,
+        price: 0 as Price,
+        trailingOffset: { unit: 'ticks', amount: 1_505 },
+        clientOrderId: 'trail-1',
+      });
+      const takeProfit = order(4, { type: 'take-profit', price: 0 as Price, triggerPrice: 450_000 as Price });
+      // Trades of both markets, the highest id last on neither side of the list: the last price
+      // is the price of each market's newest trade.
+      const trades = [
+        trade(1, { price: 600_000 as Price }),
+        trade(3, { price: 610_000 as Price }),
+        trade(2, { marketId: ETHEUR, price: 30_000 as Price }),
+      ];
+      await store.commit(
+        batch({
+          ...CATALOGUE,
+          trades,
+          orders: [...ordersOf(trades), stopLimit, trailing, noTradeYet, takeProfit],
+        }),
+      );
+      // Later states: the trailing stop follows a new best price; the stop-loss-limit fires and
+      // rests as a limit order; the take-profit fires, trades and closes.
+      const moved = { ...trailing, triggerPrice: 585_000 as Price, trailingBest: 600_000 as Price };
+      const fired = { ...stopLimit, triggered: true as const };
+      const done = {
+        ...takeProfit,
+        triggered: true as const,
+        status: 'closed' as const,
+        executed: takeProfit.volume,
+        closeTime: (T0 + 50) as Micros,
+      };
+      await store.commit(batch({ orders: [moved, fired, done] }));
+      const reopened = await reopen();
+      const snapshot = await reopened.loadSnapshot();
+      assert.deepEqual(snapshot.openOrders, [fired, moved, noTradeYet]);
+      assert.deepEqual(snapshot.lastPrices, [
+        { marketId: BTCEUR, price: 610_000 },
+        { marketId: ETHEUR, price: 30_000 },
+      ]);
+      assert.deepEqual(await reopened.getOrder(4 as OrderId), done);
+      assert.deepEqual(await reopened.findOrderByClientId(BOB, 'trail-1'), noTradeYet);
+    });
+
     test('money survives the round trip exactly: amounts past 10^15 units, candle sums past 2^64', async (t) => {
       const { store, reopen } = await adapter.open(t);
       const big = 9_007_199_254_740_991; // 2^53 - 1, the largest amount the engine holds exactly

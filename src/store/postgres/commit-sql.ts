@@ -10,7 +10,7 @@
  * each other's writes: the pruning of expired idempotency records therefore leaves alone the keys
  * this batch (re)writes.
  */
-import { orderControlValues, SEQUENCE_KEYS } from '../sqlite/rows.js';
+import { orderControlValues, orderTriggerValues, SEQUENCE_KEYS } from '../sqlite/rows.js';
 import type { CommitBatch } from '../store.js';
 
 /** Expired idempotency records deleted per commit at most (as in SQLite). */
@@ -85,6 +85,11 @@ const ORDER = [
   ['client_order_id', 'text'],
   ['stp', 'text'],
   ['priority', 'bigint'],
+  ['trigger_price', 'bigint'],
+  ['trailing_unit', 'text'],
+  ['trailing_amount', 'bigint'],
+  ['trailing_best', 'bigint'],
+  ['triggered', 'boolean'],
 ] as const;
 /** Armed dead man's switches; a disarmed or fired one is deleted (SWITCH_DELETE). */
 const SWITCH = [
@@ -361,6 +366,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
       o.reserved,
       o.feeExcess,
       ...orderControlValues(o),
+      ...orderTriggerValues(o),
     ]),
     columnsOf(balances, BALANCE.length, (b) => [b.userId, b.asset, b.available, b.reserved]),
     columnsOf(totals, TOTALS.length, (t) => [t.asset, t.netDeposits, t.fees]),

@@ -42,7 +42,7 @@ const col = (name: string, type: Column['type'], read?: string): Column =>
 const big = (...names: string[]) => names.map((n) => col(n, 'bigint'));
 const text = (...names: string[]) => names.map((n) => col(n, 'text'));
 
-/** Every table of schema v8, in an order that satisfies the (deferred anyway) foreign keys. */
+/** Every table of schema v9, in an order that satisfies the (deferred anyway) foreign keys. */
 export const COPIED_TABLES: readonly TableCopy[] = [
   { table: 'assets', columns: [...text('code', 'name', 'type'), col('decimals', 'int')], order: 'rowid' },
   {
@@ -74,7 +74,10 @@ export const COPIED_TABLES: readonly TableCopy[] = [
       ...big('expire_time'),
       col('post_only', 'boolean', 'post_only <> 0'),
       ...text('client_order_id', 'stp'),
-      ...big('priority'),
+      ...big('priority', 'trigger_price'),
+      ...text('trailing_unit'),
+      ...big('trailing_amount', 'trailing_best'),
+      col('triggered', 'boolean', 'triggered <> 0'),
     ],
     order: 'id',
   },

@@ -264,6 +264,26 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    description:
+      'conditional orders: the five new order types, trigger price, trailing offset and best price, triggered',
+    // As SQLite's v9, without its table rebuild: PostgreSQL replaces the type's CHECK constraint
+    // (named by its default rule, orders_type_check) and adds the columns, NULL / false for every
+    // existing order (none of which is conditional).
+    sql: `
+      ALTER TABLE orders
+        DROP CONSTRAINT orders_type_check,
+        ADD CONSTRAINT orders_type_check CHECK (type IN ('limit', 'market', 'stop-loss', 'take-profit',
+          'stop-loss-limit', 'take-profit-limit', 'trailing-stop')),
+        ADD COLUMN trigger_price bigint CHECK (trigger_price IS NULL OR trigger_price > 0),
+        ADD COLUMN trailing_unit text CHECK (trailing_unit IS NULL OR trailing_unit IN ('ticks', 'bps')),
+        ADD COLUMN trailing_amount bigint CHECK (trailing_amount IS NULL OR trailing_amount > 0),
+        ADD COLUMN trailing_best bigint CHECK (trailing_best IS NULL OR trailing_best > 0),
+        ADD COLUMN triggered boolean NOT NULL DEFAULT false,
+        ADD CONSTRAINT orders_trailing_offset_whole CHECK ((trailing_unit IS NULL) = (trailing_amount IS NULL));
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

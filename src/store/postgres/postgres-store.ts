@@ -22,7 +22,9 @@ import {
   assetFromRow,
   type BalanceRow,
   balanceFromRow,
+  LAST_PRICES_SQL,
   type LedgerRow,
+  lastPricesOf,
   ledgerFromRow,
   type MarketRow,
   marketFromRow,
@@ -306,6 +308,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
       );
       const meta = await c.query<{ key: string; value: number }>('SELECT key, value FROM meta');
+      const lastPrices = await c.query<{ market_id: number; price: number }>(LAST_PRICES_SQL);
       return {
         assets: assets.rows.map(assetFromRow),
         markets: markets.rows.map(marketFromRow),
@@ -313,6 +316,7 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         totals: totals.rows.map(totalsFromRow),
         openOrders: open.rows.map(orderFromRow),
         ...switchesOf(switches.rows.map(switchFromRow)),
+        ...lastPricesOf(lastPrices.rows),
         sequences: sequencesFromMeta(meta.rows),
       };
     });

@@ -205,6 +205,52 @@ describe('SqliteStore checkpoints', () => {
     ]);
   });
 
+  test('a checkpoint saved by schema version 8 (before conditional orders) still restores', (t) => {
+    const { dir } = tempStore(t);
+    const disk = SqliteStore.open({ path: join(dir, 'v8.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    fillFirstState(disk);
+    const saved = stateOf(disk);
+    disk.saveCheckpoint('v8', T0);
+    // The v8 layout of orders: every column but the five conditional ones.
+    const raw = new Database(join(dir, 'cp', 'v8.db'));
+    const v8 =
+      'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, ' +
+      'cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
+    raw.exec(`CREATE TABLE orders_v8 AS SELECT ${v8} FROM orders; DROP TABLE orders;
+      ALTER TABLE orders_v8 RENAME TO orders;`);
+    raw.pragma('user_version = 8');
+    raw.close();
+    changeEverything(disk);
+    disk.restoreCheckpoint('v8');
+    assert.deepEqual(stateOf(disk), saved);
+  });
+
+  test('conditional orders and the last prices come back with a checkpoint', (t) => {
+    const { dir } = tempStore(t);
+    const disk = SqliteStore.open({ path: join(dir, 'cond.db'), checkpointDir: join(dir, 'cp') });
+    t.after(() => disk.close());
+    fillFirstState(disk);
+    const trailing = order(8, {
+      side: 'sell',
+      type: 'trailing-stop',
+      price: 0 as never,
+      triggerPrice: 490_000 as never,
+      trailingOffset: { unit: 'bps', amount: 200 },
+      trailingBest: 500_000 as never,
+    });
+    const fired = order(9, { type: 'stop-loss-limit', triggerPrice: 499_000 as never, triggered: true });
+    disk.commit(batch({ orders: [trailing, fired] }));
+    const saved = stateOf(disk);
+    assert.deepEqual(saved.snapshot.lastPrices, [{ marketId: BTCEUR, price: 500_000 }]);
+    disk.saveCheckpoint('cond', T0);
+    changeEverything(disk);
+    disk.commit(batch({ orders: [{ ...trailing, status: 'canceled', closeTime: T1 }] }));
+    assert.deepEqual(disk.loadSnapshot().lastPrices, [{ marketId: BTCEUR, price: 600_000 }]);
+    disk.restoreCheckpoint('cond');
+    assert.deepEqual(stateOf(disk), saved);
+  });
+
   test('a name that could leave the directory or hide a file is refused', (t) => {
     const { store, dir } = tempStore(t, { checkpointDir: join(tmpdir(), 'unused') });
     const disk = SqliteStore.open({ path: join(dir, 'd.db'), checkpointDir: join(dir, 'cp') });

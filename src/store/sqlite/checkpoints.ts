@@ -54,19 +54,24 @@ export const STATE_TABLES = [
 /**
  * The oldest schema version whose checkpoints restore here. Version 7 only added book_sequences,
  * which a restore keeps rather than copies (book sequences never go back, decision 77); version
- * 8 added the order controls' columns and the dead man's switches (ADDED_COLUMNS, ADDED_TABLES),
- * whose defaults are exactly what an older order was. So checkpoints saved before an upgrade stay
- * usable. (Each state table's columns are still compared before anything is written.)
+ * 8 added the order controls' columns and the dead man's switches, version 9 the conditional
+ * orders' columns (ADDED_COLUMNS, ADDED_TABLES), whose defaults are exactly what an older order
+ * was. So checkpoints saved before an upgrade stay usable. (Each state table's columns are still
+ * compared before anything is written.)
  */
 const OLDEST_RESTORABLE_VERSION = 6;
 
 /**
- * Columns a later schema version appended to a state table, whose defaults say what the rows of
- * an older checkpoint meant (v8: every older order is good till canceled, without expiry,
- * post-only, client id, with self-trade mode cancel-oldest).
+ * Columns later schema versions appended to a state table, oldest version first, whose defaults
+ * say what the rows of an older checkpoint meant. v8: every older order is good till canceled,
+ * without expiry, post-only or client id, with self-trade mode cancel-oldest. v9: every older
+ * order is a limit or market order, without trigger or trailing offset, never triggered.
  */
-const ADDED_COLUMNS: Readonly<Record<string, readonly string[]>> = {
-  orders: ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'],
+const ADDED_COLUMNS: Readonly<Record<string, readonly (readonly string[])[]>> = {
+  orders: [
+    ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'],
+    ['trigger_price', 'trailing_unit', 'trailing_amount', 'trailing_best', 'triggered'],
+  ],
 };
 /** State tables a later schema version added: an older checkpoint has none of their rows (v8: no switch armed). */
 const ADDED_TABLES: readonly string[] = ['cancel_all_after'];
@@ -325,8 +330,14 @@ function sameColumns(
   name: string,
 ): string | null {
   if (held.length === 0 && ADDED_TABLES.includes(table)) return null;
-  const older = wanted.slice(0, wanted.length - (ADDED_COLUMNS[table]?.length ?? 0));
-  const same = held.join(',') === wanted.join(',') || held.join(',') === older.join(',');
+  // Today's layout, or one that lacks the columns of the last k versions that added some.
+  const layouts = [wanted.join(',')];
+  let length = wanted.length;
+  for (const added of [...(ADDED_COLUMNS[table] ?? [])].reverse()) {
+    length -= added.length;
+    layouts.push(wanted.slice(0, length).join(','));
+  }
+  const same = layouts.includes(held.join(','));
   if (held.length === 0 || !same)
     throw new CheckpointError('incompatible', `Checkpoint ${name} has another layout of table ${table}.`);
   return held.map((c) => `"${c}"`).join(', ');

@@ -358,6 +358,69 @@ describe('migrations', () => {
     assert.deepEqual(store.findOrderByClientId(ALICE, 'c-1'), controlled);
   });
 
+  test('v9 upgrades a v8 database: its orders stay as they were, indexes and all; conditional orders can be written', (t) => {
+    const path = tempPath(t);
+    const v8 = new Database(path);
+    migrate(v8, MIGRATIONS.slice(0, 8));
+    v8.exec(`
+      INSERT INTO assets (code, name, type, decimals) VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 4);
+      INSERT INTO markets (id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee)
+        VALUES (1, 'BTC', 'EUR', 1, 8, 1, 0, 0);
+      INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time,
+          close_time, cost, fee, reserved, client_order_id, time_in_force, expire_time)
+        VALUES (1, 1, 1, 'buy', 'limit', 5000, 10, 0, 'open', NULL, 7, NULL, 0, 0, 5, 'keep-me', 'GTD', 99),
+               (2, 1, 1, 'sell', 'market', 0, 10, 10, 'closed', NULL, 8, 9, 50, 1, 0, NULL, 'GTC', 0);
+    `);
+    const indexesBefore = v8
+      .prepare<[], string>(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'orders' ORDER BY name",
+      )
+      .pluck()
+      .all();
+    v8.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    const [open] = store.loadSnapshot().openOrders;
+    assert.deepEqual(open, {
+      id: 1,
+      userId: 1,
+      marketId: 1,
+      side: 'buy',
+      type: 'limit',
+      price: 5000,
+      volume: 10,
+      executed: 0,
+      status: 'open',
+      reason: null,
+      openTime: 7,
+      closeTime: null,
+      cost: 0,
+      fee: 0,
+      feeExcess: 0,
+      reserved: 5,
+      timeInForce: 'GTD',
+      clientOrderId: 'keep-me',
+      expireTime: 99,
+    });
+    assert.equal(store.getOrder(2 as OrderId)?.type, 'market');
+    const db = new Database(path, { readonly: true });
+    t.after(() => db.close());
+    const indexesAfter = db
+      .prepare<[], string>(
+        "SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'orders' ORDER BY name",
+      )
+      .pluck()
+      .all();
+    assert.deepEqual(indexesAfter, indexesBefore);
+    const stop = order(3, { type: 'stop-loss', price: 0 as never, triggerPrice: 4_000 as never });
+    store.commit(batch({ orders: [stop] }));
+    assert.deepEqual(store.getOrder(3 as OrderId), stop);
+    assert.ok(
+      indexesAfter.includes('orders_open_by_user') && indexesAfter.includes('orders_by_user_client_id'),
+    );
+  });
+
   test('refuse a database from a newer release and misnumbered migrations', (t) => {
     const path = tempPath(t);
     const db = new Database(path);

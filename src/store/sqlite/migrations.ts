@@ -32,6 +32,11 @@ const digits = (column: string) =>
 
 const DEFERRED = 'DEFERRABLE INITIALLY DEFERRED';
 
+/** The orders table's columns at v8, which v9 copies into its rebuilt table. */
+const V8_ORDER_COLUMNS =
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, ' +
+  'cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -315,6 +320,60 @@ export const MIGRATIONS: readonly Migration[] = [
         user_id INTEGER PRIMARY KEY,
         trigger_time INTEGER NOT NULL CHECK (trigger_time > 0)
       ) STRICT;
+    `,
+  },
+  {
+    version: 9,
+    description:
+      'conditional orders: the five new order types, trigger price, trailing offset and best price, triggered',
+    // SQLite cannot change a CHECK constraint in place, and the v1 one allows only limit and
+    // market: the table is rebuilt (its rows copied as they are, every index made again). No
+    // other table references orders, so nothing else moves. Every existing order is a limit or
+    // market order: the new columns are NULL (no trigger, no trailing offset) and triggered 0.
+    // `trigger_price` is a conditional order's trigger in ticks (a trailing stop's current one,
+    // NULL until its first best price); `trailing_unit`/`trailing_amount` its offset (ticks or
+    // basis points); `trailing_best` its best price so far; `triggered` 1 once it fired.
+    sql: `
+      CREATE TABLE orders_v9 (
+        id INTEGER PRIMARY KEY,
+        user_id INTEGER NOT NULL,
+        market_id INTEGER NOT NULL REFERENCES markets (id) ${DEFERRED},
+        side TEXT NOT NULL CHECK (side IN ('buy', 'sell')),
+        type TEXT NOT NULL CHECK (type IN ('limit', 'market', 'stop-loss', 'take-profit',
+          'stop-loss-limit', 'take-profit-limit', 'trailing-stop')),
+        price INTEGER NOT NULL,
+        volume INTEGER NOT NULL,
+        executed INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'closed', 'canceled')),
+        reason TEXT,
+        open_time INTEGER NOT NULL,
+        close_time INTEGER,
+        cost INTEGER NOT NULL,
+        fee INTEGER NOT NULL,
+        reserved INTEGER NOT NULL,
+        fee_excess INTEGER NOT NULL DEFAULT 0 CHECK (fee_excess >= 0 AND fee_excess < 100000000),
+        time_in_force TEXT NOT NULL DEFAULT 'GTC' CHECK (time_in_force IN ('GTC', 'IOC', 'FOK', 'GTD')),
+        expire_time INTEGER NOT NULL DEFAULT 0 CHECK (expire_time >= 0),
+        post_only INTEGER NOT NULL DEFAULT 0 CHECK (post_only IN (0, 1)),
+        client_order_id TEXT CHECK (client_order_id IS NULL OR length(client_order_id) BETWEEN 1 AND 36),
+        stp TEXT NOT NULL DEFAULT 'cancel-oldest'
+          CHECK (stp IN ('cancel-oldest', 'cancel-newest', 'cancel-both', 'decrement')),
+        priority INTEGER CHECK (priority IS NULL OR priority > id),
+        trigger_price INTEGER CHECK (trigger_price IS NULL OR trigger_price > 0),
+        trailing_unit TEXT CHECK (trailing_unit IS NULL OR trailing_unit IN ('ticks', 'bps')),
+        trailing_amount INTEGER CHECK (trailing_amount IS NULL OR trailing_amount > 0),
+        trailing_best INTEGER CHECK (trailing_best IS NULL OR trailing_best > 0),
+        triggered INTEGER NOT NULL DEFAULT 0 CHECK (triggered IN (0, 1)),
+        CHECK ((trailing_unit IS NULL) = (trailing_amount IS NULL))
+      ) STRICT;
+      INSERT INTO orders_v9 (${V8_ORDER_COLUMNS}) SELECT ${V8_ORDER_COLUMNS} FROM orders;
+      DROP TABLE orders;
+      ALTER TABLE orders_v9 RENAME TO orders;
+      CREATE INDEX orders_open ON orders (id) WHERE status = 'open';
+      CREATE INDEX orders_by_user ON orders (user_id, id DESC, status, market_id);
+      CREATE INDEX orders_open_by_user ON orders (user_id, id DESC, market_id) WHERE status = 'open';
+      CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
+        WHERE client_order_id IS NOT NULL;
     `,
   },
 ];

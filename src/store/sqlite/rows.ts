@@ -20,12 +20,14 @@ import type {
   Side,
   TimeInForce,
   TradeId,
+  TrailingOffsetUnit,
   UserId,
   Volume,
 } from '../../domain/types.js';
 import type {
   AssetTotals,
   BalanceState,
+  LastPrice,
   OrderState,
   Sequences,
   SwitchState,
@@ -89,6 +91,12 @@ export interface OrderRow {
   readonly client_order_id: string | null;
   readonly stp: SelfTradeMode;
   readonly priority: number | null;
+  readonly trigger_price: number | null;
+  readonly trailing_unit: TrailingOffsetUnit | null;
+  readonly trailing_amount: number | null;
+  readonly trailing_best: number | null;
+  /** 0 or 1 in SQLite; a boolean from PostgreSQL. */
+  readonly triggered: number | boolean;
 }
 
 export interface TradeRow {
@@ -153,7 +161,7 @@ export const API_KEY_COLUMNS =
   'key, user_id, sealed_secret, scopes, created_at, revoked_at, ip_allowlist, nonce_required';
 
 export const ORDER_COLUMNS =
-  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority';
+  'id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time, close_time, cost, fee, reserved, fee_excess, time_in_force, expire_time, post_only, client_order_id, stp, priority, trigger_price, trailing_unit, trailing_amount, trailing_best, triggered';
 export const TRADE_COLUMNS =
   'id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time';
 export const CANDLE_COLUMNS =
@@ -212,13 +220,17 @@ export function orderFromRow(r: OrderRow): OrderState {
   // The engine leaves out every control at its default (engine/types.ts, OrderState): so does the
   // store, so an order read back is the very state the engine drained.
   const postOnly = r.post_only === 1 || r.post_only === true;
+  const triggered = r.triggered === 1 || r.triggered === true;
   if (
     r.time_in_force === 'GTC' &&
     r.expire_time === 0 &&
     !postOnly &&
     r.client_order_id === null &&
     r.stp === 'cancel-oldest' &&
-    r.priority === null
+    r.priority === null &&
+    r.trigger_price === null &&
+    r.trailing_unit === null &&
+    !triggered
   )
     return order;
   return {
@@ -229,7 +241,30 @@ export function orderFromRow(r: OrderRow): OrderState {
     ...(r.stp === 'cancel-oldest' ? {} : { stp: r.stp }),
     ...(r.expire_time === 0 ? {} : { expireTime: r.expire_time as Micros }),
     ...(r.priority === null ? {} : { priority: r.priority }),
+    // A conditional order's trigger fields, present as the engine's state has them.
+    ...(r.trigger_price === null ? {} : { triggerPrice: r.trigger_price as Price }),
+    ...(r.trailing_unit === null || r.trailing_amount === null
+      ? {}
+      : { trailingOffset: { unit: r.trailing_unit, amount: r.trailing_amount } }),
+    ...(r.trailing_best === null ? {} : { trailingBest: r.trailing_best as Price }),
+    ...(triggered ? { triggered: true } : {}),
   };
+}
+
+/**
+ * An order's conditional columns (trigger_price, trailing_unit, trailing_amount, trailing_best,
+ * triggered), NULL / false for any other order: what both stores write after the control columns.
+ */
+export function orderTriggerValues(
+  o: OrderState,
+): [number | null, TrailingOffsetUnit | null, number | null, number | null, boolean] {
+  return [
+    o.triggerPrice ?? null,
+    o.trailingOffset?.unit ?? null,
+    o.trailingOffset?.amount ?? null,
+    o.trailingBest ?? null,
+    o.triggered === true,
+  ];
 }
 
 /**
@@ -377,3 +412,24 @@ export function sequencesFromMeta(rows: readonly { key: string; value: number }[
  */
 export const switchesOf = (switches: readonly SwitchState[]): { switches?: readonly SwitchState[] } =>
   switches.length === 0 ? {} : { switches };
+
+/**
+ * Each market's last trade price, for the engine snapshot's `lastPrices` (what conditional orders
+ * are triggered and refused by): the price of its trade with the highest id, one index probe per
+ * market (trades_by_market). Markets without a trade are left out.
+ */
+export const LAST_PRICES_SQL =
+  'SELECT market_id, price FROM (SELECT m.id AS market_id, ' +
+  '(SELECT t.price FROM trades t WHERE t.market_id = m.id ORDER BY t.id DESC LIMIT 1) AS price ' +
+  'FROM markets m) AS last WHERE price IS NOT NULL ORDER BY market_id';
+
+/**
+ * The snapshot's `lastPrices` field: present only when a market has traded, as the engine's own
+ * snapshot leaves it out when none has (engine/types.ts, EngineSnapshot).
+ */
+export function lastPricesOf(rows: readonly { market_id: number; price: number }[]): {
+  lastPrices?: readonly LastPrice[];
+} {
+  if (rows.length === 0) return {};
+  return { lastPrices: rows.map((r) => ({ marketId: r.market_id as MarketId, price: r.price as Price })) };
+}

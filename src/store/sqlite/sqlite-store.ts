@@ -60,7 +60,9 @@ import {
   candleFromRow,
   encodeIpAllowlist,
   encodeScopes,
+  LAST_PRICES_SQL,
   type LedgerRow,
+  lastPricesOf,
   ledgerFromRow,
   type MarketRow,
   marketFromRow,
@@ -68,6 +70,7 @@ import {
   type OrderRow,
   orderControlValues,
   orderFromRow,
+  orderTriggerValues,
   SEQUENCE_KEYS,
   sequencesFromMeta,
   switchesOf,
@@ -523,9 +526,10 @@ function prepareWrites(db: Database.Database) {
         number,
         number,
         ...OrderControlParams,
+        ...OrderTriggerParams,
       ]
     >(
-      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO orders (${ORDER_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET
          user_id = excluded.user_id, market_id = excluded.market_id, side = excluded.side,
          type = excluded.type, price = excluded.price, volume = excluded.volume,
@@ -534,11 +538,14 @@ function prepareWrites(db: Database.Database) {
          fee = excluded.fee, reserved = excluded.reserved, fee_excess = excluded.fee_excess,
          time_in_force = excluded.time_in_force, expire_time = excluded.expire_time,
          post_only = excluded.post_only, client_order_id = excluded.client_order_id, stp = excluded.stp,
-         priority = excluded.priority`,
+         priority = excluded.priority, trigger_price = excluded.trigger_price,
+         trailing_unit = excluded.trailing_unit, trailing_amount = excluded.trailing_amount,
+         trailing_best = excluded.trailing_best, triggered = excluded.triggered`,
     ),
     // An order's later states change only these columns (the others are fixed when it is placed;
-    // an amend changes price, volume and client id): no conflict detection, and no foreign-key
-    // check of a market_id that cannot have changed.
+    // an amend changes price, volume, client id and trigger; a trailing stop moves its trigger and
+    // best price; a conditional order fires): no conflict detection, and no foreign-key check of
+    // a market_id that cannot have changed.
     updateOrderState: db.prepare<
       [
         number,
@@ -553,11 +560,15 @@ function prepareWrites(db: Database.Database) {
         number,
         string | null,
         number | null,
+        number | null,
+        number | null,
+        number,
         number,
       ]
     >(
       `UPDATE orders SET price = ?, volume = ?, executed = ?, status = ?, reason = ?, close_time = ?,
-         cost = ?, fee = ?, reserved = ?, fee_excess = ?, client_order_id = ?, priority = ? WHERE id = ?`,
+         cost = ?, fee = ?, reserved = ?, fee_excess = ?, client_order_id = ?, priority = ?,
+         trigger_price = ?, trailing_best = ?, triggered = ? WHERE id = ?`,
     ),
     upsertSwitch: db.prepare<[number, number]>(
       `INSERT INTO cancel_all_after (user_id, trigger_time) VALUES (?, ?)
@@ -718,7 +729,16 @@ function upsertOrder(s: WriteStatements, o: OrderState): void {
     o.reserved,
     o.feeExcess,
     ...sqliteControls(o),
+    ...sqliteTriggers(o),
   );
+}
+
+type OrderTriggerParams = [number | null, string | null, number | null, number | null, number];
+
+/** The conditional columns as SQLite takes them (triggered as 0 or 1). */
+function sqliteTriggers(o: OrderState): OrderTriggerParams {
+  const [triggerPrice, unit, amount, best, triggered] = orderTriggerValues(o);
+  return [triggerPrice, unit, amount, best, triggered ? 1 : 0];
 }
 
 type OrderControlParams = [string, number, number, string | null, string, number | null];
@@ -744,6 +764,9 @@ function updateOrderState(s: WriteStatements, o: OrderState): number {
     o.feeExcess,
     o.clientOrderId ?? null,
     o.priority ?? null,
+    o.triggerPrice ?? null,
+    o.trailingBest ?? null,
+    o.triggered === true ? 1 : 0,
     o.id,
   ).changes;
 }
@@ -823,6 +846,7 @@ function prepareReads(db: Database.Database) {
     switches: db.prepare<[], { user_id: number; trigger_time: number }>(
       'SELECT user_id, trigger_time FROM cancel_all_after ORDER BY user_id',
     ),
+    lastPrices: db.prepare<[], { market_id: number; price: number }>(LAST_PRICES_SQL),
 
     order: db.prepare<[number], OrderRow>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ?`),
     orderByClientId: db.prepare<[number, string], OrderRow>(
@@ -991,6 +1015,7 @@ function readSnapshot(r: ReadStatements): EngineSnapshot {
     totals: r.totals.all().map(totalsFromRow),
     openOrders: r.openOrders.all().map(orderFromRow),
     ...switchesOf(r.switches.all().map(switchFromRow)),
+    ...lastPricesOf(r.lastPrices.all()),
     sequences: sequencesFromMeta(r.meta.all()),
   };
 }

@@ -80,7 +80,10 @@ test('a trigger the last price has already reached is refused, not traded', asyn
     (error: unknown) => {
       assert.ok(error instanceof OpenSpotApiError && error.status === 422);
       const errors = error.body !== undefined && 'errors' in error.body ? error.body.errors : {};
-      assert.match(errors.trigger_price?.[0] ?? '', /already reached by the last trade price 57950\.0/);
+      assert.match(
+        errors.trigger_price?.[0] ?? '',
+        /The last trade price, 57950\.0, has reached this trigger already/,
+      );
       return true;
     },
   );

@@ -354,7 +354,10 @@ describe('trader commands', { timeout: 300_000 }, () => {
 
     const reached = await cli(['order', 'sell', pair, '0.01', '--stop', '61000'], { ...env, ...as(erin) });
     assert.equal(reached.code, 1);
-    assert.match(reached.stderr, /^\s+trigger_price: .*already reached by the last trade price 60000\.0/m);
+    assert.match(
+      reached.stderr,
+      /^\s+trigger_price: The last trade price, 60000\.0, has reached this trigger already/m,
+    );
 
     const moved = (await json(['amend', String(stop.id), '--trigger', '57950'], as(erin))) as Placed;
     assert.equal(moved.order.price.amount, '57950.0');

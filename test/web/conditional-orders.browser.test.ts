@@ -137,7 +137,10 @@ describe('conditional orders in the trading terminal', { skip, timeout: 180_000 
     await page.getByRole('button', { name: 'Sell BTC' }).click();
     const error = page.locator('#order-trigger-error');
     await error.waitFor({ timeout: 10_000 });
-    assert.match((await error.textContent()) ?? '', /already reached by the last trade price 60000\.0/);
+    assert.match(
+      (await error.textContent()) ?? '',
+      /The last trade price, 60000\.0, has reached this trigger already/,
+    );
     assert.equal(await page.getByLabel('Trigger price (EUR)').getAttribute('aria-invalid'), 'true');
     assert.deepEqual(watch.problems, []);
   });

@@ -4,7 +4,8 @@
  * Conditional orders in the trading terminal, in headless Chromium against a real server with the
  * simulator off (so that only this test moves the last price): the form offers the five types with
  * their own fields, a trigger already reached shows its 422 under the trigger field, a stop-loss
- * placed from the form waits in open orders with its condition, and a later trade between two
+ * placed from the form waits in open orders with its condition, its trigger is amended in the
+ * table, and a later trade between two
  * other traders fires it — the page sees it leave the open orders and end closed, triggered, in the
  * order history, with no click. Screenshots go to test-output/screenshots/.
  */
@@ -166,8 +167,22 @@ describe('conditional orders in the trading terminal', { skip, timeout: 180_000 
     assert.deepEqual(watch.problems, []);
   });
 
-  test('a later trade at the trigger fires it: the page sees it closed, triggered, with no click', async () => {
-    // Liquidity for the stop to sell into, then a trade at 58000.0 between the two others.
+  test('Amend moves the waiting stop’s trigger', async () => {
+    await page.getByRole('button', { name: `Amend order ${stopId}` }).click();
+    await page.getByLabel(`New trigger price of order ${stopId}`).fill('58100.0');
+    await page.screenshot({ path: screenshotPath('terminal-conditional-amend.png') });
+    await page.getByRole('button', { name: `Save order ${stopId}` }).click();
+    const row = page.locator(`tr[data-order-id="${stopId}"]`);
+    await row.getByTestId('trigger-condition').filter({ hasText: 'last price <= 58100.0' }).waitFor({
+      timeout: 10_000,
+    });
+    assert.equal((await maker.orderbook({ tickerId: pair }))[0]?.asks.length, 0);
+    assert.deepEqual(watch.problems, []);
+  });
+
+  test('a later trade through the trigger fires it: the page sees it closed, triggered, with no click', async () => {
+    // Liquidity for the stop to sell into, then a trade at 58000.0 (below its trigger, 58100.0)
+    // between the two others.
     await maker.createOrder({ pair, direction: 'buy', type: 'limit', volume: '0.02', price: '57000.0' });
     await tradeAt('58000.0', 'sell');
     const open = page.locator(`tr[data-order-id="${stopId}"]`);
@@ -177,7 +192,7 @@ describe('conditional orders in the trading terminal', { skip, timeout: 180_000 
     await row.waitFor({ timeout: 10_000 });
     assert.equal(
       await row.getByTestId('trigger-condition').textContent(),
-      'triggered: last price <= 58000.0',
+      'triggered: last price <= 58100.0',
     );
     assert.match((await row.textContent()) ?? '', /closed/);
     await page.screenshot({ path: screenshotPath('terminal-conditional-triggered.png') });

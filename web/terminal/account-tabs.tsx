@@ -5,6 +5,7 @@
  * `version` changes whenever the account may have changed (an order placed or canceled, a
  * private-channel event): the visible table is then fetched again.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import {
   isConditional,
@@ -125,12 +126,22 @@ const limitOf = (o: Order): string | undefined =>
 const waitingTrigger = (o: Order): boolean =>
   takesTriggerPrice(o.order_type) && !o.trigger_conditions.startsWith('triggered');
 
-/** What a conditional order waits for (or that it fired), as the server words it; nothing for others. */
-function TriggerCell(props: { order: Order }) {
+/**
+ * An order's type; under a conditional order's, what it waits for (or that it fired) as the server
+ * words it — in the type's cell, so the tables keep their width. `editor` replaces the condition
+ * while its trigger is being amended.
+ */
+function TypeCell(props: { order: Order; editor?: ComponentChildren }) {
   const o = props.order;
   return (
-    <td class="trigger-condition" data-testid="trigger-condition">
-      {isConditional(o.order_type) ? o.trigger_conditions : <span class="muted">—</span>}
+    <td class="order-type">
+      {o.order_type}
+      {props.editor ??
+        (isConditional(o.order_type) && (
+          <span class="trigger-condition muted" data-testid="trigger-condition">
+            {o.trigger_conditions}
+          </span>
+        ))}
     </td>
   );
 }
@@ -262,7 +273,6 @@ function OpenOrders(props: {
             <th scope="col">Side</th>
             <th scope="col">Type</th>
             <th scope="col">Price</th>
-            <th scope="col">Trigger</th>
             <th scope="col">Volume</th>
             <th scope="col">Filled</th>
             <th scope="col">
@@ -279,7 +289,12 @@ function OpenOrders(props: {
                 <td class="num muted">{when(o.open_time)}</td>
                 <td>{o.asset_pair.display_name}</td>
                 <td class={o.type}>{o.type}</td>
-                <td>{o.order_type}</td>
+                <TypeCell
+                  order={o}
+                  editor={
+                    editing && waitingTrigger(o) ? draftInput(o, 'trigger', 'New trigger price') : undefined
+                  }
+                />
                 <td class="num">
                   {limit === undefined
                     ? 'market'
@@ -287,11 +302,6 @@ function OpenOrders(props: {
                       ? draftInput(o, 'price', 'New price')
                       : group(limit)}
                 </td>
-                {editing && waitingTrigger(o) ? (
-                  <td class="num">{draftInput(o, 'trigger', 'New trigger price')}</td>
-                ) : (
-                  <TriggerCell order={o} />
-                )}
                 <td class="num">
                   {editing ? draftInput(o, 'volume', 'New total volume') : trimZeros(o.volume.amount)}
                 </td>
@@ -365,7 +375,6 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
             <th scope="col">Side</th>
             <th scope="col">Type</th>
             <th scope="col">Price</th>
-            <th scope="col">Trigger</th>
             <th scope="col">Volume</th>
             <th scope="col">Filled</th>
             <th scope="col">Status</th>
@@ -377,9 +386,8 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
               <td class="num muted">{when(o.close_time)}</td>
               <td>{o.asset_pair.display_name}</td>
               <td class={o.type}>{o.type}</td>
-              <td>{o.order_type}</td>
+              <TypeCell order={o} />
               <td class="num">{o.order_type === 'market' ? 'market' : group(limitOf(o) ?? 'market')}</td>
-              <TriggerCell order={o} />
               <td class="num">{trimZeros(o.volume.amount)}</td>
               <td class="num">{trimZeros(o.volume_executed.amount)}</td>
               <td>

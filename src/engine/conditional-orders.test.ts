@@ -218,6 +218,32 @@ test('a trailing stop follows the best price seen since placement and fires at i
   assert.equal(engine.openOrder(id), undefined);
 });
 
+test('a stop-loss, take-profit or trailing stop (market once fired) takes GTD; FOK and post-only are refused as conditional', () => {
+  const engine = venue();
+  tradeAt(engine, 600_000);
+  const expireTime = (T + 1_000_000_000) as Micros;
+  for (const fields of [
+    { type: 'stop-loss' as const, triggerPrice: 580_000 as Price },
+    { type: 'take-profit' as const, triggerPrice: 620_000 as Price },
+    { type: 'trailing-stop' as const, trailingOffset: { unit: 'bps' as const, amount: 100 } },
+  ]) {
+    const placed = ok(run(engine, order(carol, 'sell', { ...fields, timeInForce: 'GTD', expireTime })));
+    const accepted = placed[0];
+    assert.equal(accepted?.type === 'orderAccepted' && accepted.order.expireTime, expireTime, fields.type);
+    assert.equal(
+      refused(run(engine, order(carol, 'sell', { ...fields, timeInForce: 'FOK' }))),
+      'invalid_conditional_controls',
+    );
+    assert.equal(
+      refused(run(engine, order(carol, 'sell', { ...fields, postOnly: true }))),
+      'invalid_conditional_controls',
+    );
+  }
+  const expired = ok(engine.apply({ kind: 'tick' }, expireTime));
+  assert.equal(expired.filter((e) => e.type === 'orderDone').length, 3);
+  engine.validateInternalState();
+});
+
 test('cancel, cancel-all and a GTD expiry remove a waiting order and give back what it held', () => {
   const engine = venue();
   tradeAt(engine, 600_000);

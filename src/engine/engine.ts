@@ -801,7 +801,9 @@ export class Engine {
       c.stp !== undefined ||
       c.expireTime !== undefined
     ) {
-      const read = this.readControls(c, isLimit, time);
+      // A conditional order rests while it waits, whatever it becomes when it fires: GTD is
+      // its to take (decision E30); IOC, FOK and post-only are refused by readTrigger.
+      const read = this.readControls(c, isLimit || conditional, time);
       if ('ok' in read) return read;
       controls = read;
     }

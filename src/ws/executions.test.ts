@@ -257,3 +257,52 @@ test('an amend is an `amended` step with its reason; the outcomes of the control
     'only the watched user',
   );
 });
+
+test('a fired stop is a `triggered` step before the trade steps of its own fills', () => {
+  // A resting buy (maker, user 8) and a waiting stop-loss sell (user 9) that a trade fires: the
+  // engine reports orderTriggered, then the stop's trade and its orderDone.
+  const bid = order({ id: 30 as OrderId, userId: 8 as UserId, side: 'buy' });
+  const waiting = order({
+    id: 31 as OrderId,
+    userId: 9 as UserId,
+    side: 'sell',
+    type: 'stop-loss',
+    price: 0 as Price,
+    volume: 10_000_000 as Volume,
+    triggerPrice: 300_100 as Price,
+  });
+  const fired = { ...waiting, triggered: true as const };
+  const fill = trade(40, fired, bid, 10_000_000);
+  const done = {
+    ...fired,
+    status: 'closed' as const,
+    executed: 10_000_000 as Volume,
+    cost: fill.cost,
+    fee: fill.takerFee,
+    closeTime: 5 as Micros,
+  };
+  const events: EngineEvent[] = [
+    { type: 'orderTriggered', order: fired, lastPrice: 300_000 as Price, time: 5 as Micros },
+    { type: 'trade', trade: fill },
+    { type: 'orderDone', order: done },
+  ];
+  const history: OrderHistory = {
+    order: (id) => (id === bid.id ? { ...bid, executed: 10_000_000 as Volume } : undefined),
+    tradesOfOrders: (ids) => new Map(ids.map((id) => [id, id === done.id ? [fill] : []])),
+  };
+  const steps = executionSteps(events, (u) => u === 9, history);
+  assert.deepEqual(
+    steps.map((s) => [s.event, s.order.id, s.order.triggered ?? false, s.orderTrades.length]),
+    [
+      ['triggered', 31, true, 0],
+      ['trade', 31, true, 1],
+      ['closed', 31, true, 1],
+    ],
+  );
+  assert.equal(steps[0]!.order.executed, 0, 'the triggered step shows the order before its fills');
+  assert.deepEqual(
+    executionSteps(events, (u) => u === 8, history).map((s) => s.event),
+    ['trade'],
+    "the maker's channel has no `triggered` step",
+  );
+});

@@ -1,6 +1,7 @@
 /**
  * The steps of the private executions channel for one committed batch: for each order of a
- * watched user, `accepted`, one `trade` per execution, then `closed` or `canceled`, each with the
+ * watched user, `accepted`, `triggered` when a conditional order's trigger fires (before the
+ * trades it then makes), one `trade` per execution, then `closed` or `canceled`, each with the
  * order as it stood right after that step.
  *
  * A `trade` step carries only its own execution, and the final step all of them: an order filled
@@ -147,6 +148,10 @@ export function executionSteps(
           orderTrades: [],
           reason: event.reason,
         });
+    } else if (event.type === 'orderTriggered') {
+      // The engine reports the firing before the order's own trades: so does the channel.
+      if (watched(event.order.userId))
+        steps.push({ userId: event.order.userId, event: 'triggered', order: event.order, orderTrades: [] });
     } else if (event.type === 'trade') {
       for (const p of partiesOf(event.trade)) {
         const state = running.get(p.orderId);

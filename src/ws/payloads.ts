@@ -353,11 +353,12 @@ export function tradeMessage(
 // Executions (private-order-executed.{userId}).
 
 /**
- * What happened to the order (decision W19; `amended`: W40): it was accepted, traded, changed in
- * place (by its owner's amend, or reduced by self-trade prevention in mode decrement: the order's
- * `reason` is then null and the message's `reason` field says which), or ended.
+ * What happened to the order (decision W19; `amended`: W40; `triggered`: W51): it was accepted,
+ * traded, changed in place (by its owner's amend, or reduced by self-trade prevention in mode
+ * decrement: the order's `reason` is then null and the message's `reason` field says which), its
+ * trigger fired (a conditional order, before the trades it then makes), or it ended.
  */
-export type ExecutionEvent = 'accepted' | 'trade' | 'amended' | 'closed' | 'canceled';
+export type ExecutionEvent = 'accepted' | 'trade' | 'amended' | 'triggered' | 'closed' | 'canceled';
 
 export interface ExecutionData<O, T> {
   readonly event: ExecutionEvent;

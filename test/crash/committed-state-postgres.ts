@@ -34,6 +34,7 @@ import {
   type TotalsRow,
   type TradeRow,
 } from './committed-state.js';
+import { isTriggered } from './conditional.js';
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
@@ -131,6 +132,7 @@ export async function readCommittedPostgres(url: string): Promise<Committed> {
               triggerTime: w.trigger_time as Micros,
             })),
           }),
+      ...(trades.length === 0 ? {} : { lastPrices: lastPricesOf(trades) }),
       sequences: {
         nextOrderId: meta.get('nextOrderId') ?? 1,
         nextTradeId: meta.get('nextTradeId') ?? 1,
@@ -182,5 +184,21 @@ function orderState(o: OrderRow): OrderState {
     ...(o.stp === 'cancel-oldest' ? {} : { stp: o.stp }),
     ...(o.expire_time === 0 ? {} : { expireTime: o.expire_time as Micros }),
     ...(o.priority === null ? {} : { priority: o.priority }),
+    // A conditional order's trigger fields, as the store's own reader gives them.
+    ...(o.trigger_price === null ? {} : { triggerPrice: o.trigger_price as Price }),
+    ...(o.trailing_unit === null || o.trailing_amount === null
+      ? {}
+      : { trailingOffset: { unit: o.trailing_unit, amount: o.trailing_amount } }),
+    ...(o.trailing_best === null ? {} : { trailingBest: o.trailing_best as Price }),
+    ...(isTriggered(o) ? { triggered: true } : {}),
   };
+}
+
+/** Each market's last trade price (its newest trade's), as the store's snapshot gives them. */
+function lastPricesOf(trades: readonly TradeRow[]): EngineSnapshot['lastPrices'] {
+  const last = new Map<number, number>();
+  for (const t of trades) last.set(t.market_id, t.price);
+  return [...last]
+    .sort(([a], [b]) => a - b)
+    .map(([marketId, price]) => ({ marketId: marketId as MarketId, price: price as Price }));
 }

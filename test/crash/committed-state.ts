@@ -31,6 +31,13 @@ import { Engine } from '../../src/engine/engine.js';
 import type { OrderState, Trade } from '../../src/engine/types.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
+import {
+  commandsOfTrades,
+  inBook,
+  isConditional,
+  matchesAsLimit,
+  type OrderTypeName,
+} from './conditional.js';
 
 export const USER_CANCEL_REASON = 'canceled by user';
 export const CANCEL_ALL_REASON = 'canceled by cancel-all';
@@ -57,7 +64,7 @@ export interface OrderRow {
   user_id: number;
   market_id: number;
   side: 'buy' | 'sell';
-  type: 'limit' | 'market';
+  type: OrderTypeName;
   price: number;
   volume: number;
   executed: number;
@@ -76,6 +83,13 @@ export interface OrderRow {
   client_order_id: string | null;
   stp: 'cancel-oldest' | 'cancel-newest' | 'cancel-both' | 'decrement';
   priority: number | null;
+  // Conditional orders (schema 9): NULL / 0 for limit and market orders.
+  trigger_price: number | null;
+  trailing_unit: 'ticks' | 'bps' | null;
+  trailing_amount: number | null;
+  trailing_best: number | null;
+  /** 0/1 in SQLite, a boolean from PostgreSQL. */
+  triggered: number | boolean;
 }
 /** An armed dead man's switch. */
 export interface SwitchRow {
@@ -325,13 +339,15 @@ export function checkLedger(c: Committed): string[] {
     if (taker.user_id !== t.taker_user_id || maker.user_id !== t.maker_user_id)
       fail(`trade ${t.id}: users differ from its orders'`);
     if (taker.user_id === maker.user_id) fail(`trade ${t.id}: a self-trade`);
-    if (taker.side !== t.taker_side || maker.side === taker.side || taker.type !== t.taker_type)
+    // A fired conditional order takes in the form it executes in (limit for the -limit types).
+    const takerForm = matchesAsLimit(taker.type) ? 'limit' : 'market';
+    if (taker.side !== t.taker_side || maker.side === taker.side || takerForm !== t.taker_type)
       fail(`trade ${t.id}: sides or type differ from its orders'`);
-    if (maker.type !== 'limit' || maker.price !== t.price)
-      fail(`trade ${t.id}: not at the maker's limit price`);
-    if (maker.id >= taker.id)
+    if (!inBook(maker) || maker.price !== t.price) fail(`trade ${t.id}: not at the maker's limit price`);
+    // A fired conditional order may be older than the order it takes from (it waited).
+    if (maker.id >= taker.id && !isConditional(taker.type))
       fail(`trade ${t.id}: the maker (${maker.id}) is not older than the taker (${taker.id})`);
-    if (taker.type === 'limit' && (taker.side === 'buy' ? t.price > taker.price : t.price < taker.price))
+    if (takerForm === 'limit' && (taker.side === 'buy' ? t.price > taker.price : t.price < taker.price))
       fail(`trade ${t.id}: price ${t.price} beyond the taker's limit ${taker.price}`);
     if (t.time < taker.open_time || t.time < maker.open_time) fail(`trade ${t.id}: earlier than its orders`);
     const baseUnits = BigInt(t.volume) * m.baseUnitsPerLot;
@@ -360,8 +376,17 @@ export function checkLedger(c: Committed): string[] {
 
   const reserved = new Map<string, bigint>();
   const best = new Map<number, { bid: number; ask: number }>();
-  c.orders.forEach((o, i) => {
-    if (o.id !== i + 1) fail(`order ids have a gap: #${i + 1} is ${o.id}`);
+  // The order id sequence also numbers queue places (a fired -limit order that rests is queued
+  // by a number from it, its `priority`): every number it gave is an order's id or priority.
+  const issued = new Set<number>();
+  for (const o of c.orders) issued.add(o.id).add(o.priority ?? o.id);
+  const lastIssued = Math.max(0, ...issued);
+  for (let n = 1; n <= lastIssued; n++)
+    if (!issued.has(n)) fail(`order ids have a gap: ${n} is no order's id or priority`);
+  let previousId = 0;
+  c.orders.forEach((o) => {
+    if (o.id <= previousId) fail(`order ids out of order: ${o.id} after ${previousId}`);
+    previousId = o.id;
     const m = math.get(o.market_id);
     if (m === undefined) {
       fail(`order ${o.id} in unknown market ${o.market_id}`);
@@ -376,13 +401,16 @@ export function checkLedger(c: Committed): string[] {
       fail(`order ${o.id}: fee excess ${o.fee_excess}, its trades give ${a.fee * FEE_SCALE - a.exact}`);
     if (o.executed > o.volume) fail(`order ${o.id}: executed more than its volume`);
     if (o.status === 'open') {
-      if (o.type !== 'limit' || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
+      // Open: a limit order, a conditional order waiting, or a fired -limit order resting.
+      const openable = o.type === 'limit' || isConditional(o.type);
+      if (!openable || o.executed >= o.volume || o.close_time !== null || o.reason !== null)
         fail(`order ${o.id}: open but ${o.type}, executed ${o.executed}/${o.volume}, closed ${o.close_time}`);
       const expected = initialHold(m, o) - a.spent;
       if (BigInt(o.reserved) !== expected)
         fail(`order ${o.id}: reserves ${o.reserved}, expected ${expected}`);
       const asset = o.side === 'buy' ? m.row.quote : m.row.base;
       reserved.set(key(o.user_id, asset), (reserved.get(key(o.user_id, asset)) ?? 0n) + BigInt(o.reserved));
+      if (!inBook(o)) return;
       const b = best.get(o.market_id) ?? { bid: 0, ask: Number.POSITIVE_INFINITY };
       if (o.side === 'buy') b.bid = Math.max(b.bid, o.price);
       else b.ask = Math.min(b.ask, o.price);
@@ -390,7 +418,7 @@ export function checkLedger(c: Committed): string[] {
     } else {
       if (o.reserved !== 0) fail(`order ${o.id}: ${o.status} but still reserves ${o.reserved}`);
       if (o.close_time === null) fail(`order ${o.id}: ${o.status} without a close time`);
-      if (o.status === 'closed' && o.type === 'limit' && o.executed !== o.volume)
+      if (o.status === 'closed' && matchesAsLimit(o.type) && o.executed !== o.volume)
         fail(`order ${o.id}: a limit order closed with ${o.executed}/${o.volume} executed`);
       if (o.status === 'closed' && o.executed === 0) fail(`order ${o.id}: closed with nothing executed`);
       if (o.status === 'canceled' && o.reason === null) fail(`order ${o.id}: canceled without a reason`);
@@ -423,8 +451,10 @@ export function checkLedger(c: Committed): string[] {
 
   // The id sequences continue exactly after the last committed ids.
   const next = (k: string) => c.meta.get(k) ?? 1;
-  if (c.orders.length > 0 && next('nextOrderId') !== c.orders.length + 1)
-    fail(`nextOrderId ${next('nextOrderId')} after ${c.orders.length} orders`);
+  if (c.orders.length > 0 && next('nextOrderId') !== lastIssued + 1)
+    fail(
+      `nextOrderId ${next('nextOrderId')} after ${c.orders.length} orders and queue places up to ${lastIssued}`,
+    );
   if (c.trades.length > 0 && next('nextTradeId') !== c.trades.length + 1)
     fail(`nextTradeId ${next('nextTradeId')} after ${c.trades.length} trades`);
 
@@ -488,8 +518,14 @@ export function replayCheck(c: Committed): string[] {
   // Where each user cancel goes: after the order id of the last command that touched the order.
   const cancelAfter = new Map<number, OrderRow[]>();
   const lastTaker = new Map<number, number>();
-  for (const t of c.trades)
-    lastTaker.set(t.maker_order_id, Math.max(lastTaker.get(t.maker_order_id) ?? 0, t.taker_order_id));
+  // The placement whose command made each trade: the taker's, or for a fired conditional taker
+  // the placement that fired it (conditional.ts). A fired order is touched by it too.
+  const commands = commandsOfTrades(c);
+  c.trades.forEach((t, i) => {
+    const command = commands[i]!;
+    for (const id of [t.maker_order_id, t.taker_order_id])
+      lastTaker.set(id, Math.max(lastTaker.get(id) ?? 0, command));
+  });
   for (const o of c.orders) {
     // A cancel-all cancels each order on its own, as a cancel of it would at that time.
     if (o.status !== 'canceled' || (o.reason !== USER_CANCEL_REASON && o.reason !== CANCEL_ALL_REASON))
@@ -535,6 +571,13 @@ export function replayCheck(c: Committed): string[] {
         type: o.type,
         price: o.price as Price,
         volume: o.volume as Volume,
+        // A conditional order's trigger as placed: the crash test never amends a trigger, and a
+        // trailing stop's moving trigger follows from its offset.
+        ...(o.trailing_unit !== null && o.trailing_amount !== null
+          ? { trailingOffset: { unit: o.trailing_unit, amount: o.trailing_amount } }
+          : o.trigger_price !== null
+            ? { triggerPrice: o.trigger_price as Price }
+            : {}),
       },
       o.open_time as Micros,
     );
@@ -679,7 +722,7 @@ export function committedBooks(c: Committed): MarketBook[] {
     bookFromOrders(
       `${m.base}/${m.quote}`,
       c.orders
-        .filter((o) => o.market_id === m.id && o.status === 'open')
+        .filter((o) => o.market_id === m.id && o.status === 'open' && inBook(o))
         .map((o) => ({
           id: o.id,
           userId: o.user_id,

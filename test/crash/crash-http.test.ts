@@ -31,5 +31,7 @@ test(`HTTP crash: SIGKILL under signed load, ${KILLS} kills, restart and check (
     for (const [kind, n] of Object.entries(summary.ackedControls))
       assert.ok(n > 0, `no ${kind} of the order controls was acknowledged`);
     assert.ok(summary.trades > 0, 'nothing traded');
+    assert.ok(summary.conditional.acked > 0, 'no conditional order was acknowledged');
+    assert.ok(summary.conditional.triggered > 0, 'no conditional order fired');
   });
 });

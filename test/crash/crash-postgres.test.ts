@@ -54,5 +54,7 @@ test(`HTTP crash on PostgreSQL: ${KILLS} kills, 2 database outages under signed 
       `/readyz said: ${summary.readyzDuringOutages.join(', ')}`,
     );
     assert.ok(summary.trades > 0, 'nothing traded');
+    assert.ok(summary.conditional.acked > 0, 'no conditional order was acknowledged');
+    assert.ok(summary.conditional.triggered > 0, 'no conditional order fired');
   });
 });

@@ -52,6 +52,15 @@ import {
   replayCheck,
   USER_CANCEL_REASON,
 } from './committed-state.js';
+import {
+  type ConditionalSpec,
+  checkConditional,
+  conditionalBody,
+  conditionalSpec,
+  isConditional,
+  isTriggered,
+  type OrderTypeName,
+} from './conditional.js';
 import { type CrashStore, type OutageKind, openCrashStore, type StoreKind } from './crash-store.js';
 import {
   type Answer,
@@ -117,6 +126,8 @@ export interface CrashSummary {
   readonly readyzDuringOutages: readonly string[];
   readonly orders: number;
   readonly trades: number;
+  /** Conditional orders acknowledged, and of the stored ones how many had fired by the end. */
+  readonly conditional: { readonly acked: number; readonly triggered: number };
   readonly seconds: number;
 }
 
@@ -137,9 +148,11 @@ export interface PlaceRecord {
   readonly trader: Trader;
   readonly market: MarketInfo;
   readonly side: 'buy' | 'sell';
-  readonly type: 'limit' | 'market';
-  /** ticks; 0 for a market order (as stored) */
+  readonly type: OrderTypeName;
+  /** ticks; 0 for a market order (as stored); the limit price of a -limit conditional type */
   readonly price: number;
+  /** A conditional order's trigger or trailing offset (conditional.ts). */
+  readonly conditional?: ConditionalSpec;
   /** lots */
   readonly volume: number;
   /** The order controls it was sent with: a client id, a GTD expiry (Unix seconds). */
@@ -347,15 +360,19 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           return record.outcome;
         }
         const market = pick(traded);
-        const side = random() < 0.5 ? 'buy' : 'sell';
-        const type = random() < 0.15 ? 'market' : 'limit';
+        // Some placements are conditional orders (issue 22), fired by the load's own trades.
+        const conditional = random() < 0.12 ? conditionalSpec(random, MID[market.pair]!) : undefined;
+        const side = conditional?.side ?? (random() < 0.5 ? 'buy' : 'sell');
+        const type: OrderTypeName = conditional?.type ?? (random() < 0.15 ? 'market' : 'limit');
         // Half the limit orders are aggressive (around the mid: about half of them cross), half
         // passive (0.3% to 1.8% away on their own side: they rest, and cancels find them open).
         const offset =
           random() < 0.5 ? (random() - 0.5) * 0.01 : (side === 'buy' ? -1 : 1) * (0.003 + random() * 0.015);
         // On a grid of 100 ticks (10 EUR for BTC, 1 EUR for ETH), so price levels hold several
         // orders and time priority within a level matters (a restore in the wrong order shows).
-        const price = type === 'market' ? 0 : Math.round((MID[market.pair]! * (1 + offset)) / 100) * 100;
+        const price =
+          conditional?.price ??
+          (type === 'market' ? 0 : Math.round((MID[market.pair]! * (1 + offset)) / 100) * 100);
         const tag = nextTag++;
         if (tag >= TAG_SPACE) throw new Error('out of tags');
         const volume = (1 + Math.floor(random() * 30)) * TAG_SPACE + tag;
@@ -376,6 +393,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           volume,
           ...(clientOrderId === undefined ? {} : { clientOrderId }),
           ...(expireSeconds === undefined ? {} : { expireSeconds }),
+          ...(conditional === undefined ? {} : { conditional }),
           outcome: 'pending',
         };
         places.set(tag, record);
@@ -385,6 +403,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           pair: market.pair,
           volume: fromUnits(volume, market.lotDecimals),
           ...(type === 'limit' ? { price: fromUnits(price, market.pairDecimals) } : {}),
+          ...(conditional === undefined ? {} : conditionalBody(conditional, market, fromUnits)),
           ...(clientOrderId === undefined ? {} : { client_order_id: clientOrderId }),
           ...(expireSeconds === undefined ? {} : { time_in_force: 'GTD', expire_time: expireSeconds }),
         });
@@ -398,7 +417,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
           if (id === undefined) unexpected.push(`placement ${tag}: 201 without a Location`);
           record.outcome = 'ack';
           record.orderId = Number(id);
-          if (type === 'limit') open.push(record.orderId);
+          if (type === 'limit' || conditional !== undefined) open.push(record.orderId);
         } else if (answer.status === 422) record.outcome = 'refused';
         else if (unavailable(`placement ${tag}`, answer)) record.outcome = 'unavailable';
         else unexpected.push(`placement ${tag}: ${answer.status} ${answer.text}`);
@@ -415,6 +434,7 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
         ...replayCheck(c),
         ...checkAcks(c, places, cancels),
         ...checkControls(c, places, controls),
+        ...checkConditional(c, places, TAG_SPACE),
       ];
       if (problems.length > 0)
         throw new Error(`${when}, the committed state is wrong:\n${problems.slice(0, 20).join('\n')}`);
@@ -613,6 +633,10 @@ export async function runCrashScenario(options: CrashOptions): Promise<CrashSumm
       readyzDuringOutages: [...readyzSeen],
       orders: committed.orders.length,
       trades: committed.trades.length,
+      conditional: {
+        acked: all.filter((p) => p.conditional !== undefined && p.outcome === 'ack').length,
+        triggered: committed.orders.filter((o) => isConditional(o.type) && isTriggered(o)).length,
+      },
       seconds: Math.round((Date.now() - started) / 100) / 10,
     };
   } finally {
@@ -781,6 +805,9 @@ interface ServedOrder {
   status: string;
   type: 'buy' | 'sell';
   pair: string;
+  order_type: string;
+  trigger_conditions: string;
+  limit_price: { amount: string } | null;
   description: { price: string };
   volume: { amount: string };
   volume_executed: { amount: string };
@@ -807,13 +834,17 @@ export async function servedBooks(
     const [book] = JSON.parse(answer.text) as { bids: [string, string][]; asks: [string, string][] }[];
     const levels = (list: [string, string][]) =>
       list.map(([p, v]) => [toUnits(p, m.pairDecimals), toUnits(v, m.lotDecimals)] as const);
+    // A waiting conditional order is open but not in the book; a fired -limit one rests at its
+    // limit price (its record's `price` is the trigger, decision E33).
+    const fired = (o: ServedOrder) => o.trigger_conditions.startsWith('triggered');
     const orders: QueuedOrder[] = open
       .filter((o) => o.pair === `${m.base}${m.quote}`)
+      .filter((o) => !isConditional(o.order_type) || fired(o))
       .map((o) => ({
         id: o.id,
         userId: o.user_id,
         side: o.type,
-        price: toUnits(o.description.price, m.pairDecimals),
+        price: toUnits(o.limit_price?.amount ?? o.description.price, m.pairDecimals),
         remaining: toUnits(o.volume.amount, m.lotDecimals) - toUnits(o.volume_executed.amount, m.lotDecimals),
       }));
     books.push(bookFromParts(m.pair, levels(book!.bids), levels(book!.asks), orders));

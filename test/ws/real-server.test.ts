@@ -873,3 +873,72 @@ describe('raw ws against the real server', () => {
     );
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// Conditional orders on the private channel (issue 22).
+
+test('a stop that a trade fires: `triggered` on the private channel before its own trade, then closed', async () => {
+  const t = await freshServer();
+  const maker = await t.trader();
+  const taker = await t.trader();
+  const sam = await t.trader();
+  const { log, socketId } = await FrameLog.open(wsUrl(t));
+  try {
+    const channel = PRIVATE(sam.userId);
+    const auth = await channelAuth(t, sam, socketId, channel);
+    log.subscribe(channel, (auth.body as { auth: string }).auth);
+    await log.next((f) => f.event === 'snapshot' && f.channel === channel);
+    const post = async (who: Trader, body: Record<string, unknown>) => {
+      const r = await api(t, who, 'POST', '/v1/orders', { pair: SYMBOL, volume: '0.01', ...body });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return Number(/\/orders\/(\d+)$/.exec(r.location ?? '')![1]);
+    };
+    const tradeAt = async (price: string) => {
+      await post(maker, { order_direction: 'sell', order_type: 'limit', price });
+      await post(taker, { order_direction: 'buy', order_type: 'limit', price, time_in_force: 'IOC' });
+    };
+    await tradeAt('60000');
+    const stop = await post(sam, {
+      order_direction: 'sell',
+      order_type: 'stop-loss',
+      trigger_price: '58000',
+    });
+    await post(maker, { order_direction: 'buy', order_type: 'limit', price: '57900' });
+    await tradeAt('58000');
+    await log.next(
+      (f) =>
+        f.channel === channel &&
+        f.event === 'update' &&
+        (f.data as { data: { event: string } }).data.event === 'closed',
+    );
+    const updates = log.on(channel) as {
+      data: {
+        event: string;
+        order: { id: number; order_type: string; trigger_conditions: string; status: string };
+        trades: { price: { amount: string } }[];
+      };
+    }[];
+    assert.deepEqual(
+      updates.map(({ data }) => [
+        data.event,
+        data.order.id,
+        data.order.status,
+        data.order.trigger_conditions,
+      ]),
+      [
+        ['accepted', stop, 'open', 'last price <= 58000.0'],
+        ['triggered', stop, 'open', 'triggered: last price <= 58000.0'],
+        ['trade', stop, 'closed', 'triggered: last price <= 58000.0'],
+        ['closed', stop, 'closed', 'triggered: last price <= 58000.0'],
+      ],
+    );
+    assert.equal(updates[1]!.data.order.order_type, 'stop-loss');
+    assert.deepEqual(updates[1]!.data.trades, []);
+    assert.deepEqual(
+      updates[2]!.data.trades.map((x) => x.price.amount),
+      ['57900.0'],
+    );
+  } finally {
+    log.close();
+  }
+});

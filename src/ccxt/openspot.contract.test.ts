@@ -463,6 +463,91 @@ function collect<T>(watch: () => Promise<T>) {
 
 const levels = (side: readonly (readonly string[])[]) => side.map(([p, q]) => [Number(p), Number(q)]);
 
+describe('ccxt contract: conditional orders', () => {
+  // On BTC/USD, where no other test trades: the last price is what this block makes it.
+  const symbol = 'BTC/USD';
+  let crowd: OpenSpot;
+  /** One trade at `price`: the venue's market maker quotes, a second account takes. */
+  const tradeAt = async (price: string, takerSide: 'buy' | 'sell') => {
+    await offer(symbol, takerSide === 'buy' ? 'sell' : 'buy', price, '0.001');
+    await crowd.createOrder(symbol, 'market', takerSide, 0.001);
+  };
+  const venueOrder = async (id: Str) => (await raw<Envelope<VenueOrder>>('GET', `/orders/${id}`)).data;
+  let stop: Order;
+
+  before(async () => {
+    crowd = openSpot(await venue.admin.createAccount({ balances: { USD: '100000', BTC: '1' } }));
+    await tradeAt('60000.0', 'buy');
+  });
+  after(async () => {
+    await crowd?.close();
+  });
+
+  test('createStopLossOrder with a price: a stop-loss-limit, shown as Kraken’s class shows one', async () => {
+    stop = await exchange.createStopLossOrder(symbol, 'limit', 'sell', 0.01, 57900, 58000);
+    const placed = await venueOrder(stop.id);
+    assert.equal(placed.order_type, 'stop-loss-limit');
+    assert.equal(placed.price.amount, '58000.0');
+    assert.equal(placed.limit_price?.amount, '57900.0');
+    assert.equal(stop.status, 'open');
+    assert.equal(stop.type, 'limit');
+    assert.equal(stop.price, 57900);
+    assert.equal(stop.triggerPrice, 58000);
+    assert.equal(stop.stopLossPrice, 58000);
+    assert.equal(stop.takeProfitPrice, undefined);
+    assert.equal(stop.info.trigger_conditions, 'last price <= 58000.0');
+  });
+
+  test('take-profit at market, a trigger order, trailing stops by percent and by amount', async () => {
+    const take = await exchange.createTakeProfitOrder(symbol, 'market', 'sell', 0.01, undefined, 65000);
+    assert.equal((await venueOrder(take.id)).order_type, 'take-profit');
+    assert.equal(take.type, 'market');
+    assert.equal(take.price, undefined);
+    assert.equal(take.takeProfitPrice, 65000);
+    const trigger = await exchange.createTriggerOrder(symbol, 'market', 'sell', 0.01, undefined, 57000);
+    assert.equal((await venueOrder(trigger.id)).order_type, 'stop-loss');
+    const percent = await exchange.createTrailingPercentOrder(symbol, 'market', 'sell', 0.01, undefined, 2);
+    assert.equal(
+      (await venueOrder(percent.id)).trigger_conditions,
+      'last price <= 58800.0 (trailing 2% below the best price 60000.0)',
+    );
+    assert.equal(percent.triggerPrice, 58800);
+    const amount = await exchange.createTrailingAmountOrder(symbol, 'market', 'sell', 0.01, undefined, 150.5);
+    assert.equal(
+      (await venueOrder(amount.id)).trigger_conditions,
+      'last price <= 59849.5 (trailing 150.5 below the best price 60000.0)',
+    );
+    assert.equal(amount.type, 'market');
+    for (const order of [take, trigger, percent, amount])
+      await exchange.cancelOrder(order.id as string, symbol);
+  });
+
+  test('a trigger the last price already reached → InvalidOrder, and nothing is placed', async () => {
+    const before = (await raw<Listed<VenueOrder>>('GET', '/open-orders')).data.length;
+    await assert.rejects(
+      exchange.createStopLossOrder(symbol, 'market', 'sell', 0.01, undefined, 61000),
+      InvalidOrder,
+    );
+    assert.equal((await raw<Listed<VenueOrder>>('GET', '/open-orders')).data.length, before);
+  });
+
+  test('editOrder moves the trigger; a trade there fires the stop, which then sells at its limit', async () => {
+    const moved = await exchange.editOrder(stop.id as string, symbol, 'limit', 'sell', undefined, undefined, {
+      triggerPrice: 58500,
+    });
+    assert.equal(moved.triggerPrice, 58500);
+    assert.equal((await venueOrder(stop.id)).price.amount, '58500.0');
+    await offer(symbol, 'buy', '57950.0', '0.02');
+    await tradeAt('58500.0', 'sell');
+    const fired = await exchange.fetchOrder(stop.id as string);
+    assert.equal(fired.status, 'closed');
+    assert.equal(fired.filled, 0.01);
+    assert.equal(fired.average, 57950);
+    assert.equal(fired.stopLossPrice, 58500);
+    assert.equal(fired.info.trigger_conditions, 'triggered: last price <= 58500.0');
+  });
+});
+
 describe('ccxt contract: watch* methods over the WebSocket', () => {
   test('watchOrderBook: the venue’s book, kept through dropped updates (gaps resubscribe)', async () => {
     const watcher = openSpot(bot);

@@ -16,6 +16,7 @@ import {
   type Dict,
   Exchange,
   type Int,
+  InvalidOrder,
   type Market,
   type Num,
   type OHLCV,
@@ -50,6 +51,30 @@ export const TIMEFRAMES: Readonly<Record<string, string>> = {
   '1d': '1440',
   '1w': '10080',
   '2w': '21600',
+};
+
+/** ccxt's unified params of conditional orders: mapped to the venue's fields, never passed through. */
+const CONDITIONAL_PARAMS = [
+  'triggerPrice',
+  'stopPrice',
+  'stopLossPrice',
+  'takeProfitPrice',
+  'trailingPercent',
+  'trailingAmount',
+  'trailingTriggerPrice',
+];
+
+/**
+ * The venue's conditional order types as ccxt shows them (H246, Kraken's class does the same):
+ * the form they trade in once triggered, with the trigger in triggerPrice and stopLossPrice or
+ * takeProfitPrice.
+ */
+const CONDITIONAL_TYPES: Readonly<Record<string, 'market' | 'limit'>> = {
+  'stop-loss': 'market',
+  'take-profit': 'market',
+  'trailing-stop': 'market',
+  'stop-loss-limit': 'limit',
+  'take-profit-limit': 'limit',
 };
 
 /** The venue's order statuses are ccxt's own words. */
@@ -127,18 +152,24 @@ export class OpenSpotRest extends Exchange {
         fetchTradingFees: true,
         fetchCurrencies: false,
         fetchTime: false,
-        // Order controls and conditional orders are not offered by this venue (yet).
         // Order controls (H160-H167): time in force, post-only, client ids, cancel-all, amend, batches.
         cancelAllOrders: true,
         createOrders: true,
         editOrder: true,
         createPostOnlyOrder: true,
-        createStopOrder: false,
-        createTriggerOrder: false,
-        createStopLossOrder: false,
-        createTakeProfitOrder: false,
-        createTrailingAmountOrder: false,
-        createTrailingPercentOrder: false,
+        // Conditional orders (H245): a trigger price is a stop-loss (stopLossPrice, triggerPrice,
+        // stopPrice) or a take-profit (takeProfitPrice), at market or with a limit price; trailing
+        // stops at market only, by a percentage or a distance, without an activation price.
+        createStopOrder: true,
+        createStopLimitOrder: true,
+        createStopMarketOrder: true,
+        createTriggerOrder: true,
+        createStopLossOrder: true,
+        createTakeProfitOrder: true,
+        createTrailingAmountOrder: true,
+        createTrailingPercentOrder: true,
+        // Both prices on one order (an OCO-like pair) are two orders on this venue.
+        createOrderWithTakeProfitAndStopLoss: false,
         fetchOrders: false,
         fetchDeposits: false,
         fetchWithdrawals: false,
@@ -574,17 +605,22 @@ export class OpenSpotRest extends Exchange {
     params: Dict,
   ): Dict {
     const market = this.market(symbol);
+    const conditional = this.conditionalFields(type, price, params);
     const request: Dict = {
       pair: market.symbol,
       order_direction: side,
-      order_type: type,
+      order_type: conditional?.order_type ?? type,
       volume: this.amountToPrecision(market.symbol, amount),
     };
-    if (type === 'limit') {
+    // `limit`, or a venue type name given as is (`stop-loss-limit`, `take-profit-limit`).
+    if (type === 'limit' || type.endsWith('-limit')) {
       if (price === undefined)
         throw new ArgumentsRequired(`${this.id} createOrder() requires a price for a limit order`);
       request.price = this.priceToPrecision(market.symbol, price);
     }
+    if (conditional?.trigger_price !== undefined)
+      request.trigger_price = this.priceToPrecision(market.symbol, conditional.trigger_price);
+    if (conditional?.trailing_offset !== undefined) request.trailing_offset = conditional.trailing_offset;
     let timeInForce = this.safeStringUpper(params, 'timeInForce');
     let postOnly = this.safeBool(params, 'postOnly', false) as boolean;
     if (timeInForce === 'PO') {
@@ -599,8 +635,57 @@ export class OpenSpotRest extends Exchange {
     if (expireTime !== undefined) request.expire_time = String(Math.floor(expireTime / 1000));
     return this.extend(
       request,
-      this.omit(params, ['timeInForce', 'postOnly', 'clientOrderId', 'expireTime', 'idempotencyKey']),
+      this.omit(params, [
+        'timeInForce',
+        'postOnly',
+        'clientOrderId',
+        'expireTime',
+        'idempotencyKey',
+        ...CONDITIONAL_PARAMS,
+      ]),
     );
+  }
+
+  /**
+   * ccxt's unified trigger params as the venue's conditional order (H245), or undefined for a
+   * plain order. `stopLossPrice`, and `triggerPrice` / `stopPrice` (ccxt's createStopOrder,
+   * createStopLimitOrder, createTriggerOrder), make a stop-loss; `takeProfitPrice` a take-profit;
+   * with `type` `limit` and a price, their `-limit` variants. `trailingPercent` (`2.5` or `"2.5%"`)
+   * or `trailingAmount` (a price distance) make a trailing stop, which trades at market only.
+   */
+  protected conditionalFields(
+    type: OrderType,
+    price: Num,
+    params: Dict,
+  ): { order_type: string; trigger_price?: string; trailing_offset?: string } | undefined {
+    const stopLoss = this.safeStringN(params, ['stopLossPrice', 'triggerPrice', 'stopPrice']);
+    const takeProfit = this.safeString(params, 'takeProfitPrice');
+    const trailingPercent = this.safeString(params, 'trailingPercent');
+    const trailingAmount = this.safeString(params, 'trailingAmount');
+    const given = [stopLoss, takeProfit, trailingPercent, trailingAmount].filter((v) => v !== undefined);
+    if (given.length === 0) return undefined;
+    if (given.length > 1)
+      throw new InvalidOrder(
+        `${this.id} createOrder() takes one of stopLossPrice (or triggerPrice), takeProfitPrice, trailingPercent and trailingAmount: one order waits for one trigger`,
+      );
+    const limit = type === 'limit';
+    if (limit && price === undefined)
+      throw new ArgumentsRequired(`${this.id} createOrder() requires a price for a limit order`);
+    if (trailingPercent !== undefined || trailingAmount !== undefined) {
+      if (limit)
+        throw new InvalidOrder(
+          `${this.id} a trailing stop trades at market once triggered: use type 'market'`,
+        );
+      if (this.safeString(params, 'trailingTriggerPrice') !== undefined)
+        throw new InvalidOrder(
+          `${this.id} trailing stops follow the best price from placement: trailingTriggerPrice is not supported`,
+        );
+      const offset =
+        trailingPercent !== undefined ? `${trailingPercent.replace(/%$/, '')}%` : (trailingAmount as string);
+      return { order_type: 'trailing-stop', trailing_offset: offset };
+    }
+    const base = stopLoss !== undefined ? 'stop-loss' : 'take-profit';
+    return { order_type: limit ? `${base}-limit` : base, trigger_price: stopLoss ?? takeProfit };
   }
 
   /** POST /orders/batch (H166): each order placed or refused on its own, in one engine step. */
@@ -642,9 +727,19 @@ export class OpenSpotRest extends Exchange {
     const request: Dict = { order_id: id };
     if (amount !== undefined) request.volume = this.amountToPrecision(market.symbol, amount);
     if (price !== undefined) request.price = this.priceToPrecision(market.symbol, price);
+    // A waiting stop or take-profit may move its trigger (H245).
+    const trigger = this.safeStringN(params, [
+      'triggerPrice',
+      'stopPrice',
+      'stopLossPrice',
+      'takeProfitPrice',
+    ]);
+    if (trigger !== undefined) request.trigger_price = this.priceToPrecision(market.symbol, trigger);
     const clientOrderId = this.safeString(params, 'clientOrderId');
     if (clientOrderId !== undefined) request.client_order_id = clientOrderId;
-    await this.privatePatchOrdersOrderId(this.extend(request, this.omit(params, 'clientOrderId')));
+    await this.privatePatchOrdersOrderId(
+      this.extend(request, this.omit(params, ['clientOrderId', ...CONDITIONAL_PARAMS])),
+    );
     return this.orderAfter(id, market, { id, symbol: market.symbol, status: 'open' });
   }
 
@@ -727,15 +822,20 @@ export class OpenSpotRest extends Exchange {
       this.safeString(order, 'pair'),
       market ?? (pair && this.safeMarket(this.safeString(pair, 'name'))),
     );
-    const type = this.safeString(order, 'order_type');
+    const venueType = this.safeString(order, 'order_type') ?? '';
+    const formOnTrigger = this.safeString(CONDITIONAL_TYPES, venueType);
+    const type = formOnTrigger ?? venueType;
     const amount = this.safeString(this.safeDict(order, 'volume'), 'amount');
     const filled = this.safeString(this.safeDict(order, 'volume_executed'), 'amount');
     const cost = this.safeString(this.safeDict(order, 'cost'), 'amount') ?? '0';
     const fee = this.safeDict(order, 'fee');
     const description = this.safeDict(order, 'description');
     const closeTime = this.safeTimestamp(order, 'close_time');
-    // A market order's `price` is the average of its executions (H21); a limit order's, its limit.
+    // A market order's `price` is the average of its executions (H21); a limit order's, its limit;
+    // a conditional order's, its trigger (a trailing stop's current one; none before a first trade).
     const shown = this.safeString(this.safeDict(order, 'price'), 'amount');
+    const triggerPrice =
+      formOnTrigger === undefined || shown === undefined || !this.stringGt(shown, '0') ? undefined : shown;
     const executions = this.safeList(order, 'trades', []) ?? [];
     return this.safeOrder(
       {
@@ -750,17 +850,28 @@ export class OpenSpotRest extends Exchange {
         symbol: resolved.symbol,
         type,
         // Shown only when not the default (H163): GTC for a limit order; a market order is IOC.
-        timeInForce: this.safeString(order, 'time_in_force') ?? (type === 'market' ? 'IOC' : 'GTC'),
+        // A conditional order rests until canceled, whatever it trades as once triggered.
+        timeInForce:
+          this.safeString(order, 'time_in_force') ??
+          (type === 'market' && formOnTrigger === undefined ? 'IOC' : 'GTC'),
         postOnly: this.safeBool(order, 'post_only', false),
         side: this.safeString(order, 'type'),
-        price: type === 'limit' ? this.safeString(description, 'price') : undefined,
+        // The limit price: a conditional `-limit` order's is its limit_price (Kraken's price2).
+        price:
+          formOnTrigger !== undefined
+            ? this.safeString(this.safeDict(order, 'limit_price'), 'amount')
+            : type === 'limit'
+              ? this.safeString(description, 'price')
+              : undefined,
         average:
           filled !== undefined && this.stringGt(filled, '0')
-            ? type === 'market'
+            ? venueType === 'market'
               ? shown
               : undefined
             : undefined,
-        triggerPrice: undefined,
+        triggerPrice,
+        stopLossPrice: venueType.startsWith('stop-loss') ? triggerPrice : undefined,
+        takeProfitPrice: venueType.startsWith('take-profit') ? triggerPrice : undefined,
         amount,
         filled,
         remaining: amount === undefined || filled === undefined ? undefined : this.stringSub(amount, filled),

@@ -1,8 +1,9 @@
 /** The human-readable views of the trader commands. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { WalletEntry } from '../client/types.js';
-import { balanceRows, bookTable, renderWatch } from './trader-format.js';
+import type { Order, WalletEntry } from '../client/types.js';
+import { table } from './table.js';
+import { balanceRows, bookTable, orderRows, renderWatch } from './trader-format.js';
 
 test('available = total − in orders, exactly', () => {
   const entry: WalletEntry = {
@@ -100,4 +101,73 @@ test('watch screen: header, status, book, trades', () => {
     }),
     /\[connecting, waiting for snapshot\]/,
   );
+});
+
+/** An order record as the server serializes it, with the fields a row reads replaced. */
+function orderRecord(fields: Partial<Order>): Order {
+  const money = (amount: string, currency: string) => ({ amount, currency });
+  return {
+    id: 7,
+    user_id: 1,
+    transaction_id: 'O0000000000000007',
+    status: 'open',
+    open_time: '1764331200.0000',
+    close_time: null,
+    expire_time: '0.0000',
+    reason: null,
+    pair: 'BTCEUR',
+    type: 'sell',
+    order_type: 'limit',
+    description: {
+      pair: 'BTCEUR',
+      type: 'sell',
+      close: '',
+      order: 'sell 0.01000000 BTCEUR @ limit 60000.0',
+      price: '60000.0',
+      leverage: 'none',
+      orderType: 'limit',
+      secondaryPrice: null,
+    },
+    volume: money('0.01000000', 'BTC'),
+    volume_executed: money('0.00000000', 'BTC'),
+    fee: null,
+    price: money('60000.0', 'EUR'),
+    secondary_price: null,
+    limit_price: null,
+    cost: null,
+    asset_pair: { id: 1, name: 'BTCEUR', display_name: 'BTC/EUR', base_name: 'BTC', quote_name: 'EUR' },
+    trigger_conditions: 'none',
+    trades: [],
+    client_order_id: null,
+    ...fields,
+  };
+}
+
+test('order rows: a conditional order shows what it waits for and the price it then trades at', () => {
+  const rows = orderRows([
+    orderRecord({}),
+    orderRecord({
+      id: 8,
+      order_type: 'stop-loss-limit',
+      price: { amount: '58000.0', currency: 'EUR' },
+      limit_price: { amount: '57900.0', currency: 'EUR' },
+      secondary_price: { amount: '57900.0', currency: 'EUR' },
+      trigger_conditions: 'last price <= 58000.0',
+    }),
+    orderRecord({
+      id: 9,
+      order_type: 'trailing-stop',
+      price: { amount: '58000.0', currency: 'EUR' },
+      trigger_conditions: 'last price <= 58000.0 (trailing 2.5% below the best price 59487.2)',
+    }),
+  ]);
+  assert.deepEqual(
+    rows.map((r) => [r.id, r.type, r.price, r.trigger]),
+    [
+      [7, 'limit', '60000.0', null],
+      [8, 'stop-loss-limit', '57900.0', 'last price <= 58000.0'],
+      [9, 'trailing-stop', 'market', 'last price <= 58000.0 (trailing 2.5% below the best price 59487.2)'],
+    ],
+  );
+  assert.match(table(rows), /^8 +BTC\/EUR +sell +stop-loss-limit +57900\.0 +last price <= 58000\.0 /m);
 });

@@ -5,7 +5,15 @@
  */
 import type { BookLevelText, TickerItem, TradeItem } from '../client/channels.js';
 import { subtractDecimal } from '../client/decimal.js';
-import type { Market, Order, OrderBook, Ticker, UserTrade, WalletEntry } from '../client/types.js';
+import {
+  isConditional,
+  type Market,
+  type Order,
+  type OrderBook,
+  type Ticker,
+  type UserTrade,
+  type WalletEntry,
+} from '../client/types.js';
 import { table } from './table.js';
 
 type Row = Record<string, unknown>;
@@ -47,13 +55,19 @@ const unixTime = (seconds: string | null): string =>
     ? '-'
     : new Date(Math.floor(Number(seconds)) * 1000).toISOString().slice(0, 19).replace('T', ' ');
 
+/**
+ * An order's row. A conditional order's `price` column is the price it trades at once triggered
+ * (its limit price, or `market`), and `trigger` says what it waits for (the record's `price` is
+ * its trigger price, which the condition already shows).
+ */
 export const orderRows = (orders: readonly Order[]): Row[] =>
   orders.map((o) => ({
     id: o.id,
     pair: o.asset_pair.display_name,
     side: o.type,
     type: o.order_type,
-    price: o.price.amount,
+    price: isConditional(o.order_type) ? (o.limit_price?.amount ?? 'market') : o.price.amount,
+    trigger: isConditional(o.order_type) ? o.trigger_conditions : null,
     volume: o.volume.amount,
     executed: o.volume_executed.amount,
     status: o.status,

@@ -6,9 +6,11 @@ import { registerTraderCommands } from './trader.js';
 import {
   describeSwitch,
   orderControls,
+  orderTypeFields,
   parseClientOrderId,
   parseExpiry,
   parseSwitchTimeout,
+  parseTrailingOffset,
 } from './trader-orders.js';
 
 const NOW = Date.UTC(2026, 10, 28, 12, 0, 0, 750);
@@ -31,6 +33,36 @@ test('each flag becomes its interface field', () => {
     postOnly: true,
     stp: 'decrement',
   });
+});
+
+test('the type flags: limit, market, and the five conditional types with their prices', () => {
+  assert.deepEqual(orderTypeFields({ price: '100' }), { type: 'limit', price: '100' });
+  assert.deepEqual(orderTypeFields({}), { type: 'market' });
+  assert.deepEqual(orderTypeFields({ stop: '58000' }), { type: 'stop-loss', triggerPrice: '58000' });
+  assert.deepEqual(orderTypeFields({ stop: '58000', limit: '57900' }), {
+    type: 'stop-loss-limit',
+    triggerPrice: '58000',
+    price: '57900',
+  });
+  assert.deepEqual(orderTypeFields({ takeProfit: '65000' }), { type: 'take-profit', triggerPrice: '65000' });
+  assert.deepEqual(orderTypeFields({ takeProfit: '65000', limit: '64900' }), {
+    type: 'take-profit-limit',
+    triggerPrice: '65000',
+    price: '64900',
+  });
+  assert.deepEqual(orderTypeFields({ trailing: '2%' }), { type: 'trailing-stop', trailingOffset: '2%' });
+  assert.deepEqual(orderTypeFields({ trailing: '150.5' }), {
+    type: 'trailing-stop',
+    trailingOffset: '150.5',
+  });
+});
+
+test('a trailing offset is a percentage or a distance, sent as typed', () => {
+  assert.equal(parseTrailingOffset('2%'), '2%');
+  assert.equal(parseTrailingOffset(' 2.5% '), '2.5%');
+  assert.equal(parseTrailingOffset('150.5'), '150.5');
+  for (const bad of ['', '%', '2 %', '-2%', 'two', '2%%', '.5'])
+    assert.throws(() => parseTrailingOffset(bad), /percentage \(2%, 2\.5%\) or a price distance/, bad);
 });
 
 test('--gtd reads durations from now, Unix seconds and ISO times with a zone', () => {
@@ -89,7 +121,18 @@ test('bad flags are refused before anything is sent', async () => {
     [['cancel'], /name one order \(ID or --client-id\), or use --all/],
     [['cancel', '5', '--all'], /name one order/],
     [['cancel', '5', '--pair', 'BTC/EUR'], /--pair goes with --all/],
-    [['amend', '5'], /give --price, --volume or both/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--stop', '58000', '--take-profit', '65000'], /choose one/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--stop', '58000', '--trailing', '2%'], /choose one/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--stop', '58000', '--price', '57900'], /limit price is --limit/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--limit', '57900'], /--limit is the limit price of a --stop/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--trailing', '2%', '--limit', '1'], /no --limit/],
+    [['order', 'sell', 'BTC/EUR', '0.01', '--trailing', 'lots'], /percentage \(2%, 2\.5%\)/],
+    [
+      ['order', 'sell', 'BTC/EUR', '0.01', '--stop', '58000', '--type', 'market'],
+      /--type does not go with --stop/,
+    ],
+    [['order', 'buy', 'BTC/EUR', '0.01', '--type', 'limit'], /a limit order needs --price/],
+    [['amend', '5'], /give --price, --trigger, --volume or a combination/],
     [['dead-man', '86401'], /0 \(off\) to 86400/],
   ];
   for (const [args, message] of cases) assert.match(await refusal(args), message, args.join(' '));

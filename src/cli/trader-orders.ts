@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from 'commander';
 import type { OrderParams } from '../client/client.js';
-import { CLIENT_ORDER_ID, type SelfTradePrevention } from '../client/types.js';
+import { CLIENT_ORDER_ID, type OrderType, type SelfTradePrevention } from '../client/types.js';
 
 export interface OrderControlFlags {
   readonly ioc?: boolean;
@@ -36,6 +36,76 @@ export function orderControls(
     ...(flags.clientId === undefined ? {} : { clientOrderId: flags.clientId }),
     ...(flags.stp === undefined ? {} : { stp: flags.stp }),
   };
+}
+
+/** The flags of `order` that choose its type and prices. */
+export interface OrderTypeFlags {
+  readonly price?: string;
+  readonly type?: 'limit' | 'market';
+  /** A stop-loss trigger price. */
+  readonly stop?: string;
+  /** A take-profit trigger price. */
+  readonly takeProfit?: string;
+  /** The limit price of a stop or take-profit: makes it a `-limit` type. */
+  readonly limit?: string;
+  /** A trailing stop's offset: `2%` or an absolute distance `150.5`. */
+  readonly trailing?: string;
+}
+
+/**
+ * The order's type and price fields from the flags: `--price` alone a limit order, nothing a
+ * market order; `--stop P` a stop-loss, `--take-profit P` a take-profit (`--limit L` makes either
+ * a `-limit` order with that limit price); `--trailing D` a trailing stop. A combination the
+ * server would refuse (two triggers, `--price` with a trigger, `--limit` alone) is refused here,
+ * with the flag to use instead.
+ */
+export function orderTypeFields(
+  flags: OrderTypeFlags,
+): Pick<OrderParams, 'type' | 'price' | 'triggerPrice' | 'trailingOffset'> {
+  const triggers = [
+    flags.stop === undefined ? undefined : '--stop',
+    flags.takeProfit === undefined ? undefined : '--take-profit',
+    flags.trailing === undefined ? undefined : '--trailing',
+  ].filter((flag) => flag !== undefined);
+  if (triggers.length > 1) throw new Error(`${triggers.join(' and ')}: choose one`);
+  const trigger = triggers[0];
+  if (trigger === undefined) {
+    if (flags.limit !== undefined)
+      throw new Error('--limit is the limit price of a --stop or --take-profit order');
+    const type = flags.type ?? (flags.price === undefined ? 'market' : 'limit');
+    if (type === 'limit' && flags.price === undefined) throw new Error('a limit order needs --price');
+    return type === 'limit' ? { type, price: flags.price } : { type };
+  }
+  if (flags.type !== undefined) throw new Error(`--type does not go with ${trigger}`);
+  if (flags.price !== undefined)
+    throw new Error(
+      `${trigger}: the order's limit price is --limit (${trigger} is its trigger price), not --price`,
+    );
+  if (flags.trailing !== undefined) {
+    if (flags.limit !== undefined)
+      throw new Error('a trailing stop trades at market once triggered: no --limit');
+    return { type: 'trailing-stop', trailingOffset: parseTrailingOffset(flags.trailing) };
+  }
+  const base: OrderType = flags.stop !== undefined ? 'stop-loss' : 'take-profit';
+  const triggerPrice = (flags.stop ?? flags.takeProfit) as string;
+  return flags.limit === undefined
+    ? { type: base, triggerPrice }
+    : {
+        type: base === 'stop-loss' ? 'stop-loss-limit' : 'take-profit-limit',
+        triggerPrice,
+        price: flags.limit,
+      };
+}
+
+/**
+ * `--trailing`: a percentage (`2%`, `2.5%`) or an absolute price distance (`150.5`), sent as
+ * typed. The range (0.01 % to 50 %, the market's price decimals) is the server's rule.
+ */
+export function parseTrailingOffset(value: string): string {
+  const text = value.trim();
+  if (!/^\d+(\.\d+)?%?$/.test(text))
+    throw new InvalidArgumentError('give a percentage (2%, 2.5%) or a price distance (150.5)');
+  return text;
 }
 
 const UNIT_SECONDS: Readonly<Record<string, number>> = { s: 1, m: 60, h: 3600, d: 86_400 };

@@ -311,6 +311,94 @@ describe('trader commands', { timeout: 300_000 }, () => {
     assert.equal(words.stdout, "The dead man's switch is off.\n", words.stderr);
   });
 
+  test('conditional orders: --stop [--limit], --take-profit, --trailing, amend --trigger; a trade fires the stop', async () => {
+    // On BTC/USD, where no other test trades: the last price is what this test makes it.
+    const erin = await t.trader({ USD: '100000', BTC: '1' });
+    const frank = await t.trader({ USD: '100000', BTC: '1' });
+    const gus = await t.trader({ USD: '100000', BTC: '1' });
+    const as = (who: Trader) => ({ OPENSPOT_API_KEY: who.apiKey, OPENSPOT_API_SECRET: who.apiSecret });
+    const api = (who: Trader) =>
+      new OpenSpotClient({ baseUrl: `${t.url}/v1`, apiKey: who.apiKey, apiSecret: who.apiSecret });
+    type Placed = {
+      id: number;
+      order: {
+        status: string;
+        order_type: string;
+        price: { amount: string };
+        limit_price: { amount: string } | null;
+        trigger_conditions: string;
+      };
+    };
+    const place = async (args: string[]) => (await json(['order', ...args], as(erin))) as Placed;
+    const pair = 'BTC/USD';
+    // One trade at 60000.0: frank offers, gus takes.
+    await api(frank).createOrder({ pair, direction: 'sell', type: 'limit', volume: '0.001', price: '60000' });
+    await api(gus).createOrder({ pair, direction: 'buy', type: 'market', volume: '0.001' });
+
+    const stop = await place(['sell', pair, '0.01', '--stop', '58000', '--limit', '57900']);
+    assert.equal(stop.order.status, 'open');
+    assert.equal(stop.order.order_type, 'stop-loss-limit');
+    assert.equal(stop.order.price.amount, '58000.0');
+    assert.equal(stop.order.limit_price?.amount, '57900.0');
+    assert.equal(stop.order.trigger_conditions, 'last price <= 58000.0');
+    const take = await place(['sell', pair, '0.01', '--take-profit', '65000']);
+    assert.equal(take.order.order_type, 'take-profit');
+    assert.equal(take.order.limit_price, null);
+    assert.equal(take.order.trigger_conditions, 'last price >= 65000.0');
+    const trail = await place(['sell', pair, '0.01', '--trailing', '2%']);
+    assert.equal(trail.order.order_type, 'trailing-stop');
+    assert.equal(
+      trail.order.trigger_conditions,
+      'last price <= 58800.0 (trailing 2% below the best price 60000.0)',
+    );
+
+    const reached = await cli(['order', 'sell', pair, '0.01', '--stop', '61000'], { ...env, ...as(erin) });
+    assert.equal(reached.code, 1);
+    assert.match(
+      reached.stderr,
+      /^\s+trigger_price: The last trade price, 60000\.0, has reached this trigger already/m,
+    );
+
+    const moved = (await json(['amend', String(stop.id), '--trigger', '57950'], as(erin))) as Placed;
+    assert.equal(moved.order.price.amount, '57950.0');
+    const listed = await cli(['orders', '--pair', pair], { ...env, ...as(erin) });
+    assert.match(listed.stdout, /^ID\s+PAIR\s+SIDE\s+TYPE\s+PRICE\s+TRIGGER\s+VOLUME/m);
+    assert.match(
+      listed.stdout,
+      new RegExp(
+        `^${stop.id}\\s+BTC/USD\\s+sell\\s+stop-loss-limit\\s+57900\\.0\\s+last price <= 57950\\.0\\s`,
+        'm',
+      ),
+    );
+    assert.match(
+      listed.stdout,
+      new RegExp(
+        `^${take.id}\\s+BTC/USD\\s+sell\\s+take-profit\\s+market\\s+last price >= 65000\\.0\\s`,
+        'm',
+      ),
+    );
+    await json(['cancel', String(take.id)], as(erin));
+    await json(['cancel', String(trail.id)], as(erin));
+
+    // The price falls: frank bids 57950.0 and 57900.0; gus sells into the first bid, a trade at
+    // 57950.0 reaches the stop, which sells at its limit into the second.
+    await api(frank).createOrder({ pair, direction: 'buy', type: 'limit', volume: '0.001', price: '57950' });
+    await api(frank).createOrder({ pair, direction: 'buy', type: 'limit', volume: '0.01', price: '57900' });
+    await api(gus).createOrder({ pair, direction: 'sell', type: 'market', volume: '0.001' });
+    const fired = (await json(['orders', '--closed', '--pair', pair], as(erin))) as {
+      data: Array<{
+        id: number;
+        status: string;
+        trigger_conditions: string;
+        volume_executed: { amount: string };
+      }>;
+    };
+    const done = fired.data.find((o) => o.id === stop.id);
+    assert.equal(done?.status, 'closed');
+    assert.equal(done?.trigger_conditions, 'triggered: last price <= 57950.0');
+    assert.equal(done?.volume_executed.amount, '0.01000000');
+  });
+
   test('book --watch --json streams the live book until SIGINT', async () => {
     const child = spawn(
       process.execPath,

@@ -6,10 +6,11 @@
  *   book PAIR [--depth N] [--watch]
  *   balances                     the spot wallet
  *   order buy|sell PAIR VOLUME [--price P] [--type limit|market]
+ *         [--stop P | --take-profit P [--limit L] | --trailing 2%|DISTANCE]
  *         [--ioc|--fok|--gtd TIME] [--post-only] [--client-id ID] [--stp MODE]
  *   orders [--closed] [--pair P] [--page-size N --page N] [--client-id ID]
  *   cancel ID | --client-id ID | --all [--pair P]
- *   amend ID [--price P] [--volume V]
+ *   amend ID [--price P] [--trigger P] [--volume V]
  *   dead-man SECONDS             the switch that cancels all open orders unless renewed (0: off)
  *   trades [--pair P] [--page-size N --page N]
  *
@@ -28,10 +29,13 @@ import { balanceRows, marketRows, orderRows, restBookTable, tickerRows, tradeRow
 import {
   describeSwitch,
   type OrderControlFlags,
+  type OrderTypeFlags,
   orderControls,
+  orderTypeFields,
   parseClientOrderId,
   parseExpiry,
   parseSwitchTimeout,
+  parseTrailingOffset,
   STP_MODES,
 } from './trader-orders.js';
 
@@ -178,7 +182,10 @@ export function registerTraderCommands(program: Command): void {
 
   program
     .command('order')
-    .description('place an order: a limit order with --price, else a market order')
+    .description(
+      'place an order: a limit order with --price, else a market order; --stop, --take-profit or ' +
+        '--trailing make it a conditional order that waits for the last trade price',
+    )
     .addArgument(new Argument('<side>', 'buy or sell').choices(['buy', 'sell']))
     .argument('<pair>', 'e.g. BTC/EUR')
     .argument('<volume>', 'in the base asset, e.g. 0.01')
@@ -188,6 +195,23 @@ export function registerTraderCommands(program: Command): void {
         'limit',
         'market',
       ]),
+    )
+    .option(
+      '--stop <price>',
+      'stop-loss: trades when the last price reaches PRICE (a sell at or below it, a buy at or above)',
+    )
+    .option(
+      '--take-profit <price>',
+      'take-profit: trades when the last price reaches PRICE (a sell at or above it, a buy at or below)',
+    )
+    .option(
+      '--limit <price>',
+      'with --stop or --take-profit: trade as a limit order at this price, not at market',
+    )
+    .option(
+      '--trailing <offset>',
+      'trailing stop: OFFSET (2%, or a price distance such as 150.5) behind the best price since placement',
+      parseTrailingOffset,
     )
     .addOption(
       new Option('--ioc', 'immediate or cancel: what does not trade at once is canceled').conflicts([
@@ -205,28 +229,32 @@ export function registerTraderCommands(program: Command): void {
     .option('--post-only', 'only add liquidity: canceled instead of trading on arrival')
     .option('--client-id <id>', 'your own id for the order (1-36 of A-Z a-z 0-9 _ -)', parseClientOrderId)
     .addOption(new Option('--stp <mode>', 'self-trade prevention (default cancel-oldest)').choices(STP_MODES))
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  openspot order buy BTC/EUR 0.01 --price 60000                 limit buy',
+        '  openspot order sell BTC/EUR 0.01 --stop 58000                 stop-loss: sells at market once the last price <= 58000',
+        '  openspot order sell BTC/EUR 0.01 --stop 58000 --limit 57900   stop-loss-limit: then a limit sell at 57900',
+        '  openspot order sell BTC/EUR 0.01 --take-profit 65000          take-profit: sells at market once the last price >= 65000',
+        '  openspot order sell BTC/EUR 0.01 --trailing 2%                trailing stop 2 % below the best price since placement',
+        '  openspot order buy BTC/EUR 0.01 --trailing 150.5              trailing stop 150.5 EUR above the lowest price',
+      ].join('\n'),
+    )
     .action(
-      run(
-        async (
-          side: Side,
-          pair: string,
-          volume: string,
-          o: OrderControlFlags & { price?: string; type?: 'limit' | 'market' },
-        ) => {
-          const type = o.type ?? (o.price === undefined ? 'market' : 'limit');
-          if (type === 'limit' && o.price === undefined) throw new Error('a limit order needs --price');
-          const c = signedClient();
-          const created = await c.createOrder({
-            pair: await slashPair(c, pair),
-            direction: side,
-            type,
-            volume,
-            ...(type === 'limit' ? { price: o.price } : {}),
-            ...orderControls(o),
-          });
-          await showOrder(c, created.id, created.envelope.message);
-        },
-      ),
+      run(async (side: Side, pair: string, volume: string, o: OrderControlFlags & OrderTypeFlags) => {
+        const fields = orderTypeFields(o);
+        const c = signedClient();
+        const created = await c.createOrder({
+          pair: await slashPair(c, pair),
+          direction: side,
+          volume,
+          ...fields,
+          ...orderControls(o),
+        });
+        await showOrder(c, created.id, created.envelope.message);
+      }),
     );
 
   program
@@ -300,16 +328,19 @@ export function registerTraderCommands(program: Command): void {
 
   program
     .command('amend <id>')
-    .description('change an open order in place: its price, or its total volume (executed part included)')
+    .description(
+      'change an open order in place: its price, a waiting stop’s trigger, or its total volume (executed part included)',
+    )
     .option('--price <price>', 'new limit price (the order moves to the back of its level)')
+    .option('--trigger <price>', 'new trigger price of a waiting stop-loss or take-profit order')
     .option('--volume <volume>', 'new total volume (lower keeps its place in the queue)')
     .action(
-      run(async (id: string, o: { price?: string; volume?: string }) => {
-        if (o.price === undefined && o.volume === undefined)
-          throw new Error('give --price, --volume or both');
+      run(async (id: string, o: { price?: string; volume?: string; trigger?: string }) => {
+        if (o.price === undefined && o.volume === undefined && o.trigger === undefined)
+          throw new Error('give --price, --trigger, --volume or a combination');
         const orderId = positiveInt('order id')(id);
         const c = signedClient();
-        const answer = await c.amend(orderId, o);
+        const answer = await c.amend(orderId, { price: o.price, volume: o.volume, triggerPrice: o.trigger });
         await showOrder(c, orderId, answer.message);
       }),
     );

@@ -101,8 +101,12 @@ export type BookMessage =
   | (ChannelMessage<'book', BookData> & { readonly type: 'snapshot' })
   | (ChannelMessage<'book', BookUpdateData> & { readonly type: 'update' });
 
-/** `amended`: an open order changed in place (an amend, or self-trade prevention's decrement). */
-export type ExecutionEvent = 'accepted' | 'trade' | 'amended' | 'closed' | 'canceled';
+/**
+ * `amended`: an open order changed in place (an amend, or self-trade prevention's decrement).
+ * `triggered`: a conditional order's trigger was reached; sent before the fills it causes, with
+ * the order as it stands then (`trigger_conditions` `triggered: …`).
+ */
+export type ExecutionEvent = 'accepted' | 'triggered' | 'trade' | 'amended' | 'closed' | 'canceled';
 export interface ExecutionData {
   readonly event: ExecutionEvent;
   /**

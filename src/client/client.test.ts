@@ -434,3 +434,43 @@ test('with nonces on, every new state change signs a body that carries the nonce
   );
   assert.ok(verify(last()));
 });
+
+test('conditional orders: trigger_price and trailing_offset in the body, trigger_price on an amend', {
+  timeout: 10_000,
+}, async () => {
+  reply = (_r, res) =>
+    json(res, 201, { success: true, message: 'Order created', code: 201 }, { location: '/v1/orders/12' });
+  const c = client();
+  const created = await c.createOrder({
+    pair: 'BTC/EUR',
+    direction: 'sell',
+    type: 'stop-loss-limit',
+    volume: '0.01',
+    price: '57900.0',
+    triggerPrice: '58000.0',
+    clientOrderId: 'guard-1',
+  });
+  assert.equal(created.id, 12);
+  assert.equal(
+    last().body,
+    '{"order_direction":"sell","order_type":"stop-loss-limit","pair":"BTC/EUR","volume":"0.01",' +
+      '"price":"57900.0","trigger_price":"58000.0","client_order_id":"guard-1"}',
+  );
+  assert.ok(verify(last()));
+  await c.placeBatch([
+    { pair: 'BTC/EUR', direction: 'sell', type: 'trailing-stop', volume: '0.01', trailingOffset: '2.5%' },
+    { pair: 'BTC/EUR', direction: 'buy', type: 'take-profit', volume: '0.01', triggerPrice: '50000' },
+  ]);
+  assert.equal(
+    last().body,
+    '{"orders":[{"order_direction":"sell","order_type":"trailing-stop","pair":"BTC/EUR","volume":"0.01","trailing_offset":"2.5%"},' +
+      '{"order_direction":"buy","order_type":"take-profit","pair":"BTC/EUR","volume":"0.01","trigger_price":"50000"}]}',
+  );
+  reply = (_r, res) => json(res, 200, { success: true, message: 'ok', code: 200 });
+  await c.amend(12, { triggerPrice: '57500.0' });
+  assert.equal(
+    `${last().method} ${last().url} ${last().body}`,
+    'PATCH /v1/orders/12 {"trigger_price":"57500.0"}',
+  );
+  assert.ok(verify(last()));
+});

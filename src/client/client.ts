@@ -76,8 +76,18 @@ export interface OrderParams {
   readonly type: OrderType;
   /** Decimal string: amounts never travel as JSON numbers. */
   readonly volume: string;
-  /** Required for limit orders. */
+  /** The limit price: required for `limit`, `stop-loss-limit` and `take-profit-limit`, refused otherwise. */
   readonly price?: string;
+  /**
+   * Decimal string: the last trade price that fires a `stop-loss`, `take-profit` or one of their
+   * `-limit` variants (required for those four, refused for the others).
+   */
+  readonly triggerPrice?: string;
+  /**
+   * A `trailing-stop`'s distance from the best price since placement: an absolute price
+   * distance (`"150.5"`) or a percentage (`"2.5%"`, 0.01 % to 50 %). Required for that type only.
+   */
+  readonly trailingOffset?: string;
   /** Default GTC. `GTD` needs `expireTime`. */
   readonly timeInForce?: TimeInForce;
   /** Unix seconds (a whole number or a decimal string) at which a GTD order is canceled. */
@@ -127,6 +137,8 @@ const ORDER_LOCATION = /\/orders\/(\d+)\/?$/;
 export function orderBody(params: OrderParams): Record<string, unknown> {
   const optional = {
     price: params.price,
+    trigger_price: params.triggerPrice,
+    trailing_offset: params.trailingOffset,
     time_in_force: params.timeInForce,
     expire_time: params.expireTime,
     post_only: params.postOnly,
@@ -144,7 +156,10 @@ export function orderBody(params: OrderParams): Record<string, unknown> {
 
 /** The changes `amend` can make; `volume` is the new total, the executed part included. */
 export interface AmendParams {
+  /** A new limit price (a limit order, or the limit of a `-limit` type). */
   readonly price?: string;
+  /** A new trigger price, for a stop or take-profit order still waiting (not a trailing stop). */
+  readonly triggerPrice?: string;
   readonly volume?: string;
   /** A new client order id; `null` removes it. */
   readonly clientOrderId?: string | null;
@@ -347,12 +362,14 @@ export class OpenSpotClient {
 
   /**
    * Changes an open order in place. A lower volume keeps its place in the queue; a new price or a
-   * higher volume moves it to the back of its level.
+   * higher volume moves it to the back of its level. A waiting stop or take-profit order may get
+   * a new trigger price (behind the orders already waiting at that trigger).
    */
   async amend(id: number, changes: AmendParams): Promise<BareEnvelope> {
     const path = `/orders/${orderPath(id)}`;
     const body = JSON.stringify({
       ...(changes.price === undefined ? {} : { price: changes.price }),
+      ...(changes.triggerPrice === undefined ? {} : { trigger_price: changes.triggerPrice }),
       ...(changes.volume === undefined ? {} : { volume: changes.volume }),
       ...(changes.clientOrderId === undefined ? {} : { client_order_id: changes.clientOrderId }),
       // As for cancels: a nonce key's signed body names the order, so it changes nothing else.

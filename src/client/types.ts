@@ -7,7 +7,36 @@
 /** A decimal quantity carried as a JSON string, e.g. "30000.5". */
 export type Decimal = string;
 export type Side = 'buy' | 'sell';
-export type OrderType = 'limit' | 'market';
+/**
+ * Conditional orders (Kraken's names): they wait, unseen in the book, until the last trade price
+ * reaches their trigger, then trade as a market order (`stop-loss`, `take-profit`,
+ * `trailing-stop`) or as a limit order at their limit price (the two `-limit` types).
+ */
+export type ConditionalOrderType =
+  | 'stop-loss'
+  | 'take-profit'
+  | 'stop-loss-limit'
+  | 'take-profit-limit'
+  | 'trailing-stop';
+export type OrderType = 'limit' | 'market' | ConditionalOrderType;
+export const CONDITIONAL_ORDER_TYPES: readonly ConditionalOrderType[] = [
+  'stop-loss',
+  'take-profit',
+  'stop-loss-limit',
+  'take-profit-limit',
+  'trailing-stop',
+];
+export const ORDER_TYPES: readonly OrderType[] = ['limit', 'market', ...CONDITIONAL_ORDER_TYPES];
+
+/** True for the five types that wait for a trigger. */
+export const isConditional = (type: OrderType): type is ConditionalOrderType =>
+  (CONDITIONAL_ORDER_TYPES as readonly string[]).includes(type);
+/** The types whose request carries `price` (the limit price): `limit` and the two `-limit` types. */
+export const takesLimitPrice = (type: OrderType): boolean =>
+  type === 'limit' || type === 'stop-loss-limit' || type === 'take-profit-limit';
+/** The types whose request carries `trigger_price`: the four stop and take-profit types. */
+export const takesTriggerPrice = (type: OrderType): boolean =>
+  isConditional(type) && type !== 'trailing-stop';
 export type OrderStatus = 'open' | 'closed' | 'canceled';
 /**
  * How long an order may rest: `GTC` until canceled (the default), `IOC` trades what it can at once
@@ -143,17 +172,25 @@ export interface Order {
     readonly type: Side;
     readonly close: string;
     readonly order: string;
+    /** A conditional order's trigger price (a trailing stop's current one); else its limit price. */
     readonly price: string;
     readonly leverage: string;
     readonly orderType: OrderType;
-    readonly secondaryPrice: unknown;
+    /** Kraken's `price2`: the limit price of a `-limit` type; null for every other order. */
+    readonly secondaryPrice: string | null;
   };
   readonly volume: Money;
   readonly volume_executed: Money;
   readonly fee: Money | null;
+  /**
+   * A limit order's limit price; a market order's average execution price (0 before any); a
+   * conditional order's trigger price (a trailing stop's moves with the best price).
+   */
   readonly price: Money;
-  readonly secondary_price: unknown;
-  readonly limit_price: unknown;
+  /** The limit price of a `-limit` type (Kraken's `price2`); null for every other order. */
+  readonly secondary_price: Money | null;
+  /** The limit price of a `-limit` type; null for every other order. */
+  readonly limit_price: Money | null;
   readonly cost: Money | null;
   readonly asset_pair: {
     readonly id: number;
@@ -162,6 +199,10 @@ export interface Order {
     readonly base_name: string;
     readonly quote_name: string;
   };
+  /**
+   * What a conditional order waits for, in words: `last price <= 58000.0`, a trailing stop's with
+   * its offset and best price, `triggered: …` once it fired; the placeholder `none` for others.
+   */
   readonly trigger_conditions: string;
   readonly trades: readonly OrderExecution[];
   /** The id the order was placed with; null when none. */

@@ -24,7 +24,7 @@ function asDocumented(source: string): string {
 test('the listings of docs/bot-testing.md are the example files', () => {
   const doc = readFileSync(join(ROOT, 'docs/bot-testing.md'), 'utf8');
   const listings = [...doc.matchAll(/```ts\n\/\/ (examples\/\S+)\n([\s\S]*?)```/g)];
-  assert.equal(listings.length, 3);
+  assert.equal(listings.length, 4);
   for (const [, file, body] of listings) {
     const source = readFileSync(join(ROOT, file!), 'utf8');
     assert.equal(body!.trim(), asDocumented(source), `${file} differs from its listing`);

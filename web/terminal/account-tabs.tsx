@@ -1,12 +1,21 @@
 /**
- * The account's tables: open orders (with amend, cancel and cancel-all), order history (with
- * each order's reason) and trade history, each
+ * The account's tables: open orders (with amend, cancel and cancel-all; a conditional order with
+ * what it waits for), order history (with each order's reason) and trade history, each
  * paginated by the API (`page-size`, `page`, `meta`), and the balances with their valuation.
  * `version` changes whenever the account may have changed (an order placed or canceled, a
  * private-channel event): the visible table is then fetched again.
  */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { Market, Order, PagedEnvelope, UserTrade, WalletEntry } from '../../src/client/types.js';
+import {
+  isConditional,
+  type Market,
+  type Order,
+  type PagedEnvelope,
+  takesTriggerPrice,
+  type UserTrade,
+  type WalletEntry,
+} from '../../src/client/types.js';
 import { ApiError } from '../shared/api.js';
 import {
   compareDecimal,
@@ -98,11 +107,43 @@ function usePaged<T>(
   return { data, error, setPage };
 }
 
-/** An open order being amended: the texts typed for its price and volume. */
+/** An open order being amended: the texts typed for its price, volume and trigger price. */
 interface Draft {
   readonly id: number;
   readonly price: string;
   readonly volume: string;
+  readonly trigger: string;
+}
+
+/**
+ * The price an order trades at: a limit order's limit; a conditional order's limit price once
+ * triggered (the `-limit` types), none for the others (its record's `price` is the trigger).
+ */
+const limitOf = (o: Order): string | undefined =>
+  isConditional(o.order_type) ? o.limit_price?.amount : o.order_type === 'limit' ? o.price.amount : undefined;
+
+/** A stop or take-profit that has not fired: its trigger price may still move. */
+const waitingTrigger = (o: Order): boolean =>
+  takesTriggerPrice(o.order_type) && !o.trigger_conditions.startsWith('triggered');
+
+/**
+ * An order's type; under a conditional order's, what it waits for (or that it fired) as the server
+ * words it — in the type's cell, so the tables keep their width. `editor` replaces the condition
+ * while its trigger is being amended.
+ */
+function TypeCell(props: { order: Order; editor?: ComponentChildren }) {
+  const o = props.order;
+  return (
+    <td class="order-type">
+      {o.order_type}
+      {props.editor ??
+        (isConditional(o.order_type) && (
+          <span class="trigger-condition muted" data-testid="trigger-condition">
+            {o.trigger_conditions}
+          </span>
+        ))}
+    </td>
+  );
 }
 
 function OpenOrders(props: {
@@ -155,8 +196,15 @@ function OpenOrders(props: {
   const amend = async (order: Order, next: Draft) => {
     // Only what changed is sent: a lower volume alone keeps the order's place in the queue.
     const changes: Record<string, string> = {};
-    if (isPositiveDecimal(next.price) && compareDecimal(next.price, order.price.amount) !== 0)
+    const limit = limitOf(order);
+    if (limit !== undefined && isPositiveDecimal(next.price) && compareDecimal(next.price, limit) !== 0)
       changes.price = next.price;
+    if (
+      waitingTrigger(order) &&
+      isPositiveDecimal(next.trigger) &&
+      compareDecimal(next.trigger, order.price.amount) !== 0
+    )
+      changes.trigger_price = next.trigger;
     if (isPositiveDecimal(next.volume) && compareDecimal(next.volume, order.volume.amount) !== 0)
       changes.volume = next.volume;
     if (Object.keys(changes).length === 0) {
@@ -171,7 +219,7 @@ function OpenOrders(props: {
     if (done) setDraft(undefined);
   };
   /** An input of the draft, kept to the precision of the order's own amounts. */
-  const draftInput = (order: Order, field: 'price' | 'volume', label: string) => (
+  const draftInput = (order: Order, field: 'price' | 'volume' | 'trigger', label: string) => (
     <input
       class="amend-input"
       inputMode="decimal"
@@ -180,7 +228,8 @@ function OpenOrders(props: {
       value={draft?.[field]}
       onInput={(e) => {
         const input = e.currentTarget as HTMLInputElement;
-        const kept = sanitizeDecimal(input.value, decimalsOf(order[field].amount));
+        const sample = field === 'volume' ? order.volume.amount : order.price.amount;
+        const kept = sanitizeDecimal(input.value, decimalsOf(sample));
         if (input.value !== kept) input.value = kept;
         setDraft((d) => (d === undefined ? d : { ...d, [field]: kept }));
       }}
@@ -234,13 +283,25 @@ function OpenOrders(props: {
         <tbody>
           {data?.data.map((o) => {
             const editing = draft?.id === o.id;
+            const limit = limitOf(o);
             return (
               <tr key={o.id} data-order-id={o.id}>
                 <td class="num muted">{when(o.open_time)}</td>
                 <td>{o.asset_pair.display_name}</td>
                 <td class={o.type}>{o.type}</td>
-                <td>{o.order_type}</td>
-                <td class="num">{editing ? draftInput(o, 'price', 'New price') : group(o.price.amount)}</td>
+                <TypeCell
+                  order={o}
+                  editor={
+                    editing && waitingTrigger(o) ? draftInput(o, 'trigger', 'New trigger price') : undefined
+                  }
+                />
+                <td class="num">
+                  {limit === undefined
+                    ? 'market'
+                    : editing
+                      ? draftInput(o, 'price', 'New price')
+                      : group(limit)}
+                </td>
                 <td class="num">
                   {editing ? draftInput(o, 'volume', 'New total volume') : trimZeros(o.volume.amount)}
                 </td>
@@ -262,12 +323,17 @@ function OpenOrders(props: {
                       </button>
                     </>
                   ) : (
-                    o.order_type === 'limit' && (
+                    o.order_type !== 'market' && (
                       <button
                         type="button"
                         class="small"
                         onClick={() =>
-                          setDraft({ id: o.id, price: o.price.amount, volume: trimZeros(o.volume.amount) })
+                          setDraft({
+                            id: o.id,
+                            price: limit ?? '',
+                            volume: trimZeros(o.volume.amount),
+                            trigger: o.price.amount,
+                          })
                         }
                         aria-label={`Amend order ${o.id}`}
                       >
@@ -320,8 +386,8 @@ function OrderHistory(props: { session: Session; pair: string | undefined; versi
               <td class="num muted">{when(o.close_time)}</td>
               <td>{o.asset_pair.display_name}</td>
               <td class={o.type}>{o.type}</td>
-              <td>{o.order_type}</td>
-              <td class="num">{o.order_type === 'market' ? 'market' : group(o.price.amount)}</td>
+              <TypeCell order={o} />
+              <td class="num">{o.order_type === 'market' ? 'market' : group(limitOf(o) ?? 'market')}</td>
               <td class="num">{trimZeros(o.volume.amount)}</td>
               <td class="num">{trimZeros(o.volume_executed.amount)}</td>
               <td>

@@ -1,6 +1,8 @@
 /**
  * Order entry: limit or market, buy or sell, with a time in force (GTC, IOC, FOK or GTD with its
- * expiry) and post-only for limit orders. The market's precision (pairDecimals for the price,
+ * expiry) and post-only for limit orders; or one of the five conditional types (stop-loss,
+ * take-profit, their -limit forms, trailing stop) with its trigger price, limit price or trailing
+ * offset, GTC or GTD. The market's precision (pairDecimals for the price,
  * lotDecimals for the volume) is applied as the user types, the 25/50/75/100 % buttons size the
  * order from the available balance, `ordermin` is checked before sending, and a 422 from
  * POST /orders shows Laravel's messages next to the field they name.
@@ -8,12 +10,16 @@
 import { useEffect, useState } from 'preact/hooks';
 import {
   type Envelope,
+  isConditional,
   type Market,
+  ORDER_TYPES,
   type Order,
   type OrderType,
   type Side,
   TIMES_IN_FORCE,
   type TimeInForce,
+  takesLimitPrice,
+  takesTriggerPrice,
 } from '../../src/client/types.js';
 import { ApiError } from '../shared/api.js';
 import {
@@ -27,11 +33,35 @@ import {
 import { SIZE_PERCENTS, volumeForPercent } from './order-size.js';
 import type { Session } from './session.js';
 
-type Field = 'price' | 'volume' | 'expiry';
+type Field = 'price' | 'volume' | 'expiry' | 'trigger' | 'trailing';
 type Errors = Partial<Record<Field | 'form', string>>;
 
 /** The request fields whose server messages are shown under a field of the form. */
-const FIELD_OF: Readonly<Record<string, Field>> = { price: 'price', volume: 'volume', expire_time: 'expiry' };
+const FIELD_OF: Readonly<Record<string, Field>> = {
+  price: 'price',
+  volume: 'volume',
+  expire_time: 'expiry',
+  trigger_price: 'trigger',
+  trailing_offset: 'trailing',
+};
+
+const TYPE_LABELS: Readonly<Record<OrderType, string>> = {
+  limit: 'Limit',
+  market: 'Market',
+  'stop-loss': 'Stop-loss',
+  'take-profit': 'Take-profit',
+  'stop-loss-limit': 'Stop-loss limit',
+  'take-profit-limit': 'Take-profit limit',
+  'trailing-stop': 'Trailing stop',
+};
+
+/** What a trigger waits for, in the words of `trigger_conditions`: a falling or a rising price. */
+function triggerHint(type: OrderType, side: Side): string {
+  const stop = type.startsWith('stop-loss') || type === 'trailing-stop';
+  // A sell stop and a buy take-profit wait for the price to fall; the others for it to rise.
+  const falls = stop === (side === 'sell');
+  return `Fires when the last trade price is ${falls ? 'at or below' : 'at or above'} it.`;
+}
 
 const TIF_LABELS: Readonly<Record<TimeInForce, string>> = {
   GTC: 'Good till canceled',
@@ -65,6 +95,10 @@ export function OrderForm(props: {
   const [tif, setTif] = useState<TimeInForce>('GTC');
   const [expiry, setExpiry] = useState('');
   const [postOnly, setPostOnly] = useState(false);
+  const [trigger, setTrigger] = useState('');
+  const [trailing, setTrailing] = useState('');
+  /** A trailing offset in percent, or as a price distance in the quote asset. */
+  const [trailingUnit, setTrailingUnit] = useState<'percent' | 'price'>('percent');
   const [errors, setErrors] = useState<Errors>({});
   const [busy, setBusy] = useState(false);
   const [status, setStatus] = useState('');
@@ -73,6 +107,8 @@ export function OrderForm(props: {
   useEffect(() => {
     setPrice('');
     setVolume('');
+    setTrigger('');
+    setTrailing('');
     setErrors({});
     setStatus('');
   }, [market]);
@@ -80,7 +116,8 @@ export function OrderForm(props: {
   useEffect(() => {
     if (props.pickedPrice === undefined) return;
     setPrice(sanitizeDecimal(props.pickedPrice.price, market.pairDecimals));
-    setType('limit');
+    // A picked price is a limit price: a stop-limit keeps its type, anything else becomes a limit.
+    setType((t) => (takesLimitPrice(t) ? t : 'limit'));
   }, [props.pickedPrice, market]);
 
   const typed = (field: Field, decimals: number, set: (value: string) => void) => (event: Event) => {
@@ -97,25 +134,42 @@ export function OrderForm(props: {
   const volumeHint = belowMin
     ? `The minimum is ${trimZeros(market.ordermin)} ${market.base}.`
     : (errors.volume ?? undefined);
-  const total = type === 'limit' ? exactProduct(price, volume, market.pairDecimals) : undefined;
+  const hasLimit = takesLimitPrice(type);
+  const hasTrigger = takesTriggerPrice(type);
+  const conditional = isConditional(type);
+  const total = hasLimit ? exactProduct(price, volume, market.pairDecimals) : undefined;
   const spendAsset = side === 'buy' ? market.quote : market.base;
-  // The controls a limit order may have; a market order trades at once by nature.
-  const controls = type === 'limit';
-  const canPostOnly = controls && (tif === 'GTC' || tif === 'GTD');
+  // The controls a resting order may have; a market order trades at once by nature. A
+  // conditional order waits (GTC or GTD) and takes liquidity when it fires: no IOC, FOK, post-only.
+  const controls = type === 'limit' || conditional;
+  const timesInForce = conditional
+    ? TIMES_IN_FORCE.filter((t) => t === 'GTC' || t === 'GTD')
+    : TIMES_IN_FORCE;
+  const canPostOnly = type === 'limit' && (tif === 'GTC' || tif === 'GTD');
+
+  const chooseType = (next: OrderType) => {
+    setType(next);
+    if (isConditional(next) && tif !== 'GTC' && tif !== 'GTD') setTif('GTC');
+    setErrors({});
+  };
+  /** The price a buy's percentage buttons size it at: its limit, else its trigger, else the ask. */
+  const sizingPrice = hasLimit ? price : hasTrigger ? trigger : props.bestAsk();
 
   const sizeAt = (percent: number) => {
     const next = volumeForPercent({
       side,
       percent,
       available: balances[spendAsset] ?? '0',
-      price: type === 'limit' ? price : props.bestAsk(),
+      price: sizingPrice,
       lotDecimals: market.lotDecimals,
     });
     if (next === undefined) {
       setErrors((e) =>
-        type === 'limit'
+        hasLimit
           ? { ...e, price: 'Enter a price first.' }
-          : { ...e, form: 'No ask to size a buy at.' },
+          : hasTrigger
+            ? { ...e, trigger: 'Enter a trigger price first.' }
+            : { ...e, form: 'No ask to size a buy at.' },
       );
       return;
     }
@@ -127,7 +181,9 @@ export function OrderForm(props: {
     event.preventDefault();
     if (session === undefined) return;
     const found: Errors = {};
-    if (type === 'limit' && !isPositiveDecimal(price)) found.price = 'Enter a price.';
+    if (hasLimit && !isPositiveDecimal(price)) found.price = 'Enter a price.';
+    if (hasTrigger && !isPositiveDecimal(trigger)) found.trigger = 'Enter a trigger price.';
+    if (type === 'trailing-stop' && !isPositiveDecimal(trailing)) found.trailing = 'Enter an offset.';
     if (!isPositiveDecimal(volume)) found.volume = 'Enter a volume.';
     else if (belowMin) found.volume = `The minimum is ${trimZeros(market.ordermin)} ${market.base}.`;
     const expireTime = unixSeconds(expiry);
@@ -143,7 +199,10 @@ export function OrderForm(props: {
       pair: market.wsname,
       volume,
     };
-    if (type === 'limit') body.price = price;
+    if (hasLimit) body.price = price;
+    if (hasTrigger) body.trigger_price = trigger;
+    if (type === 'trailing-stop')
+      body.trailing_offset = trailingUnit === 'percent' ? `${trailing}%` : trailing;
     // Only what differs from a plain order is sent, so a plain order's request is as before.
     const extra: Record<string, string | number | boolean> = {};
     if (controls && tif !== 'GTC') extra.time_in_force = tif;
@@ -157,18 +216,22 @@ export function OrderForm(props: {
         headers: { 'Idempotency-Key': crypto.randomUUID() },
       });
       const id = /\/orders\/(\d+)$/.exec(answer.headers.get('location') ?? '')?.[1];
-      const placed = `${side === 'buy' ? 'Buy' : 'Sell'} order placed${id === undefined ? '' : ` (#${id})`}.`;
+      const what = conditional ? `${TYPE_LABELS[type]} ${side}` : side === 'buy' ? 'Buy' : 'Sell';
+      const placed = `${what} order placed${id === undefined ? '' : ` (#${id})`}.`;
       setStatus(placed);
       props.onPlaced(id === undefined ? undefined : Number(id));
-      // IOC, FOK and post-only orders may end on arrival: say how, with the server's reason.
-      // (The order is placed either way: a failed read leaves the status as it is.)
-      if (id !== undefined && Object.keys(extra).length > 0) {
+      // IOC, FOK and post-only orders may end on arrival: say how, with the server's reason; a
+      // conditional order says what it waits for. (The order is placed either way: a failed read
+      // leaves the status as it is.)
+      if (id !== undefined && (conditional || Object.keys(extra).length > 0)) {
         const order = await session.client
           .request<Envelope<Order>>('GET', `/orders/${id}`)
           .then((answer) => answer.data)
           .catch(() => undefined);
         if (order !== undefined && order.status !== 'open')
           setStatus(`${placed} It is ${order.status}${order.reason ? `: ${order.reason}` : ''}.`);
+        else if (order !== undefined && conditional)
+          setStatus(`${placed} Waiting: ${order.trigger_conditions}.`);
       }
     } catch (error) {
       if (error instanceof ApiError && error.status === 422) {
@@ -223,16 +286,83 @@ export function OrderForm(props: {
         <select
           id="order-type"
           value={type}
-          onChange={(e) => setType((e.currentTarget as HTMLSelectElement).value as OrderType)}
+          onChange={(e) => chooseType((e.currentTarget as HTMLSelectElement).value as OrderType)}
         >
-          <option value="limit">Limit</option>
-          <option value="market">Market</option>
+          {ORDER_TYPES.map((t) => (
+            <option key={t} value={t}>
+              {TYPE_LABELS[t]}
+            </option>
+          ))}
         </select>
       </div>
-      {type === 'limit' && (
+      {hasTrigger && (
+        <div class="field">
+          <label for="order-trigger">
+            Trigger price <span class="muted">({market.quote})</span>
+          </label>
+          <input
+            id="order-trigger"
+            name="trigger_price"
+            inputMode="decimal"
+            autoComplete="off"
+            placeholder={`0.${'0'.repeat(market.pairDecimals)}`.replace(/\.$/, '')}
+            value={trigger}
+            onInput={typed('trigger', market.pairDecimals, setTrigger)}
+            aria-invalid={errors.trigger !== undefined}
+            aria-describedby={errors.trigger !== undefined ? 'order-trigger-error' : 'order-trigger-hint'}
+          />
+          {errors.trigger === undefined ? (
+            <p id="order-trigger-hint" class="hint muted">
+              {triggerHint(type, side)}
+            </p>
+          ) : (
+            fieldError('trigger', errors.trigger)
+          )}
+        </div>
+      )}
+      {type === 'trailing-stop' && (
+        <div class="field">
+          <label for="order-trailing">Trailing offset</label>
+          <div class="row trailing">
+            <input
+              id="order-trailing"
+              name="trailing_offset"
+              inputMode="decimal"
+              autoComplete="off"
+              placeholder={trailingUnit === 'percent' ? '2.5' : `0.${'0'.repeat(market.pairDecimals)}`}
+              value={trailing}
+              onInput={typed('trailing', trailingUnit === 'percent' ? 2 : market.pairDecimals, setTrailing)}
+              aria-invalid={errors.trailing !== undefined}
+              aria-describedby={
+                errors.trailing !== undefined ? 'order-trailing-error' : 'order-trailing-hint'
+              }
+            />
+            <select
+              aria-label="Trailing offset unit"
+              value={trailingUnit}
+              onChange={(e) => {
+                setTrailingUnit((e.currentTarget as HTMLSelectElement).value as 'percent' | 'price');
+                setTrailing('');
+              }}
+            >
+              <option value="percent">%</option>
+              <option value="price">{market.quote}</option>
+            </select>
+          </div>
+          {errors.trailing === undefined ? (
+            <p id="order-trailing-hint" class="hint muted">
+              {side === 'sell' ? 'Below the highest' : 'Above the lowest'} trade price since placement; trades
+              at market when reached.
+            </p>
+          ) : (
+            fieldError('trailing', errors.trailing)
+          )}
+        </div>
+      )}
+      {hasLimit && (
         <div class="field">
           <label for="order-price">
-            Price <span class="muted">({market.quote})</span>
+            {type === 'limit' ? 'Price' : 'Limit price'} <span class="muted">({market.quote})</span>
           </label>
           <input
             id="order-price"
@@ -289,22 +419,27 @@ export function OrderForm(props: {
               value={tif}
               onChange={(e) => setTif((e.currentTarget as HTMLSelectElement).value as TimeInForce)}
             >
-              {TIMES_IN_FORCE.map((t) => (
+              {timesInForce.map((t) => (
                 <option key={t} value={t}>
                   {TIF_LABELS[t]}
                 </option>
               ))}
             </select>
           </div>
-          <label class="check" title="Canceled instead of trading on arrival: the order only adds liquidity">
-            <input
-              type="checkbox"
-              checked={canPostOnly && postOnly}
-              disabled={!canPostOnly}
-              onChange={(e) => setPostOnly((e.currentTarget as HTMLInputElement).checked)}
-            />
-            Post only
-          </label>
+          {!conditional && (
+            <label
+              class="check"
+              title="Canceled instead of trading on arrival: the order only adds liquidity"
+            >
+              <input
+                type="checkbox"
+                checked={canPostOnly && postOnly}
+                disabled={!canPostOnly}
+                onChange={(e) => setPostOnly((e.currentTarget as HTMLInputElement).checked)}
+              />
+              Post only
+            </label>
+          )}
         </div>
       )}
       {controls && tif === 'GTD' && (
@@ -327,7 +462,7 @@ export function OrderForm(props: {
       <p class="summary">
         <span class="muted">Total</span>
         <output class="num" for="order-price order-volume" aria-label="Order total">
-          {type === 'market' ? 'at market' : total === undefined ? '—' : `${group(total)} ${market.quote}`}
+          {!hasLimit ? 'at market' : total === undefined ? '—' : `${group(total)} ${market.quote}`}
         </output>
       </p>
       <p class="summary">

@@ -264,6 +264,27 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    // MERGE: as SQLite's 9, a stand-in for the conditional orders' migration (issue 22, branch
+    // i22-rest), which replaces it.
+    description: 'reserved for the conditional orders (issue 22)',
+    sql: 'SELECT 1',
+  },
+  {
+    version: 10,
+    description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
+    // As SQLite's v10: written with the command's own commit; a standby taking over loads the
+    // unexpired ones, so a gateway's resend of an applied command is answered, not applied again.
+    sql: `
+      CREATE TABLE command_receipts (
+        id text PRIMARY KEY CHECK (length(id) = 22),
+        expires bigint NOT NULL,
+        reply text NOT NULL
+      );
+      CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
+    `,
+  },
 ];
 
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

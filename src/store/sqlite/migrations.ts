@@ -317,6 +317,29 @@ export const MIGRATIONS: readonly Migration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 9,
+    // MERGE: version 9 belongs to the conditional orders (issue 22, branch i22-rest), built in
+    // parallel with version 10; this entry only keeps the versions contiguous until that branch's
+    // migration 9 replaces it.
+    description: 'reserved for the conditional orders (issue 22)',
+    sql: '',
+  },
+  {
+    version: 10,
+    description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
+    // One row per command a gateway sent under its unique id and the engine applied, written in
+    // that command's own commit with the answer the engine sent; deleted some time after
+    // `expires` (ms since the epoch), after which a request of that id is dropped as late.
+    sql: `
+      CREATE TABLE command_receipts (
+        id TEXT PRIMARY KEY CHECK (length(id) = 22),
+        expires INTEGER NOT NULL,
+        reply TEXT NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
+    `,
+  },
 ];
 
 /**

@@ -44,6 +44,7 @@ import {
 import { ClusterKey } from './cluster-key.js';
 import { CommandService } from './command-service.js';
 import type { ExactValue } from './exact-json.js';
+import { publishHeartbeats } from './heartbeat.js';
 import { RefusalAlarm } from './refusal-alarm.js';
 import { clusterSettings, connectNats, describeNats, subjects } from './settings.js';
 import { servePing, serveSnapshots } from './snapshot.js';
@@ -262,18 +263,28 @@ export async function serveCluster(
   const service = await CommandService.start(nc, exchange, {
     subject: names.commands,
     key: options.key,
+    // Committed by the engine this one took over from (or by this one before a restart).
+    loadReceipts: (notBefore) => exchange.store.loadCommandReceipts(notBefore),
     onDropped: (reason) => {
-      if (reason === 'unverified' || reason === 'operator_command' || reason === 'replay')
-        alarm.refused('command', reason);
-      else logger.warn({ reason }, 'a command request was dropped unapplied');
+      if (reason === 'unverified' || reason === 'operator_command') alarm.refused('command', reason);
+      // An id seen again is what a gateway's resend is (a failover, a slow answer): answered with
+      // the first answer, applied once; a capture replayed gets the same and applies nothing too.
+      else if (reason !== 'replay') logger.warn({ reason }, 'a command request was dropped unapplied');
     },
     onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
   });
+  // From now on: the first beat tells every gateway that this engine takes commands, and they
+  // send again at once what the engine before it never answered.
+  const heartbeats = publishHeartbeats(nc, { subject: names.heartbeat, key: options.key });
   await nc.flush();
   return {
     streamSequence: (feedSequence) => streamOffset + feedSequence,
-    stopCommands: () => service.stop(),
+    stopCommands: async () => {
+      heartbeats.stop();
+      await service.stop();
+    },
     async close() {
+      heartbeats.stop();
       await service.stop();
       await Promise.race([queue.flushed(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
       stopFeed();

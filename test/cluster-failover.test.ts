@@ -350,6 +350,7 @@ describe(
         lockHeld: loggedAt(standby, 'writer lock held') - killed,
         stateLoaded: loggedAt(standby, 'committed state loaded') - killed,
         takingCommands: loggedAt(standby, 'taking commands over NATS') - killed,
+        receiptsLoaded: loggedLine(standby, 'taking commands over NATS')?.receipts,
         acceptedAgain: Object.fromEntries(failover.map((f) => [f.gateway, f.ms])),
       };
       process.stdout.write(
@@ -514,6 +515,16 @@ function loggedAt(started: ClusterProcess, text: string): number {
     if (typeof msg === 'string' && msg.includes(text) && typeof time === 'number') return time;
   }
   return Number.NaN;
+}
+
+/** The first log line of a process whose message contains `text`, parsed. */
+function loggedLine(started: ClusterProcess, text: string): Record<string, unknown> | undefined {
+  for (const line of started.output().split('\n')) {
+    if (!line.startsWith('{') || !line.includes(text)) continue;
+    const parsed = JSON.parse(line) as Record<string, unknown>;
+    if (typeof parsed.msg === 'string' && parsed.msg.includes(text)) return parsed;
+  }
+  return undefined;
 }
 
 function zeroCounts(): Record<Outcome, number> {

@@ -266,7 +266,7 @@ export async function serveCluster(
   // From now on: the first beat tells every gateway that this engine takes commands, and they
   // send again at once what the engine before it never answered.
   const heartbeats = publishHeartbeats(nc, { subject: names.heartbeat, key: options.key });
-  logger.info({ subject: names.commands }, 'taking commands over NATS');
+  logger.info({ subject: names.commands, receipts: service.remembered }, 'taking commands over NATS');
   let resetAt: number;
   try {
     resetAt = await publisher.publishAtEnd(reset);

@@ -311,7 +311,7 @@ export class CommandService {
     const reply = this.answer(request, {
       id,
       expires,
-      forgetBefore: now - this.lateToleranceMs - RECEIPT_MARGIN_MS,
+      forgetBefore: now - RECEIPT_MARGIN_MS,
     });
     this.answered.set(id, { expires, reply });
     this.track(reply.then((r) => this.respond(msg, r)));

@@ -22,7 +22,7 @@ export const MAC_HEADER = 'OpenSpot-Mac';
 export const CLUSTER_KEY_FILE = 'cluster.key';
 
 /** What a MAC vouches for: a MAC made for one purpose never verifies for another. */
-export type MacPurpose = 'command' | 'batch';
+export type MacPurpose = 'command' | 'batch' | 'heartbeat';
 
 const MAC_VERSION = 'v1';
 const MAC_TEXT = /^v1\.[A-Za-z0-9_-]{43}$/;

@@ -4,21 +4,30 @@
  * request/reply. The engine answers only after the command's batch is committed, so a resolved
  * promise means what it means in one process: durably committed.
  *
+ * Every command carries a unique id, and is sent again under it — byte for byte, same id,
+ * deadline and MAC — until an engine answers or its deadline (the gateway's clock +
+ * DEFAULT_COMMAND_TIMEOUT_MS, 5 s) passes: the engine applies an id at most once and answers a
+ * resend with the first answer, from memory or, after a failover, from the receipt committed with
+ * the command (command-service.ts). It goes again:
+ * - 50 ms after NATS answered no-responders (no engine subscribed: a failover under way);
+ * - at once when another engine starts beating (heartbeat.ts: it took over), when the engine fell
+ *   silent for ENGINE_SILENT_MS (it died), or when the readiness ping found no engine
+ *   (`engineLost`): a request the dead engine took is not waited out;
+ * - after ATTEMPT_RESEND_MS (1 s) without an answer even while the engine beats (a lost message).
+ *
  * Failures:
- * - the engine cannot be reached (no engine subscribed, NATS connection down or closed, no answer
- *   within the timeout): EngineUnavailableError — a StoreUnavailableError, so the HTTP layer
- *   answers 503 with Retry-After as it does for a store outage. Its `outcome` says whether the
- *   command may have been applied: `not_delivered` (certainly not) or `unknown` (it was sent, the
- *   answer was lost). A command no engine received (NATS's no-responders: a failover, the standby
- *   not subscribed yet) is sent again, byte for byte under the same id, every 50 ms for up to
- *   `resendWindowMs` (2 s), so a failover is a pause rather than a 503; one that may have been
- *   received is never sent again: a caller resolves an unknown outcome itself (an Idempotency-Key
- *   retry through submitOnce, or a read of the order).
+ * - the engine cannot be reached until the deadline, or the NATS connection is down or drops:
+ *   EngineUnavailableError — a StoreUnavailableError, so the HTTP layer answers 503 with
+ *   Retry-After as it does for a store outage. Its `outcome` says whether the command may have
+ *   been applied: `not_delivered` (certainly not: no engine ever received it) or `unknown` (it
+ *   was sent, no answer came).
  * - the engine answered a reply too large for one NATS message with its head, and its chunks could
  *   not be fetched (the engine gone, the reply no longer held, a chunk missing or damaged, the
  *   connection lost): EngineUnavailableError, outcome `unknown` (the command was committed, or
  *   may have been), never a partial or unchecked answer.
  * - the engine's store could not commit: StoreUnavailableError, as in one process (503).
+ * - the engine refused the command (a kind gateways may not send, a MAC under another key, a
+ *   request it cannot read): EngineRefusedError (503; nothing was applied).
  * - a fault on the engine side or a reply this side cannot read: RemoteCommandError (500).
  *
  * Every request carries a deadline (the gateway's clock + the timeout): the engine drops a request
@@ -32,7 +41,13 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errors, headers, type NatsConnection } from '@nats-io/transport-node';
 import type { Command } from '../engine/types.js';
-import type { IdempotencyRequest, LedgerRequest, OnceResult, PlaceOrder } from '../sequencer/ports.js';
+import type {
+  CommandIdentity,
+  IdempotencyRequest,
+  LedgerRequest,
+  OnceResult,
+  PlaceOrder,
+} from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import {
@@ -53,10 +68,15 @@ import {
   type RemoteErrorCode,
 } from './codec.js';
 import { ConnectionWatch } from './connection-watch.js';
+import { ENGINE_SILENT_MS, type EngineHeartbeats } from './heartbeat.js';
 
 /** Where commands go unless configured otherwise. */
 export const DEFAULT_COMMAND_SUBJECT = 'openspot.engine.commands';
-/** How long a gateway waits for the engine's answer (a commit is milliseconds; a failover is seconds). */
+/**
+ * A command's deadline: how long a gateway sends it (and again) before it answers 503 (a commit is
+ * milliseconds; a failover well under a second here). Also what bounds how long an engine must
+ * remember the id (plus its skew tolerance).
+ */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 /** The header holding a request's deadline, in milliseconds since the Unix epoch (decimal text). */
 export const DEADLINE_HEADER = 'OpenSpot-Deadline';
@@ -69,10 +89,17 @@ export function commandMacFields(subject: string, id: string, deadline: string):
   return [subject, id, deadline];
 }
 
-/** What a gateway needs of the engine: the write half of the Exchange port. */
+/**
+ * What a gateway needs of the engine: the write half of the Exchange port. The engine's side
+ * (CommandService) also passes each command's id, so that its answer is committed with it.
+ */
 export interface CommandSubmitter {
-  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
-  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult>;
+  submit(command: Command, ledger?: LedgerRequest, identity?: CommandIdentity): Promise<SubmitResult>;
+  submitOnce(
+    command: PlaceOrder,
+    request: IdempotencyRequest,
+    identity?: CommandIdentity,
+  ): Promise<OnceResult>;
 }
 
 export type DeliveryOutcome = 'not_delivered' | 'unknown';
@@ -91,6 +118,23 @@ export class EngineUnavailableError extends StoreUnavailableError {
   }
 }
 
+/**
+ * The engine refused to take the command (`refused`: a kind it takes only through its admin API,
+ * or a MAC it cannot verify — a gateway whose CLUSTER_KEY differs from the engine's; `bad_request`:
+ * a request it cannot read — a gateway of another version). Nothing was applied, and nothing the
+ * client sent is at fault: the deployment is, so it maps to 503 with Retry-After (it is a
+ * StoreUnavailableError), in the route's error shape, like an engine that cannot be reached.
+ */
+export class EngineRefusedError extends StoreUnavailableError {
+  constructor(
+    readonly code: 'refused' | 'bad_request',
+    message: string,
+  ) {
+    super(message, { reason: 'the engine refused the gateway’s command' });
+    Object.defineProperty(this, 'name', { value: 'EngineRefusedError' });
+  }
+}
+
 /** The engine answered with a fault (or with something this side cannot read). Maps to 500. */
 export class RemoteCommandError extends Error {
   override readonly name = 'RemoteCommandError';
@@ -103,23 +147,38 @@ export class RemoteCommandError extends Error {
   }
 }
 
-/**
- * How long a command that found no engine subscribed (NATS's no-responders: certainly not
- * applied) is sent again, under the same id, before the gateway answers 503: covers a failover,
- * where the standby subscribes some hundreds of milliseconds after the primary's connection died.
- */
-export const DEFAULT_RESEND_WINDOW_MS = 2_000;
+/** A command that found no engine subscribed (a failover under way) goes again after this pause. */
 const RESEND_PAUSE_MS = 50;
+/**
+ * A command unanswered this long is sent again even while its engine beats (a message lost, an
+ * engine that cannot answer): the engine that has it answers the resend with the same answer.
+ */
+export const ATTEMPT_RESEND_MS = 1_000;
+/** How often unanswered commands are checked against the heartbeats (only while there are some). */
+const CHECK_EVERY_MS = 50;
 
 export interface CommandClientOptions {
   /** Every request carries a MAC under it; the engine refuses a request without a valid one. */
   readonly key: ClusterKey;
   readonly subject?: string;
+  /** The command's deadline: resent until then, then 503 (default DEFAULT_COMMAND_TIMEOUT_MS). */
   readonly timeoutMs?: number;
   /** The clock for deadlines (tests). */
   readonly now?: () => number;
-  /** How long to resend a command no engine received (default DEFAULT_RESEND_WINDOW_MS; 0: never). */
-  readonly resendWindowMs?: number;
+  /**
+   * The engine's heartbeats (heartbeat.ts): a command sent to an engine that fell silent, or that
+   * another engine replaced, is sent again at once. Without them, only the readiness ping's
+   * finding (engineLost) and no-responders resend.
+   */
+  readonly heartbeats?: EngineHeartbeats;
+}
+
+/** One sending of a request, until it is answered or sent again. */
+interface Attempt {
+  readonly at: number;
+  /** The engine heard last when it was sent. */
+  readonly engine: string | undefined;
+  resend(): void;
 }
 
 export class CommandClient implements CommandSubmitter {
@@ -128,8 +187,9 @@ export class CommandClient implements CommandSubmitter {
   private readonly now: () => number;
   /** The connection's state: a request fails at once while it is down, or as soon as it drops. */
   private readonly watch: ConnectionWatch;
-  /** Requests sent and not yet answered: when, and how to fail one should its engine be lost. */
-  private readonly sent = new Set<{ readonly at: number; lost: (error: Error) => void }>();
+  /** Requests sent and not yet answered: when, to which engine, and how to send one again. */
+  private readonly attempts = new Set<Attempt>();
+  private checkTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -141,6 +201,11 @@ export class CommandClient implements CommandSubmitter {
     if (!Number.isInteger(this.timeoutMs) || this.timeoutMs <= 0)
       throw new RangeError(`invalid command timeout: ${this.timeoutMs}`);
     this.watch = ConnectionWatch.of(nc);
+    // Another engine beats: what was sent before it took over and is still unanswered may have
+    // gone to the one it replaced, and goes again now, to it.
+    options.heartbeats?.onEngine((engine) => {
+      for (const attempt of this.attempts) if (attempt.engine !== engine) attempt.resend();
+    });
   }
 
   async submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
@@ -159,18 +224,31 @@ export class CommandClient implements CommandSubmitter {
 
   /**
    * The engine that was serving is gone (NATS answered no-responders to a ping sent at `since`):
-   * every request sent before then and still unanswered went to it and will never be answered,
-   * so it fails now, of unknown fate, instead of waiting out its timeout.
+   * every request sent before then and still unanswered went to it and will never be answered
+   * by it, so it is sent again now, under its id, to whichever engine takes it.
    */
   engineLost(since: number): void {
-    for (const request of this.sent)
-      if (request.at <= since)
-        request.lost(
-          new EngineUnavailableError(
-            'unknown',
-            'The engine was lost before it answered; the command may have been applied.',
-          ),
-        );
+    for (const attempt of this.attempts) if (attempt.at <= since) attempt.resend();
+  }
+
+  /** Checks unanswered requests against the heartbeats every CHECK_EVERY_MS while there are some. */
+  private armCheck(): void {
+    const heartbeats = this.options.heartbeats;
+    if (heartbeats === undefined || this.checkTimer !== undefined) return;
+    this.checkTimer = setInterval(() => {
+      if (this.attempts.size === 0) {
+        clearInterval(this.checkTimer);
+        this.checkTimer = undefined;
+        return;
+      }
+      const now = this.now();
+      const silent = heartbeats.silent(now);
+      for (const attempt of this.attempts) {
+        const age = now - attempt.at;
+        if ((silent && age > ENGINE_SILENT_MS) || age >= ATTEMPT_RESEND_MS) attempt.resend();
+      }
+    }, CHECK_EVERY_MS);
+    this.checkTimer.unref();
   }
 
   private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
@@ -183,37 +261,59 @@ export class CommandClient implements CommandSubmitter {
     h.set(DEADLINE_HEADER, deadline);
     h.set(MAC_HEADER, this.options.key.mac('command', commandMacFields(this.subject, id, deadline), body));
     let data: Uint8Array;
-    const started = this.now();
-    const resendUntil = started + (this.options.resendWindowMs ?? DEFAULT_RESEND_WINDOW_MS);
+    // Whether an engine may have received it: decides whether a 503 at the deadline says
+    // `unknown` or `not_delivered`.
+    let delivered = false;
+    const failAtDeadline = () =>
+      delivered
+        ? new EngineUnavailableError(
+            'unknown',
+            'The engine did not answer in time; the command may have been applied.',
+          )
+        : new EngineUnavailableError('not_delivered', 'No engine is serving commands; retry later.');
+    // Sent, byte for byte under the same id, deadline and MAC, until an engine answers or the
+    // deadline passes: the id makes the engine apply it at most once, whichever engine that is.
     for (;;) {
-      const sent = { at: this.now(), lost: (_: Error) => {} };
+      const timeout = Number(deadline) - this.now();
+      if (timeout <= 0) throw failAtDeadline();
+      let resend = () => {};
+      const resent = new Promise<'resend'>((resolve) => {
+        resend = () => resolve('resend');
+      });
+      const attempt: Attempt = { at: this.now(), engine: this.options.heartbeats?.engine, resend };
+      this.attempts.add(attempt);
+      this.armCheck();
       try {
-        const timeout = Math.max(1, Number(deadline) - this.now());
-        const lost = new Promise<never>((_, reject) => {
-          sent.lost = reject;
-        });
-        this.sent.add(sent);
-        data = (
-          await Promise.race([
-            this.watch.request(
-              () => this.nc.request(this.subject, body, { timeout, headers: h }),
-              DISCONNECTED,
-            ),
-            lost,
-          ])
-        ).data;
+        const outcome = await Promise.race([
+          this.watch.request(
+            () => this.nc.request(this.subject, body, { timeout, headers: h }),
+            DISCONNECTED,
+          ),
+          resent,
+        ]);
+        if (outcome === 'resend') {
+          delivered = true;
+          continue;
+        }
+        data = outcome.data;
         break;
       } catch (error) {
-        if (error instanceof EngineUnavailableError && error.outcome === 'unknown') throw error;
-        const failure = error instanceof EngineUnavailableError ? error : unavailable(error);
-        // No engine subscribed (a failover under way): nothing was applied, so the very same
-        // request (same id, deadline and MAC) goes again until an engine takes it.
-        const noEngine = error instanceof errors.RequestError && error.isNoResponders();
-        if (!noEngine || this.now() + RESEND_PAUSE_MS >= Math.min(resendUntil, Number(deadline)))
-          throw failure;
+        // The NATS connection down or lost: answered at once, as before (not a failover).
+        if (error instanceof EngineUnavailableError)
+          throw delivered && error.outcome === 'not_delivered' ? failAtDeadline() : error;
+        if (error instanceof errors.TimeoutError) {
+          delivered = true;
+          throw failAtDeadline();
+        }
+        // No engine subscribed (the one that served died, the next not subscribed yet): nothing
+        // was applied by this sending, so it goes again shortly.
+        if (!(error instanceof errors.RequestError && error.isNoResponders())) {
+          throw unavailable(error);
+        }
+        if (this.now() + RESEND_PAUSE_MS >= Number(deadline)) throw failAtDeadline();
         await sleep(RESEND_PAUSE_MS);
       } finally {
-        this.sent.delete(sent);
+        this.attempts.delete(attempt);
       }
     }
     // Only a reply too large for one message is a head followed by bytes.
@@ -228,6 +328,8 @@ export class CommandClient implements CommandSubmitter {
     }
     if (reply.kind !== 'error') return reply;
     if (reply.code === 'unavailable') throw new StoreUnavailableError(reply.message);
+    if (reply.code === 'refused' || reply.code === 'bad_request')
+      throw new EngineRefusedError(reply.code, `the engine refused the command: ${reply.message}`);
     throw new RemoteCommandError(reply.code, reply.message);
   }
 

@@ -25,21 +25,30 @@
  * Nothing that merely reaches NATS is trusted (docs/cluster.md, "What the engine and gateways
  * trust"): a request is taken only with a MAC under the cluster key over its subject, id, deadline
  * and body, a deadline no further ahead than MAX_DEADLINE_AHEAD_MS, and a command kind gateways
- * send (GATEWAY_COMMAND_KINDS); anything else is answered `refused` and applies nothing. An id is
- * remembered until its deadline (plus the tolerance) has passed, after which the request would be
- * dropped as late anyway: a request seen again meanwhile — a capture replayed, a retry — gets the
- * first one's answer and applies nothing.
+ * send (GATEWAY_COMMAND_KINDS); anything else is answered `refused` and applies nothing.
+ *
+ * At most once per id, across failovers: an id is remembered until its deadline (plus the
+ * tolerance) has passed, after which the request would be dropped as late anyway, and a request
+ * seen again meanwhile — a gateway's resend, a capture replayed — gets the first one's answer and
+ * applies nothing. In memory for the requests this process took; and as committed state for every
+ * applied command: its answer is committed with it (a command receipt, CommandIdentity), and a
+ * service starting on an engine that just took the writer lock loads the receipts that have not
+ * expired before it subscribes, so a gateway's resend of a command the dead engine committed is
+ * answered with the dead engine's answer. (A command refused, or not committed, left no receipt:
+ * its resend is applied, for the first time.)
  */
 import { randomBytes } from 'node:crypto';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { OnceResult } from '../sequencer/ports.js';
+import type { CommandResult } from '../engine/types.js';
+import type { CommandIdentity, OnceResult } from '../sequencer/ports.js';
 import type { SubmitResult } from '../sequencer/sequencer.js';
-import { StoreUnavailableError } from '../store/store.js';
+import { type CommandReceipt, StoreUnavailableError } from '../store/store.js';
 import { ChunkHolder, DEFAULT_MAX_PAYLOAD, type HeldTransfer } from './chunked.js';
 import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import {
   type CommandReply,
   type CommandRequest,
+  decodeCommandReply,
   decodeCommandRequest,
   encodeCommandReply,
   GATEWAY_COMMAND_KINDS,
@@ -57,6 +66,14 @@ import {
 export const DEFAULT_LATE_TOLERANCE_MS = 2_000;
 /** The furthest ahead a deadline may be: bounds how long an id must be remembered. */
 export const MAX_DEADLINE_AHEAD_MS = 60_000;
+
+/**
+ * How long after its expiry a command receipt is kept in the store: room for the clocks of two
+ * engine machines to disagree (the one that wrote it prunes by its clock, the one that takes over
+ * loads by its own). Retention in all: from the commit until the request's deadline (the gateway's
+ * clock + its command deadline, DEFAULT_COMMAND_TIMEOUT_MS), plus the tolerance, plus this margin.
+ */
+export const RECEIPT_MARGIN_MS = 30_000;
 
 /** How long an oversized reply is held after its last use (its head or one of its chunks was sent). */
 export const REPLY_HOLD_MS = 10_000;
@@ -92,6 +109,18 @@ export interface CommandServiceOptions {
   readonly replyHoldMs?: number;
   readonly maxHeldReplies?: number;
   readonly maxHeldReplyBytes?: number;
+  /**
+   * The committed receipts of commands that expire at or after the given time (the store's
+   * loadCommandReceipts): loaded once, before the service subscribes. Absent: none (a service
+   * whose submitter keeps no receipts).
+   */
+  readonly loadReceipts?: (notBefore: number) => Promise<readonly CommandReceipt[]>;
+}
+
+/** An answer, and its bytes when they were already encoded (for the receipt committed with the command). */
+interface Answer {
+  readonly reply: CommandReply;
+  readonly bytes?: Uint8Array;
 }
 
 export class CommandService {
@@ -106,15 +135,27 @@ export class CommandService {
   /** The answer to each id seen, until its deadline (plus the tolerance) has passed; oldest first. */
   private readonly answered = new Map<
     string,
-    { readonly expires: number; readonly reply: Promise<CommandReply> }
+    { readonly expires: number; readonly reply: Promise<Answer> }
   >();
 
   private constructor(
     private readonly nc: NatsConnection,
     private readonly submitter: CommandSubmitter,
     private readonly options: CommandServiceOptions,
+    receipts: readonly CommandReceipt[],
   ) {
     this.now = options.now ?? Date.now;
+    for (const receipt of receipts) {
+      let reply: CommandReply;
+      try {
+        reply = decodeCommandReply(Buffer.from(receipt.reply, 'utf8'));
+      } catch (error) {
+        // Written by this code, so not expected; a resend of that id is then applied again.
+        options.onFailed?.(error);
+        continue;
+      }
+      this.answered.set(receipt.id, { expires: receipt.expires, reply: Promise.resolve({ reply }) });
+    }
     this.lateToleranceMs = options.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
     const subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
     this.subject = subject;
@@ -149,13 +190,18 @@ export class CommandService {
     });
   }
 
-  /** Subscribes and waits until the server has the subscription (a request sent after this finds it). */
+  /**
+   * Loads the committed receipts that have not expired, then subscribes and waits until the server
+   * has the subscription (a request sent after this finds it).
+   */
   static async start(
     nc: NatsConnection,
     submitter: CommandSubmitter,
     options: CommandServiceOptions,
   ): Promise<CommandService> {
-    const service = new CommandService(nc, submitter, options);
+    const now = options.now ?? Date.now;
+    const receipts = (await options.loadReceipts?.(now())) ?? [];
+    const service = new CommandService(nc, submitter, options, receipts);
     await nc.flush();
     return service;
   }
@@ -163,6 +209,11 @@ export class CommandService {
   /** Requests handed to the submitter and not yet answered. */
   get pending(): number {
     return this.inFlight.size;
+  }
+
+  /** Ids whose answer is remembered (for tests). */
+  get remembered(): number {
+    return this.answered.size;
   }
 
   /** Oversized replies held for their gateways (for tests and metrics). */
@@ -236,9 +287,11 @@ export class CommandService {
     } catch (error) {
       this.options.onDropped?.('bad_request', error);
       this.respond(msg, {
-        kind: 'error',
-        code: 'bad_request',
-        message: error instanceof Error ? error.message : 'unreadable request',
+        reply: {
+          kind: 'error',
+          code: 'bad_request',
+          message: error instanceof Error ? error.message : 'unreadable request',
+        },
       });
       return;
     }
@@ -254,8 +307,13 @@ export class CommandService {
       return;
     }
     // The submitter is called now, in arrival order; only its answer is awaited.
-    const reply = this.answer(request);
-    this.answered.set(id, { expires: deadline + this.lateToleranceMs, reply });
+    const expires = deadline + this.lateToleranceMs;
+    const reply = this.answer(request, {
+      id,
+      expires,
+      forgetBefore: now - RECEIPT_MARGIN_MS,
+    });
+    this.answered.set(id, { expires, reply });
     this.track(reply.then((r) => this.respond(msg, r)));
   }
 
@@ -274,34 +332,64 @@ export class CommandService {
 
   private refuse(msg: Msg, reason: 'unverified' | 'operator_command', message: string): void {
     this.options.onDropped?.(reason);
-    this.respond(msg, { kind: 'error', code: 'refused', message });
+    this.respond(msg, { reply: { kind: 'error', code: 'refused', message } });
   }
 
-  private async answer(request: CommandRequest): Promise<CommandReply> {
+  /**
+   * The command's answer. An applied command's answer is encoded in its commit (the receipt) and
+   * those bytes are the reply: what a resend is answered, here or on the next engine, is exactly
+   * what the first request was.
+   */
+  private async answer(request: CommandRequest, id: Omit<CommandIdentity, 'encode'>): Promise<Answer> {
+    let bytes: Uint8Array | undefined;
+    const identity = (wrap: (result: CommandResult) => CommandReply): CommandIdentity => ({
+      ...id,
+      encode: (result) => {
+        bytes = encodeCommandReply(wrap(result));
+        return Buffer.from(bytes).toString('utf8');
+      },
+    });
     try {
+      let reply: CommandReply;
       if (request.op === 'submit') {
-        const result: SubmitResult = await this.submitter.submit(request.command, request.ledger);
-        return { kind: 'result', result };
+        const result: SubmitResult = await this.submitter.submit(
+          request.command,
+          request.ledger,
+          identity((result) => ({ kind: 'result', result })),
+        );
+        reply = { kind: 'result', result };
+      } else {
+        const once: OnceResult = await this.submitter.submitOnce(
+          request.command,
+          request.idempotency,
+          identity((result) => ({ kind: 'once', once: { kind: 'executed', result } })),
+        );
+        reply = { kind: 'once', once };
       }
-      const once: OnceResult = await this.submitter.submitOnce(request.command, request.idempotency);
-      return { kind: 'once', once };
+      // The receipt's bytes only when they are this answer's (a refusal, a replayed key has none).
+      return bytes !== undefined &&
+        (reply.kind === 'result' ? reply.result.ok : reply.once.kind === 'executed')
+        ? { reply, bytes }
+        : { reply };
     } catch (error) {
       if (error instanceof StoreUnavailableError)
-        return { kind: 'error', code: 'unavailable', message: error.message };
+        return { reply: { kind: 'error', code: 'unavailable', message: error.message } };
       this.options.onFailed?.(error);
       // The cause stays in the engine's log: a gateway only learns that the command failed.
       return {
-        kind: 'error',
-        code: 'failed',
-        message: `the ${request.command.kind} command could not be applied`,
+        reply: {
+          kind: 'error',
+          code: 'failed',
+          message: `the ${request.command.kind} command could not be applied`,
+        },
       };
     }
   }
 
-  private respond(msg: Msg, reply: CommandReply): void {
+  private respond(msg: Msg, answer: Answer): void {
     let held: HeldTransfer<undefined> | undefined;
     try {
-      const bytes = encodeCommandReply(reply);
+      const bytes = answer.bytes ?? encodeCommandReply(answer.reply);
       // The normal case: the reply fits, and goes as it is (no hashing, no extra round trip).
       if (bytes.length <= this.maxPayload()) {
         msg.respond(bytes);

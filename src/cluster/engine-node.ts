@@ -44,10 +44,15 @@ import {
 import { ClusterKey } from './cluster-key.js';
 import { CommandService } from './command-service.js';
 import type { ExactValue } from './exact-json.js';
+import { publishHeartbeats } from './heartbeat.js';
 import { RefusalAlarm } from './refusal-alarm.js';
 import { clusterSettings, connectNats, describeNats, subjects } from './settings.js';
 import { servePing, serveSnapshots } from './snapshot.js';
 import { serveStandbyProbes } from './standby-probes.js';
+import { warmUp } from './warm-up.js';
+
+/** How often a standby tries the writer lock. */
+export const STANDBY_LOCK_POLL_MS = 50;
 
 export interface RunningEngine {
   readonly exchange: LocalExchange;
@@ -74,11 +79,23 @@ export async function startEngine(
   const standby = options.standby ? await serveStandbyProbes(config.host, options.port) : undefined;
   if (standby !== undefined) logger.info({ url: standby.url }, 'standby: probes listening (readyz: standby)');
   const port = standby?.port ?? options.port;
+  // Connected before the writer lock: a standby taking over has one step less to make then.
+  const nc = await connectNats(cluster.nats, 'openspot-engine');
+  if (options.standby) {
+    // Its first commands after a takeover then run optimised code (warm-up.ts).
+    const started = performance.now();
+    await warmUp();
+    logger.info({ ms: Math.round(performance.now() - started) }, 'standby: warmed up the order path');
+  }
   const { store } = await openConfiguredStore(
     config,
     false,
     options.standby
-      ? { onLockWait: (holder) => logger.info({ holder }, 'standby: waiting for the writer lock') }
+      ? {
+          onLockWait: (holder) => logger.info({ holder }, 'standby: waiting for the writer lock'),
+          // Every 50 ms rather than 200: a failover waits for this poll.
+          lockPollMs: STANDBY_LOCK_POLL_MS,
+        }
       : undefined,
     // Its state is stale: leave the command subject at once (a zombie subscriber there would
     // answer gateways with 503s) and exit, for the supervisor to restart it.
@@ -88,7 +105,8 @@ export async function startEngine(
     },
   );
   logger.info('store: PostgreSQL (DATABASE_URL), writer lock held');
-  await standby?.close();
+  // Closed meanwhile: gateways wait for commands, not for the probes' port (awaited before listening).
+  const standbyClosed = standby?.close();
   let exchange: LocalExchange;
   try {
     exchange = await openExchange({
@@ -98,13 +116,14 @@ export async function startEngine(
     });
   } catch (error) {
     await store.close();
+    await nc.close();
     throw error;
   }
+  logger.info('committed state loaded');
   metrics.watchExchange(exchange);
   const seeded = await seedCatalogue(exchange, config.catalogueFile);
   if (seeded > 0) logger.info({ created: seeded }, 'created the missing assets and markets of the catalogue');
 
-  const nc = await connectNats(cluster.nats, 'openspot-engine');
   let stopping = false;
   const served = await serveCluster(exchange, nc, {
     stream: cluster.stream,
@@ -115,7 +134,7 @@ export async function startEngine(
     takesCommands: () => !stopping,
     onFatal: () => fatal?.(),
   });
-  logger.info({ nats: describeNats(cluster.nats), subject: names.commands }, 'taking commands over NATS');
+  logger.info({ nats: describeNats(cluster.nats) }, 'serving the cluster over NATS');
 
   const vault = CredentialVault.fromEnvOrFile(config.dataDir, env);
   const admin = resolveAdminToken(config.dataDir, config.adminToken);
@@ -139,6 +158,7 @@ export async function startEngine(
     onApiKeyRevoked: (userId) => nc.publish(names.keyRevoked, JSON.stringify({ userId })),
     health: async () => ({ status: readiness(), ...(await metrics.summary()) }),
   });
+  await standbyClosed;
   const { url } = await listenOn(app, config.host, port);
   logger.info({ url }, 'OpenSpot engine is listening (probes, metrics, admin API)');
 
@@ -196,6 +216,7 @@ export async function serveCluster(
     key: options.key,
     onSetAside: ({ streamSequence, reason }) => alarm.refused('batch', reason, { streamSequence }),
   });
+  logger.info({ stream: publisher.config.stream }, 'batch stream opened');
   let retries = 0;
   const queue = new BatchPublishQueue(publisher, {
     onDropped: (sequence, reason) =>
@@ -227,11 +248,34 @@ export async function serveCluster(
     if (offset === undefined) early.push(message);
     else queue.enqueue(offset + message.sequence, message as unknown as ExactValue);
   });
+  // Commands are taken before the state is published (a takeover is the shorter for it): the
+  // batches they commit wait in `early` for the reset's stream number.
+  const service = await CommandService.start(nc, exchange, {
+    subject: names.commands,
+    key: options.key,
+    // Committed by the engine this one took over from (or by this one before a restart).
+    loadReceipts: (notBefore) => exchange.store.loadCommandReceipts(notBefore),
+    onDropped: (reason) => {
+      if (reason === 'unverified' || reason === 'operator_command') alarm.refused('command', reason);
+      // An id seen again is what a gateway's resend is (a failover, a slow answer): answered with
+      // the first answer, applied once; a capture replayed gets the same and applies nothing too.
+      else if (reason !== 'replay') logger.warn({ reason }, 'a command request was dropped unapplied');
+    },
+    onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
+  });
+  // From now on: the first beat tells every gateway that this engine takes commands, and they
+  // send again at once what the engine before it never answered.
+  const heartbeats = publishHeartbeats(nc, { subject: names.heartbeat, key: options.key });
+  logger.info({ subject: names.commands, receipts: service.remembered }, 'taking commands over NATS');
   let resetAt: number;
   try {
     resetAt = await publisher.publishAtEnd(reset);
   } catch (error) {
-    if (error instanceof StreamForkError) throw error;
+    if (error instanceof StreamForkError) {
+      heartbeats.stop();
+      await service.stop();
+      throw error;
+    }
     // JetStream not answering now: the queue publishes it when it can, after the end read at start.
     resetAt = (publisher.lastPublished ?? 0) + 1;
     logger.warn(
@@ -259,21 +303,15 @@ export async function serveCluster(
     names.ping,
     () => streamOffset + exchange.feed.head(),
   );
-  const service = await CommandService.start(nc, exchange, {
-    subject: names.commands,
-    key: options.key,
-    onDropped: (reason) => {
-      if (reason === 'unverified' || reason === 'operator_command' || reason === 'replay')
-        alarm.refused('command', reason);
-      else logger.warn({ reason }, 'a command request was dropped unapplied');
-    },
-    onFailed: (error) => logger.error({ err: error }, 'a command failed in the engine'),
-  });
   await nc.flush();
   return {
     streamSequence: (feedSequence) => streamOffset + feedSequence,
-    stopCommands: () => service.stop(),
+    stopCommands: async () => {
+      heartbeats.stop();
+      await service.stop();
+    },
     async close() {
+      heartbeats.stop();
       await service.stop();
       await Promise.race([queue.flushed(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
       stopFeed();

@@ -50,6 +50,7 @@ export async function startGateway(
       commandSubject: names.commands,
       snapshotSubject: names.snapshot,
       pingSubject: names.ping,
+      heartbeatSubject: names.heartbeat,
     });
   } catch (error) {
     await nc.close();

@@ -1,6 +1,7 @@
 /**
  * What a cluster process does with a message it will not take (a command or batch without a valid
- * MAC, an operator command over NATS, a replay, a message set aside on the stream): it goes on,
+ * MAC, an operator command over NATS, a message set aside on the stream; not an id seen again,
+ * which is what a gateway's resend is): it goes on,
  * and raises the alarm three ways, so an operator learns that someone writes to NATS who should
  * not — the log (at most one line a second, with how many were left out), a counter in /metrics
  * (every one, by message and reason), and the /readyz body (`alarm`, for ALARM_HOLD_MS after the

@@ -48,6 +48,7 @@ import type { ClusterKey } from './cluster-key.js';
 import { type BatchEnvelope, readEvent, WireFormatError } from './codec.js';
 import { CommandClient, EngineUnavailableError } from './command-client.js';
 import type { ExactValue } from './exact-json.js';
+import { EngineHeartbeats } from './heartbeat.js';
 import type { RefusalAlarm } from './refusal-alarm.js';
 import { type EngineSnapshot, fetchSnapshot, pingEngineStatus } from './snapshot.js';
 
@@ -75,6 +76,11 @@ export interface RemoteExchangeOptions {
   readonly commandSubject?: string;
   readonly snapshotSubject?: string;
   readonly pingSubject?: string;
+  /**
+   * Where the engine beats (heartbeat.ts): a command the engine that fell silent (or was replaced)
+   * never answered is sent again at once. Without it, the ping's no-responders does that, each second.
+   */
+  readonly heartbeatSubject?: string;
   readonly commandTimeoutMs?: number;
   /** How often the engine is asked whether it takes commands, and its last commit (ms, default 1000). */
   readonly pingIntervalMs?: number;
@@ -113,12 +119,14 @@ export class RemoteExchange implements Exchange {
   private constructor(
     private readonly options: RemoteExchangeOptions,
     first: EngineSnapshot,
+    private readonly heartbeats: EngineHeartbeats | undefined,
   ) {
     this.clock = options.clock ?? systemClock();
     this.history = options.store;
     this.credentials = options.store;
     this.commands = new CommandClient(options.nc, {
       key: options.key,
+      ...(heartbeats === undefined ? {} : { heartbeats }),
       ...(options.commandSubject === undefined ? {} : { subject: options.commandSubject }),
       ...(options.commandTimeoutMs === undefined ? {} : { timeoutMs: options.commandTimeoutMs }),
     });
@@ -146,7 +154,11 @@ export class RemoteExchange implements Exchange {
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
-    const exchange = new RemoteExchange(options, first);
+    const heartbeats =
+      options.heartbeatSubject === undefined
+        ? undefined
+        : await EngineHeartbeats.watch(options.nc, { subject: options.heartbeatSubject, key: options.key });
+    const exchange = new RemoteExchange(options, first, heartbeats);
     await exchange.follow(first.sequence + 1);
     exchange.watchEngine();
     return exchange;
@@ -421,6 +433,7 @@ export class RemoteExchange implements Exchange {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.pingTimer);
+    this.heartbeats?.close();
     await this.subscription?.stop();
   }
 }

@@ -178,6 +178,8 @@ export const subjects = (prefix: string) => ({
   commands: `${prefix}.commands`,
   snapshot: prefix === 'openspot.engine' ? DEFAULT_SNAPSHOT_SUBJECT : `${prefix}.snapshot`,
   ping: prefix === 'openspot.engine' ? DEFAULT_PING_SUBJECT : `${prefix}.ping`,
+  /** The engine taking commands beats here (heartbeat.ts): gateways resend at once what a lost engine took. */
+  heartbeat: `${prefix}.heartbeat`,
   /** `{"userId":…}` after a key is revoked: every gateway closes that user's private subscriptions. */
   keyRevoked: `${prefix}.key-revoked`,
 });

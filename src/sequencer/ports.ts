@@ -43,6 +43,23 @@ export interface IdempotencyRequest {
   readonly fingerprint: string;
 }
 
+/**
+ * A command sent under a unique id (a gateway's, over NATS: src/cluster). When the command is
+ * applied, its answer is committed with its effects, in the same transaction (a CommandReceipt in
+ * the store), so that a resend of the id — to this engine or, after a failover, to the one that
+ * took over — is answered from that record instead of being applied a second time.
+ */
+export interface CommandIdentity {
+  /** The gateway's id of the command (22 base64url characters). */
+  readonly id: string;
+  /** Milliseconds since the Unix epoch after which no engine takes a request of this id. */
+  readonly expires: number;
+  /** Receipts that expired before this (ms since the epoch) may be deleted with the commit. */
+  readonly forgetBefore: number;
+  /** The answer to keep, as the caller will send it (text), from the command's result. */
+  readonly encode: (result: CommandResult) => string;
+}
+
 /** How an order request under an Idempotency-Key was answered. */
 export type OnceResult =
   /** This request was executed (or it joined the identical one in flight): its result. */
@@ -107,15 +124,22 @@ export interface Exchange {
   /** Users, API keys, nonces. */
   readonly credentials: CredentialStore;
 
-  /** Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it could not be. */
-  submit(command: Command, ledger?: LedgerRequest): Promise<CommandResult>;
+  /**
+   * Applies a command and resolves after it is committed. Rejects with StoreUnavailableError if it
+   * could not be. With `identity`, an applied command's answer is committed with it (CommandIdentity).
+   */
+  submit(command: Command, ledger?: LedgerRequest, identity?: CommandIdentity): Promise<CommandResult>;
   /**
    * Places an order at most once per (user, Idempotency-Key) within 24 hours. The key's record
    * (fingerprint, order id) is committed with the order itself, so a retry after a lost answer
    * finds it even across a crash. A request identical to one still in flight waits for that one
    * and gets its result. Only a created order is recorded: a refusal leaves the key unused.
    */
-  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult>;
+  submitOnce(
+    command: PlaceOrder,
+    request: IdempotencyRequest,
+    identity?: CommandIdentity,
+  ): Promise<OnceResult>;
 
   /**
    * Runs `read` when no batch is being committed (at once when none is; otherwise once the commit

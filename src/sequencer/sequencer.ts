@@ -45,6 +45,7 @@ import type { AsyncStore, CommitLog, CredentialStore, HistoryQueries } from '../
 import {
   type BookSequence,
   type CheckpointInfo,
+  type CommandReceipt,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
@@ -57,6 +58,7 @@ import { followFeed, type MarketSnapshot, MarketView, RECENT_TRADES, RecentTrade
 import type {
   BookView,
   Catalogue,
+  CommandIdentity,
   CommittedBatch,
   Exchange,
   IdempotencyRequest,
@@ -118,6 +120,8 @@ interface Pending {
   readonly ledger: LedgerRequest | undefined;
   /** Set for an order placed under an Idempotency-Key: its record is committed with the order. */
   readonly idempotency: IdempotencyRequest | undefined;
+  /** Set for a command sent under an id: its answer is committed with it (a CommandReceipt). */
+  readonly identity?: CommandIdentity | undefined;
   readonly resolve: (result: SubmitResult) => void;
   readonly reject: (error: Error) => void;
 }
@@ -128,7 +132,7 @@ interface Pending {
  * Its counterpart on a gateway is `RemoteExchange` (src/cluster), the same port over NATS.
  */
 export interface LocalExchange extends Exchange {
-  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult>;
+  submit(command: Command, ledger?: LedgerRequest, identity?: CommandIdentity): Promise<SubmitResult>;
   /** Saves the committed state as checkpoint `name` (store.saveCheckpoint), replacing one of that name. */
   saveCheckpoint(name: string): Promise<CheckpointInfo>;
   /**
@@ -426,11 +430,15 @@ class Sequencer implements LocalExchange {
     this.feed.publish({ kind: 'reset', sequence: this.feed.nextSequence(), snapshot: this.marketSnapshot() });
   }
 
-  submit(command: Command, ledger?: LedgerRequest): Promise<SubmitResult> {
-    return this.enqueue(command, ledger, undefined);
+  submit(command: Command, ledger?: LedgerRequest, identity?: CommandIdentity): Promise<SubmitResult> {
+    return this.enqueue(command, ledger, undefined, identity);
   }
 
-  submitOnce(command: PlaceOrder, request: IdempotencyRequest): Promise<OnceResult> {
+  submitOnce(
+    command: PlaceOrder,
+    request: IdempotencyRequest,
+    identity?: CommandIdentity,
+  ): Promise<OnceResult> {
     // Keys queued but not yet committed are in `keysInFlight`; committed keys are read from the
     // commit log before the command is queued (never in the middle of a batch), so a duplicate of
     // either kind is caught before it reaches the engine.
@@ -445,7 +453,7 @@ class Sequencer implements LocalExchange {
           return recorded.fingerprint === request.fingerprint
             ? { kind: 'replayed', orderId: recorded.orderId }
             : KEY_MISMATCH;
-        return this.enqueue(command, undefined, request).then(
+        return this.enqueue(command, undefined, request, identity).then(
           (result): OnceResult => ({ kind: 'executed', result }),
         );
       });
@@ -464,10 +472,11 @@ class Sequencer implements LocalExchange {
     command: Command,
     ledger: LedgerRequest | undefined,
     idempotency: IdempotencyRequest | undefined,
+    identity?: CommandIdentity,
   ): Promise<SubmitResult> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('The exchange is shutting down.'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ command, ledger, idempotency, resolve, reject });
+      this.queue.push({ command, ledger, idempotency, identity, resolve, reject });
       // While a step is in flight the queue only grows: the step's end schedules the next flush.
       if (!this.flushScheduled && !this.stepping) this.scheduleFlush();
     });
@@ -652,7 +661,7 @@ class Sequencer implements LocalExchange {
         this.engine = Engine.restore(await this.ports.loadSnapshot(), this.engineOptions);
         continue;
       }
-      const { results, events, ledger, idempotencyKeys } = applied;
+      const { results, events, ledger, idempotencyKeys, receipts } = applied;
       const changes = this.engine.drainChanges();
       const trades = tradesByMarket(events);
       const touched: Candle[] = [];
@@ -667,6 +676,15 @@ class Sequencer implements LocalExchange {
         idempotencyKeys,
         idempotencyExpiredBefore: (time - IDEMPOTENCY_TTL_MICROS) as Micros,
         bookSequences,
+        ...(receipts.length === 0
+          ? {}
+          : {
+              commandReceipts: receipts,
+              commandReceiptsExpiredBefore: batch.reduce(
+                (bound, pending) => Math.max(bound, pending.identity?.forgetBefore ?? bound),
+                0,
+              ),
+            }),
       };
       // A batch that changed nothing (only refusals, duplicates) writes nothing; it says nothing
       // about the store either, so `writable` is left as it is.
@@ -688,12 +706,14 @@ class Sequencer implements LocalExchange {
         events: EngineEvent[];
         ledger: LedgerEntry[];
         idempotencyKeys: IdempotencyRecord[];
+        receipts: CommandReceipt[];
       }
     | CommandFailure {
     const results: Array<SubmitResult | Error> = [];
     const events: EngineEvent[] = [];
     const ledger: LedgerEntry[] = [];
     const idempotencyKeys: IdempotencyRecord[] = [];
+    const receipts: CommandReceipt[] = [];
     const seenReferences = new Map<string, LedgerEntry>();
     for (let index = 0; index < batch.length; index++) {
       const pending = batch[index]!;
@@ -708,11 +728,20 @@ class Sequencer implements LocalExchange {
         continue;
       }
       let result: CommandResult;
+      let receipt: CommandReceipt | undefined;
       try {
         result = this.engine.apply(pending.command, time);
+        // Only an applied command is remembered: one refused changed nothing, and may be sent again.
+        if (result.ok && pending.identity !== undefined)
+          receipt = {
+            id: pending.identity.id,
+            expires: pending.identity.expires,
+            reply: pending.identity.encode(result),
+          };
       } catch (error) {
         return new CommandFailure(index, error);
       }
+      if (receipt !== undefined) receipts.push(receipt);
       // A refusal may still carry events: deadlines due at the batch's time fired before the
       // command was refused (engine/types.ts, CommandResult); they are committed like any others.
       if (result.events !== undefined) for (const event of result.events) events.push(event);
@@ -731,7 +760,7 @@ class Sequencer implements LocalExchange {
       ledger.push(entry);
       if (entry.reference !== null) seenReferences.set(referenceKey(entry), entry);
     }
-    return { results, events, ledger, idempotencyKeys };
+    return { results, events, ledger, idempotencyKeys, receipts };
   }
 
   /**

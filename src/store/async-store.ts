@@ -24,6 +24,7 @@ export function asyncStore(store: Store): AsyncStore {
     loadBookSequences: () => settled(() => store.loadBookSequences()),
     commit: (batch) => settled(() => store.commit(batch)),
     findIdempotencyRecord: (userId, key) => settled(() => store.findIdempotencyRecord(userId, key)),
+    loadCommandReceipts: (notBefore) => settled(() => store.loadCommandReceipts(notBefore)),
 
     getOrder: (id) => settled(() => store.getOrder(id)),
     findOrderByClientId: (userId, clientOrderId) =>

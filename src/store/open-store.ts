@@ -26,6 +26,8 @@ export interface StandbySettings {
   readonly signal?: AbortSignal;
   /** Told who holds the lock when the wait starts: for the log. */
   readonly onLockWait?: (holder: string) => void;
+  /** How often to try the lock (PostgresStoreOptions.lockPollMs). */
+  readonly lockPollMs?: number;
 }
 
 /**

@@ -22,6 +22,7 @@ import type {
   BookSequence,
   CandleEnd,
   CheckpointInfo,
+  CommandReceipt,
   CommitBatch,
   IdempotencyRecord,
   LedgerEntry,
@@ -62,6 +63,12 @@ export interface CommitLog {
   commit(batch: CommitBatch): Promise<void>;
   /** The record of a user's Idempotency-Key, however old (the caller judges expiry). */
   findIdempotencyRecord(userId: UserId, key: string): Promise<IdempotencyRecord | undefined>;
+  /**
+   * The receipts of commands sent under an id (CommitBatch.commandReceipts) that expire at or
+   * after `notBefore` (ms since the epoch), soonest expiry first: what an engine taking over
+   * answers resends from.
+   */
+  loadCommandReceipts(notBefore: number): Promise<CommandReceipt[]>;
 }
 
 /**

@@ -44,6 +44,22 @@ export interface BookSequence {
   readonly sequence: number;
 }
 
+/**
+ * The answer to a command a gateway sent under a unique id (src/cluster), committed with the
+ * command's effects in the same transaction: a resend of that id to another engine after a
+ * failover is answered from it instead of being applied twice. Kept until `expires` has passed
+ * (and some margin: COMMAND_RECEIPT_MARGIN_MS); a request of that id arriving later is dropped as
+ * too late anyway.
+ */
+export interface CommandReceipt {
+  /** The gateway's command id (22 base64url characters). */
+  readonly id: string;
+  /** Milliseconds since the Unix epoch after which no engine takes this id's request any more. */
+  readonly expires: number;
+  /** The answer as the engine sent it (the cluster's encoded reply, JSON text). */
+  readonly reply: string;
+}
+
 /** Everything one group commit writes, atomically. */
 export interface CommitBatch {
   readonly changes: ChangeSet;
@@ -61,6 +77,10 @@ export interface CommitBatch {
    * keep theirs), written in the same transaction as the rest of the batch.
    */
   readonly bookSequences?: readonly BookSequence[];
+  /** The answers of commands sent under an id (a gateway's, over NATS) that this batch applied. */
+  readonly commandReceipts?: readonly CommandReceipt[];
+  /** Command receipts that expired before this (ms since the epoch) are deleted, a bounded number per commit. */
+  readonly commandReceiptsExpiredBefore?: number;
   /**
    * The exchange's write probe (a batch that changes no state): the store also rewrites a probe
    * row of its own, as large as a real commit, so the probe fails when real commits would (an
@@ -247,6 +267,8 @@ export interface Store {
 
   /** The record of a user's Idempotency-Key, however old (the caller judges expiry). */
   findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined;
+  /** The command receipts that expire at or after `notBefore` (ms since the epoch), soonest expiry first. */
+  loadCommandReceipts(notBefore: number): CommandReceipt[];
 
   getOrder(id: OrderId): OrderState | undefined;
   /** The newest of the user's orders with this client order id (open or not), if any. */

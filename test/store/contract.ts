@@ -39,7 +39,7 @@ import {
   totals,
   trade,
 } from '../../src/store/sqlite/test-fixtures.js';
-import type { CommitBatch, IdempotencyRecord } from '../../src/store/store.js';
+import type { CommandReceipt, CommitBatch, IdempotencyRecord } from '../../src/store/store.js';
 
 /**
  * Each method of the asynchronous ports, as either adapter returns it (a value or its promise).
@@ -450,8 +450,10 @@ export function storeContract(adapter: Adapter): void {
           { userId: ALICE, key: 'k', fingerprint: 'f'.repeat(64), orderId: 50 as OrderId, time: T0 },
         ],
         bookSequences: [{ marketId: BTCEUR, sequence: 5 }],
+        commandReceipts: [{ id: 'c'.repeat(22), expires: 5_000, reply: '{"answer":1}' }],
       };
       await refuses(() => store.commit(failing));
+      assert.deepEqual(await store.loadCommandReceipts(0), []);
       assert.deepEqual(await store.loadSnapshot(), before);
       assert.deepEqual(await store.loadBookSequences(), []);
       assert.deepEqual(await store.listPublicTrades({ marketId: BTCEUR }), []);
@@ -544,6 +546,45 @@ export function storeContract(adapter: Adapter): void {
       assert.equal(await store.findIdempotencyRecord(ALICE, 'k1399'), undefined);
       assert.deepEqual(await store.findIdempotencyRecord(ALICE, 'k1400'), record('k1400', 1400));
       assert.deepEqual(await store.findIdempotencyRecord(ALICE, 'k1001'), record('k1001', 2000, 9));
+    });
+  });
+
+  describe(`Store contract (${adapter.name}): command receipts`, options, () => {
+    const receipt = (n: number, expires: number): CommandReceipt => ({
+      id: `id${String(n).padStart(20, '0')}`,
+      expires,
+      reply: `{"v":2,"t":"reply","b":{"n":"${n}","text":"é ✓"}}`,
+    });
+
+    test('are written with the batch, loaded unexpired soonest first, kept across a restart', async (t) => {
+      const { store, reopen } = await adapter.open(t);
+      await store.commit({ ...batch(CATALOGUE), commandReceipts: [receipt(2, 2_000), receipt(1, 1_000)] });
+      await store.commit({ ...batch({}), commandReceipts: [receipt(3, 3_000)] });
+      assert.deepEqual(await store.loadCommandReceipts(0), [
+        receipt(1, 1_000),
+        receipt(2, 2_000),
+        receipt(3, 3_000),
+      ]);
+      assert.deepEqual(await store.loadCommandReceipts(2_000), [receipt(2, 2_000), receipt(3, 3_000)]);
+      const reopened = await reopen();
+      assert.deepEqual(await reopened.loadCommandReceipts(2_001), [receipt(3, 3_000)]);
+    });
+
+    test('expired before the bound are pruned at commit, at most 1000 per commit, soonest expiry first', async (t) => {
+      const { store } = await adapter.open(t);
+      const many = Array.from({ length: 1500 }, (_, i) => receipt(i, 10_000 + i));
+      await store.commit({ ...batch(CATALOGUE), commandReceipts: many });
+      await store.commit({
+        ...batch({}),
+        commandReceipts: [receipt(9999, 99_000)],
+        commandReceiptsExpiredBefore: 11_400,
+      });
+      const left = await store.loadCommandReceipts(0);
+      assert.equal(left.length, 501);
+      assert.deepEqual(left[0], receipt(1000, 11_000));
+      assert.deepEqual(left.at(-1), receipt(9999, 99_000));
+      await store.commit({ ...batch({}), commandReceiptsExpiredBefore: 11_400 });
+      assert.deepEqual((await store.loadCommandReceipts(0))[0], receipt(1400, 11_400));
     });
   });
 

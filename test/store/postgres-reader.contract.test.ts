@@ -20,6 +20,7 @@ function throughReader(writer: PostgresStore, reader: PostgresReader): AsyncStor
     loadBookSequences: () => writer.loadBookSequences(),
     commit: (batch) => writer.commit(batch),
     findIdempotencyRecord: (userId, key) => writer.findIdempotencyRecord(userId, key),
+    loadCommandReceipts: (notBefore) => writer.loadCommandReceipts(notBefore),
     saveCheckpoint: (name, time) => writer.saveCheckpoint(name, time),
     restoreCheckpoint: (name) => writer.restoreCheckpoint(name),
     listCheckpoints: () => writer.listCheckpoints(),

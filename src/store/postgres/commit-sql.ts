@@ -139,6 +139,11 @@ const BOOK_SEQUENCE = [
   ['market_id', 'bigint'],
   ['sequence', 'bigint'],
 ] as const;
+const RECEIPT = [
+  ['id', 'text'],
+  ['expires', 'bigint'],
+  ['reply', 'text'],
+] as const;
 const META = [
   ['key', 'text'],
   ['value', 'bigint'],
@@ -196,12 +201,21 @@ const TABLES = [
     columns: BOOK_SEQUENCE,
     conflict: ` ON CONFLICT (market_id) DO UPDATE SET ${setExcluded(['sequence'])}`,
   },
+  // A command's id is unique; a second receipt for one (not written by this code) changes nothing.
+  {
+    cte: 'w_receipts',
+    table: 'command_receipts',
+    columns: RECEIPT,
+    conflict: ' ON CONFLICT (id) DO NOTHING',
+  },
 ] as const;
 const IDEMPOTENCY_TABLE = TABLES.findIndex((t) => t.table === 'idempotency_keys');
 /** Bit of the shape: the batch prunes expired idempotency records. */
 const PRUNE = 1 << TABLES.length;
 /** Bit of the shape: the batch disarms dead man's switches (their rows are deleted). */
 const SWITCHES_OFF = 1 << (TABLES.length + 1);
+/** Bit of the shape: the batch prunes expired command receipts. */
+const PRUNE_RECEIPTS = 1 << (TABLES.length + 2);
 
 /**
  * The statement for one shape of batch: a bit per table that has rows (and PRUNE). A table
@@ -235,6 +249,13 @@ export function commitSql(shape: number): string {
   if ((shape & SWITCHES_OFF) !== 0) {
     // The users of this list are not among w_switches' rows: each user's last state is one or the other.
     parts.push(`w_switches_off AS (DELETE FROM cancel_all_after WHERE user_id = ANY($${next++}::bigint[]))`);
+  }
+  if ((shape & PRUNE_RECEIPTS) !== 0) {
+    // Oldest first through the expiry index, a bounded number per commit (the rest go with the
+    // next commits); the receipts this batch writes expire in the future, never before the bound.
+    parts.push(`w_receipts_pruned AS (DELETE FROM command_receipts WHERE id IN (
+      SELECT id FROM command_receipts WHERE expires < $${next++}::bigint
+      ORDER BY expires LIMIT ${IDEMPOTENCY_PRUNE_LIMIT}))`);
   }
   const meta = `${unnestInsert('meta', META, next)} ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
   return parts.length === 0 ? meta : `WITH ${parts.join(',\n')}\n${meta}`;
@@ -289,6 +310,10 @@ export function commitStatement(batch: CommitBatch): CommitStatement {
     shape |= SWITCHES_OFF;
     values.push(disarmed);
   }
+  if (batch.commandReceiptsExpiredBefore !== undefined) {
+    shape |= PRUNE_RECEIPTS;
+    values.push(batch.commandReceiptsExpiredBefore);
+  }
   values.push(
     [...SEQUENCE_KEYS],
     SEQUENCE_KEYS.map((k) => batch.changes.sequences[k]),
@@ -320,6 +345,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
   const idempotency = lastByKey(batch.idempotencyKeys ?? [], (r) => `${r.userId}\u0000${r.key}`);
   const bookSequences = lastByKey(batch.bookSequences ?? [], (b) => b.marketId);
   const armed = lastByKey(changes.switches ?? [], (w) => w.userId).filter((w) => w.triggerTime > 0);
+  const receipts = lastByKey(batch.commandReceipts ?? [], (r) => r.id);
   return [
     columnsOf(assets, ASSET.length, (a) => [a.code, a.name, a.type, a.decimals]),
     columnsOf(markets, MARKET.length, (m) => [
@@ -387,6 +413,7 @@ function commitRows(batch: CommitBatch): unknown[][][] {
     columnsOf(idempotency, IDEMPOTENCY.length, (r) => [r.userId, r.key, r.fingerprint, r.orderId, r.time]),
     columnsOf(armed, SWITCH.length, (w) => [w.userId, w.triggerTime]),
     columnsOf(bookSequences, BOOK_SEQUENCE.length, (b) => [b.marketId, b.sequence]),
+    columnsOf(receipts, RECEIPT.length, (r) => [r.id, r.expires, r.reply]),
   ];
 }
 

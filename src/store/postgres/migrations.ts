@@ -282,6 +282,20 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         ADD COLUMN trailing_best bigint CHECK (trailing_best IS NULL OR trailing_best > 0),
         ADD COLUMN triggered boolean NOT NULL DEFAULT false,
         ADD CONSTRAINT orders_trailing_offset_whole CHECK ((trailing_unit IS NULL) = (trailing_amount IS NULL));
+      `,
+    },
+    {
+    version: 10,
+    description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
+    // As SQLite's v10: written with the command's own commit; a standby taking over loads the
+    // unexpired ones, so a gateway's resend of an applied command is answered, not applied again.
+    sql: `
+      CREATE TABLE command_receipts (
+        id text PRIMARY KEY CHECK (length(id) = 22),
+        expires bigint NOT NULL,
+        reply text NOT NULL
+      );
+      CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
     `,
   },
 ];

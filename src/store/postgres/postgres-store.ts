@@ -41,6 +41,7 @@ import {
   type BookSequence,
   CheckpointError,
   type CheckpointInfo,
+  type CommandReceipt,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
@@ -391,6 +392,13 @@ export class PostgresStore extends PostgresQueries implements AsyncStore {
         orderId: row.order_id as OrderId,
         time: row.time as Micros,
       }
+    );
+  }
+
+  async loadCommandReceipts(notBefore: number): Promise<CommandReceipt[]> {
+    return this.rows<CommandReceipt>(
+      'SELECT id, expires, reply FROM command_receipts WHERE expires >= $1 ORDER BY expires',
+      [notBefore],
     );
   }
 

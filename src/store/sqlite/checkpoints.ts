@@ -35,7 +35,9 @@ import { SCHEMA_VERSION, schemaVersion } from './migrations.js';
 /**
  * The venue state, rolled back by a restore. Not here: `users`, `api_keys` (credentials, and each
  * key's last nonce, which must never go back), `book_sequences` (advanced by one instead, see
- * ADVANCE_BOOK_SEQUENCES) and SQLite's own `sqlite_sequence`.
+ * ADVANCE_BOOK_SEQUENCES), `command_receipts` (answers to commands of the last minute or so, for
+ * a gateway's resends: not venue state, and they keep answering what was sent) and SQLite's own
+ * `sqlite_sequence`.
  */
 export const STATE_TABLES = [
   'assets',

@@ -52,6 +52,7 @@ describe('migrations', () => {
       'book_sequences',
       'cancel_all_after',
       'candles',
+      'command_receipts',
       'idempotency_keys',
       'ledger_entries',
       'markets',
@@ -325,6 +326,25 @@ describe('migrations', () => {
     );
   });
 
+  test('v10 upgrades a v8 database: no command receipt, and commits store them', (t) => {
+    const path = tempPath(t);
+    const old = SqliteStore.open({ path });
+    old.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
+    old.close();
+    const migrated = new Database(path);
+    migrated.exec('DROP TABLE command_receipts');
+    migrated.pragma('user_version = 8');
+    migrated.close();
+
+    const store = SqliteStore.open({ path });
+    t.after(() => store.close());
+    assert.deepEqual(store.loadCommandReceipts(0), []);
+    assert.equal(store.loadSnapshot().openOrders.length, 1, 'the rest is kept');
+    const receipt = { id: 'a'.repeat(22), expires: 1_000, reply: '{}' };
+    store.commit({ ...batch({}), commandReceipts: [receipt] });
+    assert.deepEqual(store.loadCommandReceipts(0), [receipt]);
+  });
+
   test('v8 upgrades a v7 database: its orders keep what they were (the defaults), no switch is armed', (t) => {
     const path = tempPath(t);
     const old = SqliteStore.open({ path });
@@ -434,8 +454,12 @@ describe('migrations', () => {
   });
 });
 
-/** Takes a database of this release back to schema v7: what v8 added is removed again. */
+/**
+ * Takes a database of this release back to schema v7: what v10 (command_receipts) and v8 added is
+ * removed again; v9's columns stay, and its table rebuild drops them when the test migrates again.
+ */
 function undoV8(db: Database.Database): void {
+  db.exec('DROP TABLE command_receipts');
   db.exec('DROP INDEX orders_by_user_client_id; DROP TABLE cancel_all_after;');
   for (const column of ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'])
     db.exec(`ALTER TABLE orders DROP COLUMN ${column}`);

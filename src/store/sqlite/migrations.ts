@@ -374,6 +374,21 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX orders_open_by_user ON orders (user_id, id DESC, market_id) WHERE status = 'open';
       CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
         WHERE client_order_id IS NOT NULL;
+      `,
+    },
+    {
+    version: 10,
+    description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
+    // One row per command a gateway sent under its unique id and the engine applied, written in
+    // that command's own commit with the answer the engine sent; deleted some time after
+    // `expires` (ms since the epoch), after which a request of that id is dropped as late.
+    sql: `
+      CREATE TABLE command_receipts (
+        id TEXT PRIMARY KEY CHECK (length(id) = 22),
+        expires INTEGER NOT NULL,
+        reply TEXT NOT NULL
+      ) STRICT, WITHOUT ROWID;
+      CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
     `,
   },
 ];

@@ -30,6 +30,7 @@ import {
   CANONICAL_NONCE,
   type CandleEnd,
   type CheckpointInfo,
+  type CommandReceipt,
   type CommitBatch,
   type IdempotencyRecord,
   type LedgerEntry,
@@ -293,6 +294,10 @@ export class SqliteStore implements Store {
         time: row.time as Micros,
       }
     );
+  }
+
+  loadCommandReceipts(notBefore: number): CommandReceipt[] {
+    return guarded(() => this.#read.commandReceipts.all(notBefore));
   }
 
   getOrder(id: OrderId): OrderState | undefined {
@@ -593,6 +598,14 @@ function prepareWrites(db: Database.Database) {
     ),
     // Oldest first through the time index, at most PRUNE_LIMIT rows: a commit's cost stays bounded
     // however many records expired at once (the rest go with the next commits).
+    insertCommandReceipt: db.prepare<[string, number, string]>(
+      'INSERT INTO command_receipts (id, expires, reply) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING',
+    ),
+    pruneCommandReceipts: db.prepare<[number, number]>(
+      `DELETE FROM command_receipts WHERE id IN (
+         SELECT id FROM command_receipts INDEXED BY command_receipts_by_expiry
+         WHERE expires < ? ORDER BY expires LIMIT ?)`,
+    ),
     pruneIdempotency: db.prepare<[number, number]>(
       `DELETE FROM idempotency_keys WHERE rowid IN (
          SELECT rowid FROM idempotency_keys INDEXED BY idempotency_keys_by_time
@@ -670,6 +683,9 @@ function writeBatch(s: WriteStatements, batch: CommitBatch): void {
     s.upsertIdempotency.run(r.userId, r.key, r.fingerprint, r.orderId, r.time);
   if (batch.idempotencyExpiredBefore !== undefined)
     s.pruneIdempotency.run(batch.idempotencyExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
+  for (const r of batch.commandReceipts ?? []) s.insertCommandReceipt.run(r.id, r.expires, r.reply);
+  if (batch.commandReceiptsExpiredBefore !== undefined)
+    s.pruneCommandReceipts.run(batch.commandReceiptsExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
   for (const key of SEQUENCE_KEYS) s.upsertMeta.run(key, changes.sequences[key]);
   for (const b of batch.bookSequences ?? []) s.upsertBookSequence.run(b.marketId, b.sequence);
 }
@@ -901,6 +917,10 @@ function prepareReads(db: Database.Database) {
       [number, string],
       { user_id: number; key: string; fingerprint: string; order_id: number; time: number }
     >('SELECT user_id, key, fingerprint, order_id, time FROM idempotency_keys WHERE user_id = ? AND key = ?'),
+
+    commandReceipts: db.prepare<[number], CommandReceipt>(
+      'SELECT id, expires, reply FROM command_receipts WHERE expires >= ? ORDER BY expires',
+    ),
 
     ledgerEntry: db.prepare<[number, string, string], LedgerRow>(
       `SELECT user_id, asset, kind, amount, reference, time FROM ledger_entries

@@ -85,6 +85,24 @@ function luaString(text: string): string {
   return JSON.stringify(text);
 }
 
+/** wrk's `done`: one JSON line with the figures runWrk reads. */
+const WRK_DONE = `done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"durationUs":%d,"status":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"p50Us":%d,"p99Us":%d}\\n',
+    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+`;
+
+/** A wrk script sending GET `path` again and again. */
+export function wrkGetScript(path: string): string {
+  return `request = function()
+  return wrk.format("GET", ${luaString(path)})
+end
+${WRK_DONE}`;
+}
+
 /**
  * The wrk script: the requests are formatted once per thread; each call hands out the next one.
  * `done` prints one JSON line with the figures this bench reads.
@@ -108,17 +126,10 @@ request = function()
   n = n % #requests + 1
   return requests[n]
 end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    '{"requests":%d,"durationUs":%d,"status":%d,"connect":%d,"read":%d,"write":%d,"timeout":%d,"p50Us":%d,"p99Us":%d}\\n',
-    summary.requests, summary.duration, e.status, e.connect, e.read, e.write, e.timeout,
-    latency:percentile(50), latency:percentile(99)))
-end
-`;
+${WRK_DONE}`;
 }
 
-interface WrkResult {
+export interface WrkResult {
   requests: number;
   durationUs: number;
   status: number;
@@ -130,15 +141,21 @@ interface WrkResult {
   p99Us: number;
 }
 
-function runWrk(url: string, script: string, seconds: number): Promise<WrkResult> {
+export function runWrk(
+  url: string,
+  script: string,
+  seconds: number,
+  connections = CONNECTIONS,
+  threads = THREADS,
+): Promise<WrkResult> {
   return new Promise((resolve, reject) => {
     execFile(
       'wrk',
       [
         '-t',
-        String(THREADS),
+        String(threads),
         '-c',
-        String(CONNECTIONS),
+        String(connections),
         '-d',
         `${seconds}s`,
         '--timeout',

@@ -18,6 +18,7 @@ export interface Trader {
 export function startTarget(
   mode: 'bare' | 'openspot' | 'openspot-normal' | 'openspot-uncommitted' | 'openspot-postgres',
   root: string = join(import.meta.dirname, '..'),
+  env: Record<string, string> = {},
 ): Promise<{
   child: ChildProcess;
   info: { url: string; traders?: Trader[]; adminToken?: string; database?: string };
@@ -26,7 +27,7 @@ export function startTarget(
     const child = spawn(
       process.execPath,
       ['--max-semi-space-size=64', '--import', 'tsx', join(root, 'bench', 'http-target.ts'), mode],
-      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
+      { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } },
     );
     child.on('error', reject);
     child.once('exit', (code) =>

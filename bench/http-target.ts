@@ -13,19 +13,149 @@
  *     the process, not a power cut; an operator's option, see README);
  *   `openspot-uncommitted`: after the set-up, the store's commit does nothing at all. Not a server
  *     anyone may run (nothing is durable); it is the bound a durable server stays below.
+ *
+ * BENCH_SERVER_DIST=DIR runs the compiled server of DIR (a checkout's `dist/src`, as `npm start`
+ * runs it) instead of this checkout's `src` through tsx: `bench:http -- --compare REF` measures two
+ * builds with the same harness. BENCH_CPU_PROFILE=FILE: the first SIGUSR2 starts V8's sampling
+ * profiler in this process, the second writes the profile to FILE (`bench:stages`).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { OpenSpotClient } from '../src/client/client.js';
-import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import type { loadConfig as LoadConfig } from '../src/config/config.js';
+import type { createLogger as CreateLogger } from '../src/logger.js';
+import type { startServer as StartServer } from '../src/server.js';
+import type { SqliteStore as SqliteStoreClass } from '../src/store/sqlite/sqlite-store.js';
+import { LOCAL_VENUE_ENV } from '../test/support/local-venue-env.js';
 import { withDatabase } from '../test/support/postgres.js';
-import { startTestServer } from '../test/support/server-fixture.js';
 
 const mode = process.argv[2];
+
+/** The server's modules: this checkout's sources, or a build's (BENCH_SERVER_DIST). */
+async function serverModules(): Promise<{
+  loadConfig: typeof LoadConfig;
+  createLogger: typeof CreateLogger;
+  startServer: typeof StartServer;
+  SqliteStore: typeof SqliteStoreClass;
+}> {
+  const dist = process.env.BENCH_SERVER_DIST?.trim();
+  const load = (path: string) =>
+    dist ? import(pathToFileURL(join(dist, `${path}.js`)).href) : import(`../src/${path}.js`);
+  const [config, logger, server, sqlite] = await Promise.all([
+    load('config/config'),
+    load('logger'),
+    load('server'),
+    load('store/sqlite/sqlite-store'),
+  ]);
+  return {
+    loadConfig: config.loadConfig,
+    createLogger: logger.createLogger,
+    startServer: server.startServer,
+    SqliteStore: sqlite.SqliteStore,
+  };
+}
+
+/** The real server (the test fixture's composition), with funded traders made through the admin API. */
+async function startBenchServer(env: Record<string, string>, dir: string) {
+  const modules = await serverModules();
+  const fullEnv = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dir,
+    LOG_LEVEL: 'silent',
+    ...LOCAL_VENUE_ENV,
+    ...env,
+  };
+  const config = modules.loadConfig(fullEnv);
+  const server = await modules.startServer(config, modules.createLogger(config.logLevel), fullEnv);
+  const admin = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${server.url}/admin/v1${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${server.adminToken}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return JSON.parse(text) as unknown;
+  };
+  return {
+    url: server.url,
+    adminToken: server.adminToken,
+    SqliteStore: modules.SqliteStore,
+    close: () => server.close(),
+    async trader(funds: Record<string, string>) {
+      const user = (await admin('POST', '/users', {})) as { id: number };
+      const key = (await admin('POST', `/users/${user.id}/api-keys`, { scopes: ['read', 'trade'] })) as {
+        api_key: string;
+        api_secret: string;
+      };
+      for (const [asset, amount] of Object.entries(funds))
+        await admin('POST', `/users/${user.id}/deposits`, { asset, amount });
+      return { apiKey: key.api_key, apiSecret: key.api_secret };
+    },
+  };
+}
+
+/** What the SQLite commits took while the profiler ran: wall time, and the process's CPU time. */
+const commitTimes = { commits: 0, wallUs: 0, cpuUs: 0 };
+
+/**
+ * BENCH_CPU_PROFILE: SIGUSR2 starts the sampling profiler (every 100 µs), the next one writes
+ * `{ profile, commits }` (renamed into place once complete, so the reader never sees half a file).
+ * `commits` is what SqliteStore.commit took meanwhile: a sampling profiler counts a thread blocked
+ * in fsync as busy, and the difference between the commits' wall and CPU time is that wait.
+ */
+function profileOnSignal(file: string): void {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))),
+    );
+  let running = false;
+  process.on('SIGUSR2', async () => {
+    if (!running) {
+      running = true;
+      Object.assign(commitTimes, { commits: 0, wallUs: 0, cpuUs: 0 });
+      await post('Profiler.enable');
+      await post('Profiler.setSamplingInterval', { interval: 100 });
+      await post('Profiler.start');
+      return;
+    }
+    running = false;
+    const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+    writeFileSync(`${file}.part`, JSON.stringify({ profile, commits: commitTimes }));
+    renameSync(`${file}.part`, file);
+  });
+}
+
+/** Times every SqliteStore.commit (wall and CPU) into commitTimes. */
+function timeCommits(store: typeof SqliteStoreClass): void {
+  const commit = store.prototype.commit;
+  store.prototype.commit = function timedCommit(this: SqliteStoreClass, batch) {
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
+    try {
+      commit.call(this, batch);
+    } finally {
+      const cpu = process.cpuUsage(cpu0);
+      commitTimes.commits++;
+      commitTimes.wallUs += (performance.now() - wall0) * 1000;
+      commitTimes.cpuUs += cpu.user + cpu.system;
+    }
+  };
+}
+const profileFile = process.env.BENCH_CPU_PROFILE?.trim();
+if (profileFile) profileOnSignal(profileFile);
 
 /**
  * Closes the server and exits on SIGINT/SIGTERM, so `node --cpu-prof` gets to write its profile
@@ -83,7 +213,7 @@ if (mode === 'bare') {
       : database !== undefined
         ? { DATABASE_URL: database.url }
         : {};
-  const t = await startTestServer(env, dir);
+  const t = await startBenchServer(env, dir);
   exitOnSignal(
     async () => {
       try {
@@ -112,9 +242,10 @@ if (mode === 'bare') {
       price: buy ? `${29000 - (i % 50) * 10}` : `${31000 + (i % 50) * 10}`,
     });
   }
-  if (mode === 'openspot-uncommitted') SqliteStore.prototype.commit = () => {};
+  if (mode === 'openspot-uncommitted') t.SqliteStore.prototype.commit = () => {};
+  else if (profileFile) timeCommits(t.SqliteStore);
   process.stdout.write(
-    `${JSON.stringify({ url: t.url, traders, adminToken: t.server.adminToken, database: database?.name })}\n`,
+    `${JSON.stringify({ url: t.url, traders, adminToken: t.adminToken, database: database?.name })}\n`,
   );
 } else {
   throw new Error(

@@ -23,8 +23,11 @@
  *
  * `--store postgres` runs the other bench instead (bench/http-store.ts): signed order placement
  * on PostgreSQL against SQLite and a bare route, driven by wrk with pre-signed requests.
+ * `--compare REF` runs bench/http-compare.ts: this tree's build against REF's, each against a
+ * bare Fastify route, in rotated rounds (wrk, pre-signed orders; `--store postgres` there too).
  */
 import autocannon from 'autocannon';
+import { compareBench } from './http-compare.js';
 import { storeBench } from './http-store.js';
 import {
   cpuFigure,
@@ -133,7 +136,15 @@ async function main(): Promise<void> {
 
 const storeIndex = process.argv.indexOf('--store');
 const store = storeIndex >= 0 ? process.argv[storeIndex + 1] : undefined;
-if (store === 'postgres') await storeBench();
+const compareIndex = process.argv.indexOf('--compare');
+if (compareIndex >= 0) {
+  const ref = process.argv[compareIndex + 1];
+  if (ref === undefined || ref.startsWith('--')) {
+    process.stderr.write('usage: npm run bench:http -- --compare <git rev> [--store sqlite|postgres]\n');
+    process.exit(2);
+  }
+  await compareBench(ref);
+} else if (store === 'postgres') await storeBench();
 else if (store === undefined) await main();
 else {
   process.stderr.write(`unknown --store ${store}: the store bench compares postgres against SQLite\n`);

@@ -17,7 +17,11 @@ test('a repeated key is found, however it is spelled or nested', () => {
     ['"a:b:c"', undefined],
     ['{"nonce":"1","order_id":5}', undefined],
   ];
-  for (const [text, expected] of cases) assert.equal(firstDuplicateKey(text), expected, text);
+  for (const [text, expected] of cases) {
+    assert.equal(firstDuplicateKey(text), expected, text);
+    // With the parsed value (the route's call): the same answer, the scan skipped or not.
+    assert.equal(firstDuplicateKey(text, JSON.parse(text)), expected, text);
+  }
 });
 
 /** A JSON text written by hand, so keys may repeat, and whether some object in it repeats one. */
@@ -50,8 +54,9 @@ test('finds a repeated key exactly when some object of the text repeats one', ()
   })).value;
   fc.assert(
     fc.property(written, ({ text, repeats }) => {
-      JSON.parse(text);
+      const parsed: unknown = JSON.parse(text);
       assert.equal(firstDuplicateKey(text) !== undefined, repeats, text);
+      assert.equal(firstDuplicateKey(text, parsed), firstDuplicateKey(text), text);
     }),
     { numRuns: 3000 },
   );

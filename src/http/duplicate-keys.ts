@@ -17,10 +17,18 @@ interface Frame {
   current: string;
 }
 
-/** The repeated key as a dotted path (`a.b` when nested), or undefined when every key is unique. */
-export function firstDuplicateKey(text: string): string | undefined {
+/**
+ * The repeated key as a dotted path (`a.b` when nested), or undefined when every key is unique.
+ * `parsed`, when given, is what `JSON.parse(text)` returned: it lets the common case skip the scan.
+ */
+export function firstDuplicateKey(text: string, parsed?: unknown): string | undefined {
   // One colon at most: at most one key, nothing to repeat (the common case for tiny bodies).
   if (text.indexOf(':') === text.lastIndexOf(':')) return undefined;
+  // Every key of the text is followed by a colon, so the text holds at most as many keys as
+  // colons; the parsed value keeps one key per distinct key of each object. When the parsed keys
+  // are as many as the colons, the text's keys were at least that many and at most that many:
+  // none was repeated. (A colon inside a string only makes this check fall through to the scan.)
+  if (parsed !== undefined && countKeys(parsed, countColons(text)) === 0) return undefined;
   const frames: Frame[] = [];
   let expectKey = false;
   for (let i = 0; i < text.length; i += 1) {
@@ -50,6 +58,33 @@ export function firstDuplicateKey(text: string): string | undefined {
     }
   }
   return undefined;
+}
+
+function countColons(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf(':'); i >= 0; i = text.indexOf(':', i + 1)) count++;
+  return count;
+}
+
+/**
+ * `budget` minus the number of keys of the objects in `value` (nested ones included); stops
+ * counting, with a negative result, once the keys outnumber the budget.
+ */
+function countKeys(value: unknown, budget: number): number {
+  if (typeof value !== 'object' || value === null) return budget;
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      budget = countKeys(item, budget);
+      if (budget < 0) return budget;
+    }
+    return budget;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    budget = countKeys((value as Record<string, unknown>)[key], budget - 1);
+    if (budget < 0) return budget;
+  }
+  return budget;
 }
 
 /** The index of the quote closing the string that opens at `start`. */

@@ -247,6 +247,34 @@ describe('CandleAggregator properties', () => {
     );
   });
 
+  test('with a clock that steps back, one call equals folding the trades one at a time', () => {
+    // Times within a few minutes that may go back: trades of one minute, of the next, of an
+    // earlier one (folded into the current candle) follow each other in any order.
+    const jumpy = fc
+      .array(
+        fc.record({
+          seconds: fc.integer({ min: 0, max: 300 }),
+          price: fc.integer({ min: 1, max: 1_000_000 }),
+          volume: fc.integer({ min: 1, max: 1_000_000 }),
+        }),
+        { minLength: 1, maxLength: 40 },
+      )
+      .map((specs) => specs.map((s) => trade(microsOf(START + s.seconds), s.price, s.volume)));
+    fc.assert(
+      fc.property(jumpy, (trades) => {
+        const whole = new CandleAggregator([]);
+        const once = whole.apply(MARKET, trades);
+        const single = new CandleAggregator([]);
+        const merged = new Map<string, Candle>();
+        for (const t of trades) for (const c of single.apply(MARKET, [t])) merged.set(key(c), c);
+        const inOrder = [...merged.values()].sort(
+          (a, b) => INTERVALS.indexOf(a.interval) - INTERVALS.indexOf(b.interval) || a.start - b.start,
+        );
+        assert.deepEqual(once, inOrder);
+      }),
+    );
+  });
+
   test('resuming from the stored latest candles equals one aggregator', () => {
     fc.assert(
       fc.property(tradeList, fc.nat(), (trades, cut) => {

@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { describe, test } from 'node:test';
 import pg from 'pg';
 import type { OrderId } from '../../src/domain/types.js';
+import { arrayLiteral } from '../../src/store/postgres/commit-sql.js';
 import { WriterLockHeldError } from '../../src/store/postgres/lock.js';
 import { migratePostgres, PG_MIGRATIONS, PG_SCHEMA_VERSION } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/postgres-store.js';
@@ -177,6 +178,21 @@ describe('PostgreSQL store: one writer', postgresSuite(), () => {
     await store.commit(batch({ orders: [order(3)] }));
     assert.equal((await store.getOrder(3 as OrderId))?.id, 3);
     assert.equal(await store.getOrder(2 as OrderId), undefined);
+  });
+});
+
+describe("PostgreSQL store: the commit's array parameters", postgresSuite(), () => {
+  test('PostgreSQL reads back exactly the values the array literals were made of', async () => {
+    const texts = ['buy', '', 'NULL', 'null', 'a,b}{ c', 'say "hi"', 'back\\slash\\', '\\"', 'é ü 💱', ' x '];
+    const numbers = [0, 1, -1, 9007199254740991, -9007199254740991];
+    const rows = await queryDatabase<{ t: (string | null)[]; n: (string | null)[]; b: boolean[] }>(
+      TEST_DATABASE_URL!,
+      'SELECT $1::text[] AS t, $2::bigint[] AS n, $3::boolean[] AS b',
+      [arrayLiteral([...texts, null]), arrayLiteral([...numbers, null]), arrayLiteral([true, false])],
+    );
+    assert.deepEqual(rows[0]?.t, [...texts, null]);
+    assert.deepEqual(rows[0]?.n, [...numbers.map(String), null]);
+    assert.deepEqual(rows[0]?.b, [true, false]);
   });
 });
 

@@ -101,7 +101,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
       secureJson(request, text, (error, value) => {
         if (error) markMalformed(request);
         else if (typeof value === 'object' && value !== null) {
-          const field = firstDuplicateKey(text);
+          const field = firstDuplicateKey(text, value);
           if (field !== undefined) markRepeatedKey(request, field);
         }
         done(null, error ? undefined : value);

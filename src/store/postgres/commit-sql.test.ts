@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { batch, CATALOGUE, order } from '../sqlite/test-fixtures.js';
-import { commitSql, commitStatement } from './commit-sql.js';
+import { arrayLiteral, commitSql, commitStatement } from './commit-sql.js';
 
 /** The numbers of the $n placeholders a statement uses, in ascending order, without repeats. */
 const placeholders = (sql: string): number[] =>
@@ -47,7 +47,15 @@ test('a batch gets exactly one parameter per placeholder of its statement, and o
   assert.equal(placeholders(books.text).length, books.values.length);
   assert.match(books.text, /INSERT INTO book_sequences/);
   assert.ok(
-    books.values.some((v) => JSON.stringify(v) === JSON.stringify([9, 4])),
+    books.values.some((v) => v === '{9,4}'),
     'the last sequence per market',
   );
+});
+
+test('columns go as array literals: numbers and booleans bare, text quoted and escaped, null as NULL', () => {
+  assert.equal(arrayLiteral([]), '{}');
+  assert.equal(arrayLiteral([1, -2, 9007199254740991, null, undefined]), '{1,-2,9007199254740991,NULL,NULL}');
+  assert.equal(arrayLiteral([true, false]), '{true,false}');
+  assert.equal(arrayLiteral(['buy', '', 'NULL', 'a,b}{ c']), '{"buy","","NULL","a,b}{ c"}');
+  assert.equal(arrayLiteral(['say "hi"', 'back\\slash']), '{"say \\"hi\\"","back\\\\slash"}');
 });

@@ -282,12 +282,41 @@ function columnsOf<T>(rows: readonly T[], columns: number, row: (r: T) => readon
   return out;
 }
 
+/** Characters a quoted element of an array literal must escape with a backslash. */
+const NEEDS_ESCAPE = /["\\]/;
+
+/**
+ * A column as PostgreSQL's array literal text (`{1,2,NULL}`, `{"buy","a \\"b\\""}`), which the
+ * statement casts (`$n::bigint[]`). node-postgres would build the same text from a JS array, but
+ * through its general value conversion and two regular-expression replacements per element; the
+ * group commit sends a few hundred elements per batch (issue 25, row "group commit"). Numbers and
+ * booleans go bare (integers: every column value is a safe integer or null), text is quoted and
+ * escaped, null and undefined are NULL.
+ */
+export function arrayLiteral(values: readonly unknown[]): string {
+  let out = '{';
+  for (let i = 0; i < values.length; i++) {
+    if (i > 0) out += ',';
+    const value = values[i];
+    if (value === null || value === undefined) out += 'NULL';
+    else if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean')
+      out += String(value);
+    else {
+      const text = String(value);
+      out += NEEDS_ESCAPE.test(text) ? `"${text.replace(/["\\]/g, '\\$&')}"` : `"${text}"`;
+    }
+  }
+  return `${out}}`;
+}
+
 export interface CommitStatement {
   /** Names the prepared statement: one per shape, parsed once per connection. */
   readonly name: string;
   readonly text: string;
   readonly values: unknown[];
 }
+
+const SEQUENCE_LITERAL = arrayLiteral(SEQUENCE_KEYS);
 
 const statements = new Map<number, { readonly name: string; readonly text: string }>();
 
@@ -299,7 +328,7 @@ export function commitStatement(batch: CommitBatch): CommitStatement {
   for (const [i, columns] of tables.entries()) {
     if (columns[0]!.length === 0) continue;
     shape |= 1 << i;
-    for (const column of columns) values.push(column);
+    for (const column of columns) values.push(arrayLiteral(column));
   }
   if (batch.idempotencyExpiredBefore !== undefined) {
     shape |= PRUNE;
@@ -308,16 +337,13 @@ export function commitStatement(batch: CommitBatch): CommitStatement {
   const disarmed = switchesOff(batch);
   if (disarmed.length > 0) {
     shape |= SWITCHES_OFF;
-    values.push(disarmed);
+    values.push(arrayLiteral(disarmed));
   }
   if (batch.commandReceiptsExpiredBefore !== undefined) {
     shape |= PRUNE_RECEIPTS;
     values.push(batch.commandReceiptsExpiredBefore);
   }
-  values.push(
-    [...SEQUENCE_KEYS],
-    SEQUENCE_KEYS.map((k) => batch.changes.sequences[k]),
-  );
+  values.push(SEQUENCE_LITERAL, arrayLiteral(SEQUENCE_KEYS.map((k) => batch.changes.sequences[k])));
   let statement = statements.get(shape);
   if (statement === undefined) {
     statement = { name: `openspot_commit_${shape.toString(16)}`, text: commitSql(shape) };

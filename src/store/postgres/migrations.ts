@@ -283,8 +283,8 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         ADD COLUMN triggered boolean NOT NULL DEFAULT false,
         ADD CONSTRAINT orders_trailing_offset_whole CHECK ((trailing_unit IS NULL) = (trailing_amount IS NULL));
       `,
-    },
-    {
+  },
+  {
     version: 10,
     description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
     // As SQLite's v10: written with the command's own commit; a standby taking over loads the

@@ -375,8 +375,8 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX orders_by_user_client_id ON orders (user_id, client_order_id, id DESC)
         WHERE client_order_id IS NOT NULL;
       `,
-    },
-    {
+  },
+  {
     version: 10,
     description: 'command receipts: the answers of commands sent under an id, for resends after a failover',
     // One row per command a gateway sent under its unique id and the engine applied, written in

@@ -250,8 +250,12 @@ test('a stop-loss, take-profit or trailing stop (market once fired) takes GTD; F
       'invalid_conditional_controls',
     );
   }
+  assert.equal(engine.balance(carol, BTC).reserved, 3 * LOT, 'each waiting sell holds its volume');
   const expired = ok(engine.apply({ kind: 'tick' }, expireTime));
-  assert.equal(expired.filter((e) => e.type === 'orderDone').length, 3);
+  const done = expired.filter((e) => e.type === 'orderDone');
+  assert.equal(done.length, 3);
+  for (const e of done) assert.equal(e.type === 'orderDone' && e.order.reason, CancelReason.expired);
+  assert.equal(engine.balance(carol, BTC).reserved, 0, 'the expiries gave back every hold');
   engine.validateInternalState();
 });
 
@@ -392,50 +396,6 @@ test('a cascade of 1,000 stop-losses on a thin book ends, fires in trigger-price
   for (const [i, t] of trades.entries()) assert.equal(t.price, 599_000 - i * 50);
   for (const row of engine.audit()) assert.equal(row.ok, true, `${row.asset} is conserved`);
   assert.equal(engine.lastPrice(market), 599_000 - 1_000 * 50);
-});
-
-test('a stop-loss and a trailing stop take GTD, as any waiting order (decision E30), and expire waiting', () => {
-  const engine = venue();
-  tradeAt(engine, 600_000);
-  const expireTime = (T + 1_000_000_000) as Micros;
-  const stop = acceptedId(
-    ok(
-      run(
-        engine,
-        order(carol, 'sell', {
-          type: 'stop-loss',
-          triggerPrice: 580_000 as Price,
-          timeInForce: 'GTD',
-          expireTime,
-        }),
-      ),
-    ),
-  );
-  const trailing = acceptedId(
-    ok(
-      run(
-        engine,
-        order(carol, 'sell', {
-          type: 'trailing-stop',
-          trailingOffset: { unit: 'bps', amount: 250 },
-          timeInForce: 'GTD',
-          expireTime,
-        }),
-      ),
-    ),
-  );
-  assert.equal(engine.openOrder(stop)?.timeInForce, 'GTD');
-  assert.equal(engine.balance(carol, BTC).reserved, 2 * LOT);
-  const expired = ok(engine.apply({ kind: 'tick' }, expireTime));
-  engine.validateInternalState();
-  assert.deepEqual(
-    expired.map((e) => (e.type === 'orderDone' ? [e.order.id, e.order.reason] : e.type)),
-    [
-      [stop, CancelReason.expired],
-      [trailing, CancelReason.expired],
-    ],
-  );
-  assert.equal(engine.balance(carol, BTC).reserved, 0);
 });
 
 test("a batch reports its order's id even when that order's trade fires a -limit order that rests", () => {

@@ -10,6 +10,8 @@ import type { AsyncStore } from './ports.js';
 import { PostgresStore } from './postgres/postgres-store.js';
 import { PostgresReader } from './postgres/reader.js';
 import { lockDataDir } from './sqlite/data-dir-lock.js';
+import { openWithReserve } from './sqlite/disk-reserve.js';
+import { JournaledSqliteStore, reservePathOf } from './sqlite/journaled-store.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'> &
@@ -67,18 +69,28 @@ export async function openConfiguredStore(
     return { kind: 'sqlite', store: asyncStore(SqliteStore.open({ path: ':memory:' })) };
   // Before the database is touched: a second process on this DATA_DIR is refused, naming the first.
   const lock = lockDataDir(settings.dataDir);
-  let sqlite: SqliteStore;
+  let sqlite: JournaledSqliteStore;
   try {
-    sqlite = SqliteStore.open({
-      path: join(settings.dataDir, 'openspot.db'),
-      synchronous: settings.sqliteSynchronous,
-      checkpointDir: join(settings.dataDir, 'checkpoints'),
-    });
+    const path = join(settings.dataDir, 'openspot.db');
+    const tables = openWithReserve(reservePathOf(path), () =>
+      SqliteStore.open({
+        path,
+        synchronous: settings.sqliteSynchronous,
+        checkpointDir: join(settings.dataDir, 'checkpoints'),
+      }),
+    );
+    try {
+      sqlite = JournaledSqliteStore.open(tables, path, { sync: settings.sqliteSynchronous === 'FULL' });
+    } catch (error) {
+      tables.close();
+      throw error;
+    }
   } catch (error) {
     lock.release();
     throw error;
   }
-  const store = asyncStore(sqlite);
+  const journaled = sqlite;
+  const store: AsyncStore = { ...asyncStore(journaled), commit: (batch) => journaled.commitAsync(batch) };
   return {
     kind: 'sqlite',
     store: {

@@ -87,6 +87,11 @@ export interface CommitBatch {
    * empty commit may fit into space no real one fits in) and succeeds once they can again.
    */
   readonly writeProbe?: true;
+  /**
+   * Orders placed by this batch, when its events leave out their `orderAccepted` (the journaled
+   * SQLite store's compact form of a batch, merge-batches.ts): a store inserts these rows.
+   */
+  readonly placedOrderIds?: readonly OrderId[];
 }
 
 export type ApiKeyScope = 'read' | 'trade';

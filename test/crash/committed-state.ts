@@ -31,6 +31,8 @@ import type {
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { Command, OrderState, Trade } from '../../src/engine/types.js';
+import { journalPathOf } from '../../src/store/sqlite/commit-journal.js';
+import { JournaledSqliteStore } from '../../src/store/sqlite/journaled-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
 import {
@@ -228,8 +230,19 @@ export function restoredChecks(engine: Engine): Pick<Committed, 'audit' | 'state
 }
 
 /**
- * Reads a store file (and its WAL) through a private copy, so nothing is written to the original.
- * The process that wrote it must be gone (or the files quiescent).
+ * The commits the server acknowledged from its commit journal and had not yet written to the
+ * tables, written to the copy's tables the way the server does when it starts (the journaled
+ * store's recovery): the committed state is the tables and the journal together.
+ */
+function applyJournal(dbFile: string, copy: string): void {
+  if (!existsSync(journalPathOf(dbFile))) return;
+  copyFileSync(journalPathOf(dbFile), journalPathOf(copy));
+  JournaledSqliteStore.open(SqliteStore.open({ path: copy }), copy).close();
+}
+
+/**
+ * Reads a store file (and its WAL and commit journal) through a private copy, so nothing is
+ * written to the original. The process that wrote it must be gone (or the files quiescent).
  */
 export function readCommitted(dbFile: string): Committed {
   const dir = mkdtempSync(join(tmpdir(), 'openspot-committed-'));
@@ -237,6 +250,7 @@ export function readCommitted(dbFile: string): Committed {
     const copy = join(dir, 'copy.db');
     copyFileSync(dbFile, copy);
     if (existsSync(`${dbFile}-wal`)) copyFileSync(`${dbFile}-wal`, `${copy}-wal`);
+    applyJournal(dbFile, copy);
     const db = new Database(copy);
     let committed: Omit<Committed, 'audit' | 'stateHash'>;
     try {

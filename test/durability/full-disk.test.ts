@@ -270,7 +270,12 @@ test('a read-only data directory: 503 while writes fail, recovery by itself when
     t.skip(unsupported);
     return;
   }
-  const frozen = [join(dir, 'openspot.db'), join(dir, 'openspot.db-wal'), dir];
+  const frozen = [
+    join(dir, 'openspot.db'),
+    join(dir, 'openspot.db-wal'),
+    join(dir, 'openspot.db.commits'),
+    dir,
+  ];
   let server: TestServer | undefined;
   try {
     server = await startTestServer({}, dir);

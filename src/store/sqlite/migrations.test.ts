@@ -54,6 +54,7 @@ describe('migrations', () => {
       'candles',
       'command_receipts',
       'idempotency_keys',
+      'journal_state',
       'ledger_entries',
       'markets',
       'meta',
@@ -332,7 +333,7 @@ describe('migrations', () => {
     old.commit(batch({ ...CATALOGUE, orders: [order(1)] }));
     old.close();
     const migrated = new Database(path);
-    migrated.exec('DROP TABLE command_receipts');
+    migrated.exec('DROP TABLE command_receipts; DROP TABLE journal_state');
     migrated.pragma('user_version = 8');
     migrated.close();
 
@@ -459,7 +460,7 @@ describe('migrations', () => {
  * removed again; v9's columns stay, and its table rebuild drops them when the test migrates again.
  */
 function undoV8(db: Database.Database): void {
-  db.exec('DROP TABLE command_receipts');
+  db.exec('DROP TABLE command_receipts; DROP TABLE journal_state');
   db.exec('DROP INDEX orders_by_user_client_id; DROP TABLE cancel_all_after;');
   for (const column of ['time_in_force', 'expire_time', 'post_only', 'client_order_id', 'stp', 'priority'])
     db.exec(`ALTER TABLE orders DROP COLUMN ${column}`);

@@ -391,6 +391,21 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
     `,
   },
+  {
+    version: 11,
+    description: 'commit journal: the number of the last journaled group commit written to the tables',
+    // The server acknowledges a group commit once it is appended to the commit journal (a file
+    // beside the database, commit-journal.ts) and writes several journaled commits to the tables at
+    // once; this row says which have been, in the same transaction. Not venue state: a checkpoint
+    // neither saves nor restores it (checkpoints.ts, STATE_TABLES).
+    sql: `
+      CREATE TABLE journal_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        applied INTEGER NOT NULL CHECK (applied >= 0)
+      ) STRICT;
+      INSERT INTO journal_state (id, applied) VALUES (1, 0);
+    `,
+  },
 ];
 
 /**

@@ -117,6 +117,7 @@ export class SqliteStore implements Store {
   readonly #read: ReadStatements;
   readonly #commit: Database.Transaction<(batch: CommitBatch) => void>;
   readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
+  readonly #project: Database.Transaction<(batch: CommitBatch, appliedSeq: number) => void>;
   /**
    * API key records by key, as read: every signed request reads its key. Every write to api_keys
    * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
@@ -140,6 +141,11 @@ export class SqliteStore implements Store {
       if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
     });
     this.#snapshot = db.transaction(() => readSnapshot(this.#read));
+    this.#project = db.transaction((batch: CommitBatch, appliedSeq: number) => {
+      writeBatch(this.#write, batch);
+      if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
+      this.#write.setJournalApplied.run(appliedSeq);
+    });
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
@@ -182,6 +188,26 @@ export class SqliteStore implements Store {
       this.#endAbandonedTransaction(false);
       throw error;
     }
+  }
+
+  /**
+   * Writes `batch` (journaled group commits merged into one, merge-batches.ts) and records
+   * `appliedSeq` as the last journaled commit the tables hold, in one transaction.
+   */
+  commitJournaled(batch: CommitBatch, appliedSeq: number): void {
+    this.#endAbandonedTransaction();
+    try {
+      guarded(() => this.#project.immediate(batch, appliedSeq));
+    } catch (error) {
+      this.#endAbandonedTransaction(false);
+      throw error;
+    }
+  }
+
+  /** The number of the last journaled group commit the tables hold (0: none yet). */
+  journalApplied(): number {
+    this.#endAbandonedTransaction();
+    return guarded(() => this.#read.journalApplied.get()) ?? 0;
   }
 
   /**
@@ -623,6 +649,7 @@ function prepareWrites(db: Database.Database) {
     upsertMeta: db.prepare<[string, number]>(
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
+    setJournalApplied: db.prepare<[number]>('UPDATE journal_state SET applied = ? WHERE id = 1'),
     upsertBookSequence: db.prepare<[number, number]>(
       `INSERT INTO book_sequences (market_id, sequence) VALUES (?, ?)
        ON CONFLICT (market_id) DO UPDATE SET sequence = excluded.sequence`,
@@ -657,7 +684,7 @@ const IDEMPOTENCY_PRUNE_LIMIT = 1000;
 /** Runs inside the commit transaction; the order of the writes does not matter (foreign keys are deferred). */
 function writeBatch(s: WriteStatements, batch: CommitBatch): void {
   /** Orders placed in this batch: every other changed order already has its row. */
-  const placed = new Set<number>();
+  const placed = new Set<number>(batch.placedOrderIds);
   for (const event of batch.events) {
     if (event.type === 'assetCreated') insertAsset(s, event.asset);
     else if (event.type === 'marketCreated') insertMarket(s, event.market);
@@ -844,6 +871,7 @@ function prepareReads(db: Database.Database) {
   const inList = Array<string>(IN_LIST_SIZE).fill('?').join(', ');
 
   return {
+    journalApplied: db.prepare<[], number>('SELECT applied FROM journal_state WHERE id = 1').pluck(),
     assets: db.prepare<[], AssetRow>('SELECT code, name, type, decimals FROM assets ORDER BY rowid'),
     markets: db.prepare<[], MarketRow>(
       'SELECT id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee FROM markets ORDER BY id',

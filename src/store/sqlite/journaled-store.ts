@@ -1,0 +1,405 @@
+/**
+ * The SQLite store of a server's DATA_DIR: group commits are acknowledged once they are in the
+ * commit journal (commit-journal.ts: one appended record, one fdatasync), and written to the
+ * tables a few at a time, merged (merge-batches.ts): each changed order, balance and candle row is
+ * then written once for several commits, and SQLite's transaction, its changed pages and its sync
+ * are shared by all of them. That is most of what a signed order cost on the request path
+ * (docs/performance.md, "The commit journal").
+ *
+ * Nothing acknowledged is ever missing from a read: every read of what commits write first writes
+ * the journaled commits to the tables. Users, API keys and nonces are not part of the commits and
+ * are read and written directly. At open, commits journaled but not yet in the tables (the process
+ * stopped in between) are written to them before anything is read, then the journal is emptied.
+ * The tables say which journaled commit they hold last (journal_state, in the same transaction),
+ * so a commit is written to them exactly once.
+ */
+
+import type { MarketId, Micros, OrderId, TradeId, UserId } from '../../domain/types.js';
+import type { EngineSnapshot, OrderState } from '../../engine/types.js';
+import type { Candle, Interval } from '../../market-data/candle.js';
+import type {
+  BookSequence,
+  CandleEnd,
+  CheckpointInfo,
+  CommitBatch,
+  IdempotencyRecord,
+  LedgerEntry,
+  LedgerKind,
+  NewApiKeyRecord,
+  OrderFilter,
+  Page,
+  PublicTradeFilter,
+  Store,
+  TradeFilter,
+} from '../store.js';
+import { StoreUnavailableError } from '../store.js';
+import { CommitJournal, type JournalRecord, journalPathOf } from './commit-journal.js';
+import { DiskReserve } from './disk-reserve.js';
+import { journalForm, mergeBatches } from './merge-batches.js';
+import { overlaySnapshot } from './snapshot-overlay.js';
+import type { SqliteStore } from './sqlite-store.js';
+
+/** Journaled commits written to the tables at once: as many as wait when this many do. */
+const PROJECT_EVERY = 16;
+/**
+ * When commits stop coming for this long (ms), the waiting ones are written to the tables: a
+ * quiet server's database file soon holds everything, for whoever reads it beside the server.
+ */
+const PROJECT_WHEN_IDLE_MS = 10;
+/** Waiting after a failed attempt before the next (ms); a commit or a read tries at once. */
+const RETRY_MS = 200;
+
+export interface JournaledStoreOptions {
+  /** false: journal appends are not synced (SQLITE_SYNCHRONOUS=normal). */
+  readonly sync?: boolean;
+  /** For tests: journaled commits written to the tables at once (default PROJECT_EVERY). */
+  readonly projectEvery?: number;
+}
+
+export class JournaledSqliteStore implements Store {
+  readonly #tables: SqliteStore;
+  readonly #journal: CommitJournal;
+  /** Room kept for the waiting commits, should the disk fill up (disk-reserve.ts). */
+  readonly #reserve: DiskReserve;
+  readonly #projectEvery: number;
+  /** The journaled commits not yet in the tables, in order; the last is number `#seq`. */
+  #waiting: JournalRecord[] = [];
+  /** The number of the last commit journaled (durable, or being synced when `#syncing`). */
+  #seq: number;
+  #syncing = false;
+  /** The Idempotency-Key records of the waiting commits, the newest of each user and key. */
+  #waitingKeys = new Map<string, IdempotencyRecord>();
+  #scheduled: NodeJS.Immediate | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  /** Why the last attempt to write the waiting commits to the tables failed, until one succeeds. */
+  #failure: unknown;
+  #closed = false;
+
+  private constructor(
+    tables: SqliteStore,
+    journal: CommitJournal,
+    reserve: DiskReserve,
+    seq: number,
+    projectEvery: number,
+  ) {
+    this.#tables = tables;
+    this.#journal = journal;
+    this.#reserve = reserve;
+    this.#seq = seq;
+    this.#projectEvery = projectEvery;
+  }
+
+  /**
+   * The store over `tables` (an SQLite store opened on `databasePath`) with its journal: writes the
+   * commits the journal holds beyond the tables' last to them first.
+   */
+  static open(
+    tables: SqliteStore,
+    databasePath: string,
+    options: JournaledStoreOptions = {},
+  ): JournaledSqliteStore {
+    const { journal, records } = CommitJournal.open(journalPathOf(databasePath), options.sync ?? true);
+    try {
+      const applied = tables.journalApplied();
+      const store = new JournaledSqliteStore(
+        tables,
+        journal,
+        DiskReserve.open(reservePathOf(databasePath)),
+        Math.max(applied, records[records.length - 1]?.seq ?? 0),
+        options.projectEvery ?? PROJECT_EVERY,
+      );
+      store.#waiting = recordsAfter(records, applied);
+      for (const record of store.#waiting) store.#noteKeys(record.batch);
+      store.#project();
+      return store;
+    } catch (error) {
+      journal.close();
+      throw error;
+    }
+  }
+
+  /** Journals `batch` and makes it durable before it returns (the synchronous port). */
+  commit(batch: CommitBatch): void {
+    const form = this.#admit(batch);
+    const seq = this.#seq + 1;
+    this.#journal.append(seq, form);
+    this.#seq = seq;
+    this.#journaled(seq, form);
+  }
+
+  /**
+   * Journals `batch`; resolves once it is durable. The sync runs on libuv's thread pool, so the
+   * event loop reads and checks the next requests meanwhile. One commit at a time (the sequencer's
+   * way): a second while one is pending is refused.
+   */
+  async commitAsync(batch: CommitBatch): Promise<void> {
+    if (this.#syncing) throw new Error('a commit is already pending: commits are made one at a time');
+    const form = this.#admit(batch);
+    const seq = this.#seq + 1;
+    const start = this.#journal.write(seq, form);
+    this.#seq = seq;
+    this.#syncing = true;
+    try {
+      await this.#journal.sync();
+    } catch (error) {
+      this.#journal.abandon(start);
+      this.#seq = seq - 1;
+      throw error;
+    } finally {
+      this.#syncing = false;
+    }
+    this.#journaled(seq, form);
+  }
+
+  /**
+   * The journal form of `batch`, when the tables take the waiting commits and the disk has room
+   * kept for the next ones: a commit is acknowledged only when the tables can be given it later.
+   */
+  #admit(batch: CommitBatch): CommitBatch {
+    if (this.#closed) throw new StoreUnavailableError('store unavailable: closed');
+    if (this.#failure !== undefined) this.#project();
+    this.#reserve.ensure();
+    return journalForm(batch);
+  }
+
+  /** Commit `seq` is durable in the journal: it waits for the tables. */
+  #journaled(seq: number, form: CommitBatch): void {
+    this.#waiting.push({ seq, batch: form });
+    this.#noteKeys(form);
+    if (this.#waiting.length >= this.#projectEvery) {
+      // After this turn's replies: the tables are written between two group commits, not in one.
+      this.#scheduled ??= setImmediate(this.#projectLater);
+    } else if (this.#timer === undefined) {
+      this.#timer = setTimeout(this.#projectLater, PROJECT_WHEN_IDLE_MS).unref();
+    } else this.#timer.refresh();
+  }
+
+  #noteKeys(form: CommitBatch): void {
+    for (const record of form.idempotencyKeys ?? [])
+      this.#waitingKeys.set(idempotencyId(record.userId, record.key), record);
+  }
+
+  readonly #projectLater = (): void => {
+    try {
+      this.#project();
+    } catch {
+      // Kept in #failure: the next read reports it, the next commit tries again.
+    }
+  };
+
+  /** Writes every waiting journaled commit to the tables; throws when they refuse. */
+  #project(): void {
+    if (this.#scheduled !== undefined) clearImmediate(this.#scheduled);
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#scheduled = undefined;
+    this.#timer = undefined;
+    const last = this.#waiting[this.#waiting.length - 1];
+    if (last === undefined || this.#closed) return;
+    const merged = mergeBatches(this.#waiting.map((r) => r.batch));
+    try {
+      try {
+        this.#tables.commitJournaled(merged, last.seq);
+      } catch (error) {
+        // The disk filled up: the room kept for this is given back, and the commits written with
+        // it; new ones are refused until the room can be kept again (#admit).
+        if (!isDiskFull(error) || !this.#reserve.release()) throw error;
+        this.#tables.commitJournaled(merged, last.seq);
+      }
+    } catch (error) {
+      this.#failure = error;
+      this.#timer = setTimeout(this.#projectLater, RETRY_MS).unref();
+      throw error;
+    }
+    this.#failure = undefined;
+    this.#waiting = [];
+    this.#waitingKeys.clear();
+    // A record being synced stays in this round: it is not in the tables yet.
+    if (!this.#syncing) this.#journal.clear();
+  }
+
+  /**
+   * `read` of the tables with every acknowledged commit; while the tables refuse the waiting
+   * ones, `read` of the tables as they are, with `add` putting the waiting commits on top
+   * (without `add`: as the tables are).
+   */
+  #orWaiting<T>(read: (tables: SqliteStore) => T, add?: (fromTables: T, waiting: CommitBatch) => T): T {
+    try {
+      return read(this.#fresh());
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || this.#waiting.length === 0) throw error;
+      const fromTables = read(this.#tables);
+      return add === undefined
+        ? fromTables
+        : add(fromTables, mergeBatches(this.#waiting.map((r) => r.batch)));
+    }
+  }
+
+  /** The tables with every acknowledged commit: what each read of committed state reads. */
+  #fresh(): SqliteStore {
+    this.#project();
+    return this.#tables;
+  }
+
+  loadSnapshot(): EngineSnapshot {
+    return this.#orWaiting((tables) => tables.loadSnapshot(), overlaySnapshot);
+  }
+  // What the sequencer reloads after a failed commit (with the snapshot): answered from the
+  // tables and the waiting commits while the tables refuse those, so commands can be refused
+  // from exactly the acknowledged state. The read models (recent trades, candles) may then lag.
+  loadBookSequences(): BookSequence[] {
+    return this.#orWaiting(
+      (tables) => tables.loadBookSequences(),
+      (sequences, merged) => {
+        const byMarket = new Map(sequences.map((s) => [s.marketId, s]));
+        for (const s of merged.bookSequences ?? []) byMarket.set(s.marketId, s);
+        return [...byMarket.values()].sort((a, b) => a.marketId - b.marketId);
+      },
+    );
+  }
+  loadLedgerReferences(): LedgerEntry[] {
+    return this.#orWaiting(
+      (tables) => tables.loadLedgerReferences(),
+      (entries, merged) => [...entries, ...merged.ledger],
+    );
+  }
+  findLedgerEntry(userId: UserId, kind: LedgerKind, reference: string) {
+    return this.#fresh().findLedgerEntry(userId, kind, reference);
+  }
+  /**
+   * Asked before every order placed under an Idempotency-Key: answered from the waiting commits'
+   * records (the newest), then from the tables, without writing the waiting commits to them (a
+   * record they hold is never older than one in the tables).
+   */
+  findIdempotencyRecord(userId: UserId, key: string): IdempotencyRecord | undefined {
+    return (
+      this.#waitingKeys.get(idempotencyId(userId, key)) ?? this.#tables.findIdempotencyRecord(userId, key)
+    );
+  }
+  loadCommandReceipts(notBefore: number) {
+    return this.#fresh().loadCommandReceipts(notBefore);
+  }
+  getOrder(id: OrderId): OrderState | undefined {
+    try {
+      return this.#fresh().getOrder(id);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError)) throw error;
+      for (let i = this.#waiting.length - 1; i >= 0; i--) {
+        const order = this.#waiting[i]?.batch.changes.orders.find((o) => o.id === id);
+        if (order !== undefined) return order;
+      }
+      return this.#tables.getOrder(id);
+    }
+  }
+  findOrderByClientId(userId: UserId, clientOrderId: string) {
+    return this.#fresh().findOrderByClientId(userId, clientOrderId);
+  }
+  listOrders(filter: OrderFilter, page?: Page) {
+    return this.#fresh().listOrders(filter, page);
+  }
+  countOrders(filter: OrderFilter) {
+    return this.#fresh().countOrders(filter);
+  }
+  tradesOfOrders(ids: readonly OrderId[]) {
+    return this.#fresh().tradesOfOrders(ids);
+  }
+  getUserTrade(userId: UserId, id: TradeId) {
+    return this.#fresh().getUserTrade(userId, id);
+  }
+  listUserTrades(filter: TradeFilter, page?: Page) {
+    return this.#fresh().listUserTrades(filter, page);
+  }
+  countUserTrades(filter: TradeFilter) {
+    return this.#fresh().countUserTrades(filter);
+  }
+  listPublicTrades(filter: PublicTradeFilter) {
+    return this.#orWaiting((tables) => tables.listPublicTrades(filter));
+  }
+  listCandles(
+    marketId: MarketId,
+    interval: Interval,
+    since: number,
+    limit: number,
+    keep?: CandleEnd,
+  ): Candle[] {
+    return this.#orWaiting((tables) => tables.listCandles(marketId, interval, since, limit, keep));
+  }
+  latestCandles(marketId: MarketId): Candle[] {
+    return this.#orWaiting((tables) => tables.latestCandles(marketId));
+  }
+
+  // Credentials are not part of the group commits: read and written directly.
+  createUser(email: string | null, time: Micros) {
+    return this.#tables.createUser(email, time);
+  }
+  getUser(id: UserId) {
+    return this.#tables.getUser(id);
+  }
+  listUsers() {
+    return this.#tables.listUsers();
+  }
+  createApiKey(record: NewApiKeyRecord): void {
+    this.#tables.createApiKey(record);
+  }
+  getApiKey(key: string) {
+    return this.#tables.getApiKey(key);
+  }
+  cachedApiKey(key: string) {
+    return this.#tables.cachedApiKey(key);
+  }
+  listApiKeys(userId: UserId) {
+    return this.#tables.listApiKeys(userId);
+  }
+  revokeApiKey(key: string, time: Micros): boolean {
+    return this.#tables.revokeApiKey(key, time);
+  }
+  acceptNonce(key: string, nonce: string): boolean {
+    return this.#tables.acceptNonce(key, nonce);
+  }
+
+  // A checkpoint copies the committed state: every journaled commit first.
+  saveCheckpoint(name: string, time: Micros): CheckpointInfo {
+    return this.#fresh().saveCheckpoint(name, time);
+  }
+  restoreCheckpoint(name: string): void {
+    this.#fresh().restoreCheckpoint(name);
+  }
+  listCheckpoints(): CheckpointInfo[] {
+    return this.#tables.listCheckpoints();
+  }
+  deleteCheckpoint(name: string): boolean {
+    return this.#tables.deleteCheckpoint(name);
+  }
+
+  /** Writes the waiting commits to the tables (they stay journaled if that fails), then closes. */
+  close(): void {
+    if (this.#closed) return;
+    try {
+      this.#project();
+    } catch {
+      // They stay in the journal: the next open writes them to the tables.
+    } finally {
+      this.#closed = true;
+      this.#journal.close();
+      this.#tables.close();
+    }
+  }
+}
+
+export const reservePathOf = (databasePath: string): string => `${databasePath}.reserve`;
+
+const isDiskFull = (error: unknown): boolean =>
+  error instanceof StoreUnavailableError && error.reason === 'disk full';
+
+const idempotencyId = (userId: UserId, key: string): string => `${userId}\u0000${key}`;
+
+/** The records numbered after `applied`, which must follow it without a gap. */
+function recordsAfter(records: readonly JournalRecord[], applied: number): JournalRecord[] {
+  const missing = records.filter((r) => r.seq > applied);
+  missing.forEach((record, i) => {
+    if (record.seq !== applied + i + 1)
+      throw new Error(
+        `commit journal damaged: commit ${applied + i + 1} is missing (the tables hold up to ${applied}, the journal has ${record.seq} next)`,
+      );
+  });
+  return missing;
+}

@@ -54,6 +54,8 @@ export interface JournaledStoreOptions {
   readonly sync?: boolean;
   /** For tests: journaled commits written to the tables at once (default PROJECT_EVERY). */
   readonly projectEvery?: number;
+  /** For tests: PROJECT_WHEN_IDLE_MS. */
+  readonly projectWhenIdleMs?: number;
 }
 
 export class JournaledSqliteStore implements Store {
@@ -62,6 +64,7 @@ export class JournaledSqliteStore implements Store {
   /** Room kept for the waiting commits, should the disk fill up (disk-reserve.ts). */
   readonly #reserve: DiskReserve;
   readonly #projectEvery: number;
+  readonly #idleMs: number;
   /** The journaled commits not yet in the tables, in order; the last is number `#seq`. */
   #waiting: JournalRecord[] = [];
   /** The number of the last commit journaled (durable, or being synced when `#syncing`). */
@@ -80,13 +83,14 @@ export class JournaledSqliteStore implements Store {
     journal: CommitJournal,
     reserve: DiskReserve,
     seq: number,
-    projectEvery: number,
+    options: JournaledStoreOptions,
   ) {
     this.#tables = tables;
     this.#journal = journal;
     this.#reserve = reserve;
     this.#seq = seq;
-    this.#projectEvery = projectEvery;
+    this.#projectEvery = options.projectEvery ?? PROJECT_EVERY;
+    this.#idleMs = options.projectWhenIdleMs ?? PROJECT_WHEN_IDLE_MS;
   }
 
   /**
@@ -106,7 +110,7 @@ export class JournaledSqliteStore implements Store {
         journal,
         DiskReserve.open(reservePathOf(databasePath)),
         Math.max(applied, records[records.length - 1]?.seq ?? 0),
-        options.projectEvery ?? PROJECT_EVERY,
+        options,
       );
       store.#waiting = recordsAfter(records, applied);
       for (const record of store.#waiting) store.#noteKeys(record.batch);
@@ -170,7 +174,7 @@ export class JournaledSqliteStore implements Store {
       // After this turn's replies: the tables are written between two group commits, not in one.
       this.#scheduled ??= setImmediate(this.#projectLater);
     } else if (this.#timer === undefined) {
-      this.#timer = setTimeout(this.#projectLater, PROJECT_WHEN_IDLE_MS).unref();
+      this.#timer = setTimeout(this.#projectLater, this.#idleMs).unref();
     } else this.#timer.refresh();
   }
 

@@ -1,0 +1,283 @@
+import assert from 'node:assert/strict';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import type {
+  Amount,
+  AssetCode,
+  FeeRate,
+  MarketId,
+  OrderId,
+  Price,
+  UserId,
+  Volume,
+} from '../../domain/types.js';
+import type { Command, EngineSnapshot } from '../../engine/types.js';
+import { openExchange } from '../../sequencer/sequencer.js';
+import { asyncStore } from '../async-store.js';
+import type { CommitBatch, Store } from '../store.js';
+import { CommitJournal, journalPathOf, readRecords } from './commit-journal.js';
+import { JournaledSqliteStore } from './journaled-store.js';
+import { mergeBatches } from './merge-batches.js';
+import { overlaySnapshot } from './snapshot-overlay.js';
+import { SqliteStore } from './sqlite-store.js';
+
+function tempDir(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'openspot-journal-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Every table the commits write, as rows, without the journal's own bookkeeping. */
+function dump(path: string): Record<string, unknown[]> {
+  const db = new Database(path, { readonly: true });
+  try {
+    const tables = ['assets', 'markets', 'balances', 'asset_totals', 'orders', 'trades', 'candles'];
+    const more = ['ledger_entries', 'idempotency_keys', 'meta', 'book_sequences', 'cancel_all_after'];
+    return Object.fromEntries(
+      [...tables, ...more].map((name) => [name, db.prepare(`SELECT * FROM ${name} ORDER BY 1, 2`).all()]),
+    );
+  } finally {
+    db.close();
+  }
+}
+
+/** A store that commits every batch to `plain` and to `journaled`, and reads from `plain`. */
+function tee(plain: SqliteStore, journaled: JournaledSqliteStore): Store {
+  return new Proxy(plain, {
+    get(target, name, receiver) {
+      if (name === 'commit')
+        return (batch: CommitBatch) => {
+          target.commit(batch);
+          journaled.commit(batch);
+        };
+      const value: unknown = Reflect.get(target, name, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/** Crossing, resting, canceled and amended orders, deposits and withdrawals: the order path's writes. */
+async function trade(store: Store, rounds: number, atRound?: (round: number) => void): Promise<void> {
+  const exchange = await openExchange({ store: asyncStore(store) });
+  try {
+    const setup: Command[] = [
+      { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
+      { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },
+      {
+        kind: 'createMarket',
+        base: 'BTC' as AssetCode,
+        quote: 'EUR' as AssetCode,
+        pairDecimals: 1,
+        lotDecimals: 8,
+        ordermin: 1 as Volume,
+        makerFee: 1_000 as FeeRate,
+        takerFee: 2_000 as FeeRate,
+      },
+    ];
+    for (const command of setup) await exchange.submit(command);
+    const marketId = exchange.catalogue.markets()[0]!.id as MarketId;
+    const users = [1, 2, 3, 4] as UserId[];
+    for (const userId of users) {
+      await exchange.submit({ kind: 'deposit', userId, asset: 'EUR' as AssetCode, amount: 1e12 as Amount });
+      await exchange.submit({ kind: 'deposit', userId, asset: 'BTC' as AssetCode, amount: 1e10 as Amount });
+    }
+    const placed: OrderId[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const sent: Promise<unknown>[] = [];
+      for (let i = 0; i < 12; i++) {
+        const n = round * 12 + i;
+        const userId = users[n % 4]!;
+        sent.push(
+          exchange
+            .submit({
+              kind: 'placeOrder',
+              userId,
+              marketId,
+              side: n % 2 === 0 ? 'buy' : 'sell',
+              type: n % 9 === 0 ? 'market' : 'limit',
+              price: (n % 9 === 0 ? 0 : 300_000 + ((n * 7) % 11) - 5) as Price,
+              volume: (1_000_000 + (n % 5) * 100_000) as Volume,
+            })
+            .then((result) => {
+              const id = (result as { orderId?: OrderId }).orderId;
+              if (id !== undefined) placed.push(id);
+            }),
+        );
+      }
+      const victim = placed[(round * 5) % Math.max(placed.length, 1)];
+      if (victim !== undefined)
+        sent.push(exchange.submit({ kind: 'cancelOrder', userId: users[0]!, orderId: victim }));
+      if (round % 4 === 0)
+        sent.push(
+          exchange.submit({
+            kind: 'withdraw',
+            userId: users[1]!,
+            asset: 'EUR' as AssetCode,
+            amount: 5 as Amount,
+          }),
+        );
+      await Promise.all(sent);
+      atRound?.(round);
+    }
+  } finally {
+    await exchange.close();
+  }
+}
+
+const json = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+
+test('written a few commits at a time, the tables end exactly as when every commit is written on its own', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const journaledPath = join(dir, 'journaled.db');
+  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
+    projectEvery: 5,
+  });
+  await trade(tee(plain, journaled), 40);
+  plain.close();
+  journaled.close();
+  assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
+});
+
+test('a crash leaves acknowledged commits in the journal only: the next open writes them to the tables', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const live = join(dir, 'live.db');
+  // Nothing is written to the tables but what reads ask for (the exchange reads at start).
+  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: live }), live, {
+    projectEvery: 1_000_000,
+    projectWhenIdleMs: 60_000,
+  });
+  const image = join(dir, 'image.db');
+  let expected: EngineSnapshot | undefined;
+  await trade(tee(plain, journaled), 30, (round) => {
+    if (round !== 20) return;
+    // The files as a SIGKILL would leave them now, and the state they must come back as.
+    for (const suffix of ['', '-wal', '.commits'])
+      if (existsSync(live + suffix)) copyFileSync(live + suffix, image + suffix);
+    expected = plain.loadSnapshot();
+  });
+  plain.close();
+  journaled.close();
+  assert.ok(expected !== undefined);
+
+  const { journal, records } = CommitJournal.open(journalPathOf(image));
+  journal.close();
+  const tables = SqliteStore.open({ path: image });
+  const applied = tables.journalApplied();
+  const waiting = records.filter((r) => r.seq > applied);
+  assert.ok(waiting.length > 0, 'the image has commits only in the journal');
+  // While the tables cannot take them: the snapshot read with them on top is the committed one.
+  assert.equal(
+    json(overlaySnapshot(tables.loadSnapshot(), mergeBatches(waiting.map((r) => r.batch)))),
+    json(expected),
+  );
+
+  const recovered = JournaledSqliteStore.open(tables, image);
+  assert.equal(json(recovered.loadSnapshot()), json(expected));
+  recovered.close();
+  const again = SqliteStore.open({ path: image });
+  assert.equal(
+    again.journalApplied(),
+    waiting[waiting.length - 1]!.seq,
+    'the tables say which commit they hold last',
+  );
+  assert.equal(json(again.loadSnapshot()), json(expected));
+  again.close();
+});
+
+test('reading the journal stops at a torn record, and at the remains of an earlier round', (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'j.commits');
+  const batchOf = (n: number): CommitBatch => ({
+    changes: {
+      orders: [],
+      balances: [],
+      totals: [],
+      levels: [],
+      sequences: { nextOrderId: n, nextTradeId: 1, nextMarketId: 1 },
+    },
+    events: [],
+    ledger: [],
+    candles: [],
+  });
+  const first = CommitJournal.open(path);
+  for (let seq = 1; seq <= 5; seq++) first.journal.append(seq, batchOf(seq));
+  first.journal.close();
+  assert.deepEqual(
+    CommitJournal.open(path).records.map((r) => [r.seq, r.batch.changes.sequences.nextOrderId]),
+    [
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+      [5, 5],
+    ],
+  );
+
+  // A crash in the middle of writing record 5: one byte of it never reached the disk.
+  const bytes = readFileSync(path);
+  const damaged = Buffer.from(bytes);
+  const { validBytes } = readRecords(bytes);
+  damaged[validBytes - 3] = (damaged[validBytes - 3]! + 1) % 256;
+  writeFileSync(path, damaged);
+  assert.deepEqual(
+    CommitJournal.open(path).records.map((r) => r.seq),
+    [1, 2, 3, 4],
+  );
+
+  // A new round (after the tables took 1-4) writes over the old one from the first byte.
+  const second = CommitJournal.open(path);
+  second.journal.clear();
+  second.journal.append(6, batchOf(6));
+  second.journal.close();
+  assert.deepEqual(
+    CommitJournal.open(path).records.map((r) => r.seq),
+    [6],
+  );
+});
+
+test('an Idempotency-Key lookup sees the waiting commits without writing them to the tables', (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'k.db');
+  const store = JournaledSqliteStore.open(SqliteStore.open({ path }), path, {
+    projectEvery: 1_000_000,
+    projectWhenIdleMs: 60_000,
+  });
+  t.after(() => store.close());
+  const record = {
+    userId: 7 as UserId,
+    key: 'k-1',
+    fingerprint: 'f'.repeat(64),
+    orderId: 3 as OrderId,
+    time: 5 as never,
+  };
+  store.commit({
+    changes: {
+      orders: [],
+      balances: [],
+      totals: [],
+      levels: [],
+      sequences: { nextOrderId: 4, nextTradeId: 1, nextMarketId: 1 },
+    },
+    events: [],
+    ledger: [],
+    candles: [],
+    idempotencyKeys: [record],
+  });
+  assert.deepEqual(store.findIdempotencyRecord(7 as UserId, 'k-1'), record);
+  const tables = new Database(path, { readonly: true });
+  t.after(() => tables.close());
+  const applied = () => tables.prepare('SELECT applied FROM journal_state').get();
+  assert.deepEqual(applied(), { applied: 0 });
+  // Any read of what commits write writes them first.
+  assert.equal(store.getOrder(3 as OrderId), undefined);
+  assert.deepEqual(applied(), { applied: 1 });
+  assert.deepEqual(tables.prepare('SELECT user_id, key FROM idempotency_keys').all(), [
+    { user_id: 7, key: 'k-1' },
+  ]);
+});

@@ -298,6 +298,13 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX command_receipts_by_expiry ON command_receipts (expires);
     `,
   },
+  {
+    version: 11,
+    description: "nothing: SQLite's v11 is its commit journal's bookkeeping, which PostgreSQL has no need of",
+    // Kept so both stores number their schemas alike (db copy moves a database between the
+    // two at the same version): a PostgreSQL commit is written to the tables at once.
+    sql: 'SELECT 1;',
+  },
 ];
 
 export const PG_SCHEMA_VERSION: number = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]?.version ?? 0;

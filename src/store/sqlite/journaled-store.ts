@@ -402,7 +402,8 @@ function recordsAfter(records: readonly JournalRecord[], applied: number): Journ
   missing.forEach((record, i) => {
     if (record.seq !== applied + i + 1)
       throw new Error(
-        `commit journal damaged: commit ${applied + i + 1} is missing (the tables hold up to ${applied}, the journal has ${record.seq} next)`,
+        `the commit journal does not follow the database: its tables hold commits up to ${applied}, the journal's next is ${record.seq}. ` +
+          'If the database was replaced (a backup restored), delete its old journal (openspot.db.commits) and start again',
       );
   });
   return missing;

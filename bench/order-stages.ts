@@ -19,6 +19,10 @@
  *   npm run bench:stages -- [--compare REF] [--store sqlite|postgres] [--seconds 10] [--runs 1]
  *                            [--connections 32] [--warmup 3] [--top 0] [--dist DIR]
  *
+ * `--get PATH` profiles a public GET instead (e.g. `--get '/v1/orderbook?ticker_id=BTC/EUR&depth=100'`)
+ * beside a bare Fastify GET (`/bare`): the same table, per GET answered 2xx (issue 25's public
+ * GET target is a ratio to the bare GET).
+ *
  * `--compare REF` profiles this tree's build and REF's (bench/builds.ts) beside the bare POST, in
  * one run: the before/after table. `--runs N` repeats every target N times (rotated, a fresh
  * server each time) and prints medians. `--dist DIR` profiles a build (DIR = a checkout's
@@ -29,7 +33,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRef, buildServer, HERE, type RefBuild } from './builds.js';
-import { runWrk, signedOrders, wrkScript } from './http-store.js';
+import { runWrk, signedOrders, wrkGetScript, wrkScript } from './http-store.js';
 import { median, processCpuMicros, startTarget } from './http-support.js';
 
 const option = (name: string): string | undefined => {
@@ -44,6 +48,8 @@ const TOP = Number(option('top') ?? 0);
 const DIST = option('dist');
 const COMPARE = option('compare');
 const RUNS = Number(option('runs') ?? 1);
+/** A public GET's path and query to profile instead of signed orders. */
+const GET = option('get');
 
 /** A V8 CPU profile (the inspector's Profiler.stop result). */
 export interface Profile {
@@ -292,7 +298,10 @@ async function profileTarget({ name, mode, dist }: Target, dir: string): Promise
     // The bare target has no traders: it gets the openspot target's requests (any signed body).
     const traders = target.info.traders ?? anyTraders();
     const script = join(dir, `${profiles}.lua`);
-    writeFileSync(script, wrkScript(signedOrders(traders)));
+    writeFileSync(
+      script,
+      GET === undefined ? wrkScript(signedOrders(traders)) : wrkGetScript(mode === 'bare' ? '/bare' : GET),
+    );
     if (WARMUP > 0) await runWrk(target.info.url, script, WARMUP, CONNECTIONS, 1);
     const pid = target.child.pid!;
     // First without the profiler (its sampling costs the server CPU): the CPU per order and the rate.
@@ -436,16 +445,19 @@ async function main(): Promise<void> {
   }
   const mode = STORE === 'sqlite' ? 'openspot' : 'openspot-postgres';
   let ref: RefBuild | undefined;
-  const targets: Target[] = [{ name: 'bare Fastify POST', mode: 'bare', dist: undefined }];
+  const targets: Target[] = [
+    { name: GET === undefined ? 'bare Fastify POST' : 'bare Fastify GET', mode: 'bare', dist: undefined },
+  ];
   if (COMPARE !== undefined) {
     process.stdout.write(`building this tree and ${COMPARE}…\n`);
     const here = buildServer(HERE);
     ref = buildRef(COMPARE);
     targets.push({ name: `${COMPARE} (${ref.commit})`, mode, dist: ref.dist });
     targets.push({ name: 'this tree', mode, dist: here });
-  } else targets.push({ name: `signed order, ${STORE}`, mode, dist: DIST });
+  } else
+    targets.push({ name: GET === undefined ? `signed order, ${STORE}` : `GET ${GET}`, mode, dist: DIST });
   process.stdout.write(
-    `bench:stages — signed durable POST /v1/orders on ${STORE === 'sqlite' ? 'SQLite (fsync)' : 'PostgreSQL'}` +
+    `bench:stages — ${GET === undefined ? 'signed durable POST /v1/orders' : `GET ${GET}`} on ${STORE === 'sqlite' ? 'SQLite (fsync)' : 'PostgreSQL'}` +
       `${COMPARE !== undefined ? ' (builds)' : DIST === undefined ? ' (sources through tsx)' : ` (build at ${DIST})`}, ` +
       `wrk -t 1 -c ${CONNECTIONS}, per run and target: a fresh server, ${WARMUP} s warm-up, ${SECONDS} s measured, ` +
       `${SECONDS} s profiled (V8 sampling profiler, 100 µs); ${RUNS} run(s), targets rotated; against a bare Fastify POST\n`,

@@ -158,6 +158,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     config: deps.config,
     clock: deps.clock,
     channelGrants: deps.channelGrants,
+    publicFront: deps.publicFront,
   };
   for (const routes of [
     marketDataRoutes,

@@ -133,6 +133,7 @@ export async function startServer(
     storeName: STORE_NAMES[kind],
     isReady: () => exchange.isReady(),
     unavailableReason: () => unavailableReason(exchange.notReadyCause()),
+    historyFollowsCommits: true,
   });
   const { app, realtime, admin, vault, ws } = front;
   await app.register(adminRoutes, {
@@ -222,6 +223,13 @@ export interface InterfaceOptions {
   readonly unavailableReason: () => string;
   /** A gateway's: a recent message from NATS it refused (in a ready /readyz's body). */
   readonly alarm?: () => string | undefined;
+  /**
+   * The exchange reports each commit to its `onCommitted` listeners before any reply it
+   * acknowledges (the in-process exchange), so answers read from its history may be cached too
+   * (/ohlc, /historical_trades). Not on a gateway: its feed may follow PostgreSQL, which a read
+   * after a 201 must find. Default false.
+   */
+  readonly historyFollowsCommits?: boolean;
 }
 
 export interface MountedInterface {
@@ -261,6 +269,7 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
   const publicFront = new PublicFront({ trustProxy: config.trustProxy });
   const app = buildHttpApp({
     publicFront,
+    cacheHistory: options.historyFollowsCommits === true,
     channelGrants,
     exchange,
     vault,

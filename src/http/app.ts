@@ -39,6 +39,11 @@ export interface HttpApiOptions {
    * in front of the server's handler; the caller connects the rate limit, chaos and metrics.
    */
   readonly publicFront?: PublicFront;
+  /**
+   * Cache the answers read from the exchange's history (/ohlc, /historical_trades): only when its
+   * `onCommitted` listeners hear of each commit before any reply it acknowledges. Default false.
+   */
+  readonly cacheHistory?: boolean;
 }
 
 export interface HttpAppOptions extends HttpApiOptions {
@@ -115,6 +120,7 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     clock: options.clock ?? (() => (Date.now() * 1000) as Micros),
     channelGrants: options.channelGrants,
     publicFront: options.publicFront,
+    cacheHistory: options.cacheHistory === true,
   });
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
   // Swagger UI loads only files of its own (no inline script), so the pages' CSP fits it as it is.

@@ -42,6 +42,12 @@ export interface V1Deps {
    * data routes hand it their cache. Without it every request goes through Fastify.
    */
   readonly publicFront?: { serve(source: AnswerSource): () => void } | undefined;
+  /**
+   * The history's answers (/ohlc, /historical_trades) may be cached: the exchange's `onCommitted`
+   * listeners hear of every commit before any reply it acknowledges (not so on a gateway, whose
+   * feed may follow the PostgreSQL a read after a 201 must see).
+   */
+  readonly cacheHistory?: boolean | undefined;
 }
 
 /** Laravel's default "no rows" message is not an interface contract; these texts are ours. */

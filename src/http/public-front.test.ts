@@ -231,3 +231,28 @@ describe('PublicFront: cached public GETs answered before Fastify', () => {
     assert.equal(answered.length, count + 1);
   });
 });
+
+describe('PublicFront where the history may not be cached (a gateway)', () => {
+  test('the book is answered by the front; candles and trades are read every time', async () => {
+    const front = new PublicFront();
+    const answered: string[] = [];
+    front.observeWith((route) => answered.push(route));
+    const h = await startHarness({ publicFront: front, cacheHistory: false });
+    try {
+      await h.app.listen({ port: 0, host: '127.0.0.1' });
+      const address = h.app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      for (const url of ['/v1/ohlc?ticker_id=BTC/EUR', '/v1/historical_trades?ticker_id=BTC/EUR']) {
+        const first = await rawRequest(port, 'GET', url);
+        assert.equal(first.status, 200);
+        assert.deepEqual(await rawRequest(port, 'GET', url), first);
+      }
+      assert.deepEqual(answered, []);
+      const book = '/v1/orderbook?ticker_id=BTC/EUR';
+      assert.deepEqual(await rawRequest(port, 'GET', book), await rawRequest(port, 'GET', book));
+      assert.deepEqual(answered, ['/v1/orderbook']);
+    } finally {
+      await h.close();
+    }
+  });
+});

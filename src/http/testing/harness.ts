@@ -85,6 +85,8 @@ export interface HarnessOptions {
   readonly wrap?: (exchange: LocalExchange) => Exchange;
   /** Put in front of the app's HTTP server (src/http/public-front.ts); reached only through `listen`. */
   readonly publicFront?: PublicFront;
+  /** buildHttpApp's `cacheHistory`; default true (what the in-process exchange allows). */
+  readonly cacheHistory?: boolean;
 }
 
 export async function startHarness(config: HarnessOptions = {}): Promise<Harness> {
@@ -136,6 +138,8 @@ export async function startHarness(config: HarnessOptions = {}): Promise<Harness
     },
     clock,
     ...(config.publicFront === undefined ? {} : { publicFront: config.publicFront }),
+    // The in-process exchange tells its listeners of each commit before replying.
+    cacheHistory: config.cacheHistory ?? true,
   });
   await app.ready();
 

@@ -90,6 +90,9 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   const tickersDay = () => utcDay(deps.clock());
   /** Answers that show no time: the market list, candles and trades (their rows carry their own). */
   const timeless = () => 0;
+  /** The history's answers, cached only where the exchange says commits are heard before replies. */
+  const historyCache = deps.cacheHistory === true ? cache : undefined;
+  const fromHistoryCache = historyCache === undefined ? [] : [serveFromCache(historyCache, timeless)];
   const route = (request: FastifyRequest, bucket: () => number): CachedRoute => ({
     url: request.routeOptions.url ?? request.url,
     bucket,
@@ -196,13 +199,13 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         }),
         response: { 200: Type.Array(CandleSchema), 422: ErrorBSchema },
       },
-      onRequest: serveFromCache(cache, timeless),
+      onRequest: fromHistoryCache,
     },
     async (request, reply) => {
       const { ticker_id, since, interval, limit } = request.query;
       const market = tickerMarket(deps, ticker_id);
       // Before the store is read: a commit during the read makes the answer one not to keep.
-      const stamp = cache.stamp(market.id);
+      const stamp = historyCache?.stamp(market.id);
       const minutes = (interval === undefined ? OHLC_DEFAULT_INTERVAL : Number(interval)) as Interval;
       // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
@@ -214,7 +217,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       const keep = since === undefined ? 'newest' : 'oldest';
       const candles = await exchange.history.listCandles(market.id, minutes, after, count, keep);
       const body = candles.map((candle) => serializeCandle(candle, market));
-      if (request.method !== 'GET') return body;
+      if (request.method !== 'GET' || stamp === undefined) return body;
       const serialized = reply.serialize(body);
       return sendJson(reply, cache.store(request.url, stamp, 0, serialized, route(request, timeless)));
     },
@@ -295,13 +298,13 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
           422: ErrorBSchema,
         },
       },
-      onRequest: serveFromCache(cache, timeless),
+      onRequest: fromHistoryCache,
     },
     async (request, reply) => {
       const { ticker_id, type, limit, start_time } = request.query;
       const market = tickerMarket(deps, ticker_id);
       // Before the store is read: a commit during the reads makes the answer one not to keep.
-      const stamp = cache.stamp(market.id);
+      const stamp = historyCache?.stamp(market.id);
       let count = HISTORICAL_DEFAULT_LIMIT;
       if (limit !== undefined) {
         const parsed = parseIntInRange(limit, 0, HISTORICAL_MAX_LIMIT);
@@ -324,7 +327,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
               })
             ).map((trade) => serializePublicTrade(trade, market, view.catalogue));
       const body = { buy: await side('buy'), sell: await side('sell') };
-      if (request.method !== 'GET') return body;
+      if (request.method !== 'GET' || stamp === undefined) return body;
       const serialized = reply.serialize(body);
       return sendJson(reply, cache.store(request.url, stamp, 0, serialized, route(request, timeless)));
     },

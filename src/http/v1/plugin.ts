@@ -159,6 +159,7 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     clock: deps.clock,
     channelGrants: deps.channelGrants,
     publicFront: deps.publicFront,
+    cacheHistory: deps.cacheHistory,
   };
   for (const routes of [
     marketDataRoutes,

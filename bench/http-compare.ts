@@ -16,7 +16,14 @@
  * rates, and of the CPU per order).
  *
  *   npm run bench:http -- --compare REF [--store sqlite|postgres] [--seconds 8] [--runs 3]
- *                         [--connections 32] [--warmup 3]
+ *                         [--connections 32] [--warmup 3] [--only gets|orders] [--gets PATH,PATH…]
+ *
+ * The GET rows are, by default, `GET /v1/orderbook?ticker_id=BTC/EUR&depth=100` and
+ * `GET /v1/tickers`, each against the bare GET of the same round; `--gets` names others
+ * (comma-separated paths with their query strings, e.g.
+ * `--gets '/v1/orderbook?ticker_id=BTC/EUR&depth=100,/v1/markets,/v1/ohlc?ticker_id=BTC/EUR'`).
+ * `--only gets` leaves the signed-order rows out (their servers then serve GETs only, so the
+ * GETs are measured on servers that have not handled orders), `--only orders` the GET rows.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +41,10 @@ const RUNS = Number(option('runs') ?? 3);
 const CONNECTIONS = Number(option('connections') ?? 32);
 const WARMUP = Number(option('warmup') ?? 3);
 const STORE = option('store') ?? 'sqlite';
+const ONLY = option('only');
+const GETS = (option('gets') ?? '/v1/orderbook?ticker_id=BTC/EUR&depth=100,/v1/tickers')
+  .split(',')
+  .filter((path) => path !== '');
 
 interface Measurement {
   readonly name: string;
@@ -65,6 +76,8 @@ async function sample(m: Measurement, seconds: number): Promise<Sample> {
 
 export async function compareBench(ref: string): Promise<void> {
   if (STORE !== 'sqlite' && STORE !== 'postgres') throw new Error(`--store sqlite or postgres, not ${STORE}`);
+  if (ONLY !== undefined && ONLY !== 'gets' && ONLY !== 'orders')
+    throw new Error(`--only gets or --only orders, not ${ONLY}`);
   process.stdout.write(`bench:http --compare ${ref}: building this tree and ${ref}…\n`);
   const hereDist = buildServer(HERE);
   const base = buildRef(ref);
@@ -91,30 +104,55 @@ export async function compareBench(ref: string): Promise<void> {
       pid: target.child.pid!,
       script: script(name, wrkScript(signedOrders(target.info.traders ?? []))),
     });
-    const gets = (name: string, target: typeof old) => ({
+    const gets = (name: string, target: typeof old, path: string) => ({
       name,
       url: target.info.url,
       pid: target.child.pid!,
-      script: script(name, wrkGetScript('/v1/orderbook?ticker_id=BTC/EUR&depth=100')),
+      script: script(name, wrkGetScript(path)),
     });
-    const measurements: Measurement[] = [
-      {
-        name: 'bare Fastify POST',
-        url: bare.info.url,
-        pid: bare.child.pid!,
-        script: script('bare-post', wrkScript(signedOrders(now.info.traders ?? []))),
-      },
-      orders(`REF ${base.commit}: signed order`, old),
-      orders('this tree: signed order', now),
-      {
+    // Each group: its baseline (the bare route) first, then REF's and this tree's servers.
+    const groups: Array<{ label: string; rows: Measurement[] }> = [];
+    if (ONLY !== 'gets')
+      groups.push({
+        label: 'signed orders',
+        rows: [
+          {
+            name: 'bare Fastify POST',
+            url: bare.info.url,
+            pid: bare.child.pid!,
+            script: script('bare-post', wrkScript(signedOrders(now.info.traders ?? []))),
+          },
+          orders(`REF ${base.commit}: signed order`, old),
+          orders('this tree: signed order', now),
+        ],
+      });
+    if (ONLY !== 'orders') {
+      const bareGet = {
         name: 'bare Fastify GET',
         url: bare.info.url,
         pid: bare.child.pid!,
         script: script('bare-get', wrkGetScript('/bare')),
-      },
-      gets(`REF ${base.commit}: GET /v1/orderbook`, old),
-      gets('this tree: GET /v1/orderbook', now),
-    ];
+      };
+      for (const [k, path] of GETS.entries())
+        groups.push({
+          label: `GET ${path}`,
+          // One bare GET row serves every GET group as their baseline (measured once per round).
+          rows: [
+            ...(k === 0 ? [bareGet] : []),
+            gets(`REF ${base.commit}: GET ${path}`, old, path),
+            gets(`this tree: GET ${path}`, now, path),
+          ],
+        });
+    }
+    const measurements: Measurement[] = groups.flatMap((g) => g.rows);
+    const baselineOf = (i: number): number => {
+      const name = measurements[i]!.name;
+      return measurements.findIndex((m) =>
+        name.includes(': GET ') || name === 'bare Fastify GET'
+          ? m.name === 'bare Fastify GET'
+          : m.name === 'bare Fastify POST',
+      );
+    };
     if (WARMUP > 0) for (const m of measurements) await sample(m, WARMUP);
     const samples: Sample[][] = measurements.map(() => []);
     for (let round = 0; round < RUNS; round++) {
@@ -133,7 +171,7 @@ export async function compareBench(ref: string): Promise<void> {
     const rate = (s: Sample) => s.perSecond;
     const cpu = (s: Sample) => s.cpu;
     const rows = measurements.map((m, i) => {
-      const baseline = i < 3 ? 0 : 3;
+      const baseline = baselineOf(i);
       return {
         target: m.name,
         'req/s': Math.round(median(samples[i]!.map(rate))),
@@ -145,11 +183,12 @@ export async function compareBench(ref: string): Promise<void> {
       };
     });
     console.table(rows);
-    process.stdout.write(
-      `new / REF, signed orders: rate ${ratio(2, 1, rate).toFixed(3)}, CPU per order ${ratio(2, 1, cpu).toFixed(3)}; ` +
-        `GET /v1/orderbook: rate ${ratio(5, 4, rate).toFixed(3)}, CPU per request ${ratio(5, 4, cpu).toFixed(3)} ` +
-        `(medians of the per-round ratios)\n`,
-    );
+    const newOverRef = groups.map((g) => {
+      const ref = measurements.indexOf(g.rows[g.rows.length - 2]!);
+      const here = measurements.indexOf(g.rows[g.rows.length - 1]!);
+      return `${g.label}: rate ${ratio(here, ref, rate).toFixed(3)}, CPU per request ${ratio(here, ref, cpu).toFixed(3)}`;
+    });
+    process.stdout.write(`new / REF (medians of the per-round ratios):\n  ${newOverRef.join('\n  ')}\n`);
   } finally {
     for (const target of [bare, old, now]) {
       target.child.kill('SIGTERM');

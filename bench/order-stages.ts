@@ -19,6 +19,10 @@
  *   npm run bench:stages -- [--compare REF] [--store sqlite|postgres] [--seconds 10] [--runs 1]
  *                            [--connections 32] [--warmup 3] [--top 0] [--dist DIR]
  *
+ * `--get PATH` profiles a public GET instead (e.g. `--get '/v1/orderbook?ticker_id=BTC/EUR&depth=100'`)
+ * beside a bare Fastify GET (`/bare`): the same table, per GET answered 2xx ("order" reads
+ * "request" there; issue 25's public GET target is a ratio to the bare GET).
+ *
  * `--compare REF` profiles this tree's build and REF's (bench/builds.ts) beside the bare POST, in
  * one run: the before/after table. `--runs N` repeats every target N times (rotated, a fresh
  * server each time) and prints medians. `--dist DIR` profiles a build (DIR = a checkout's
@@ -29,7 +33,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRef, buildServer, HERE, type RefBuild } from './builds.js';
-import { runWrk, signedOrders, wrkScript } from './http-store.js';
+import { runWrk, signedOrders, wrkGetScript, wrkScript } from './http-store.js';
 import { median, processCpuMicros, startTarget } from './http-support.js';
 
 const option = (name: string): string | undefined => {
@@ -44,6 +48,13 @@ const TOP = Number(option('top') ?? 0);
 const DIST = option('dist');
 const COMPARE = option('compare');
 const RUNS = Number(option('runs') ?? 1);
+/** A public GET's path and query to profile instead of signed orders. */
+const GET = option('get');
+/** What the printed figures count: orders, or with `--get` requests (GETs). */
+const per = (text: string): string =>
+  GET === undefined
+    ? text
+    : text.replaceAll('bare POST', 'bare GET').replaceAll('orders', 'GETs').replaceAll('order', 'request');
 
 /** A V8 CPU profile (the inspector's Profiler.stop result). */
 export interface Profile {
@@ -292,7 +303,10 @@ async function profileTarget({ name, mode, dist }: Target, dir: string): Promise
     // The bare target has no traders: it gets the openspot target's requests (any signed body).
     const traders = target.info.traders ?? anyTraders();
     const script = join(dir, `${profiles}.lua`);
-    writeFileSync(script, wrkScript(signedOrders(traders)));
+    writeFileSync(
+      script,
+      GET === undefined ? wrkScript(signedOrders(traders)) : wrkGetScript(mode === 'bare' ? '/bare' : GET),
+    );
     if (WARMUP > 0) await runWrk(target.info.url, script, WARMUP, CONNECTIONS, 1);
     const pid = target.child.pid!;
     // First without the profiler (its sampling costs the server CPU): the CPU per order and the rate.
@@ -381,11 +395,11 @@ function report(targets: readonly Target[], runs: readonly Measured[][]): void {
       return known.length === 0 ? 'n/a' : mid(known).toFixed(digits);
     };
   row(
-    '= server process CPU per order (/proc)',
+    per('= server process CPU per order (/proc)'),
     figure((r) => r.processCpu, 1),
   );
   row(
-    'orders/s (without the profiler)',
+    per('orders/s (without the profiler)'),
     figure((r) => r.ordersPerSecond, 0),
   );
   row(
@@ -393,7 +407,7 @@ function report(targets: readonly Target[], runs: readonly Measured[][]): void {
     figure((r) => r.p99Ms, 1),
   );
   row(
-    'main thread busy under the profiler, µs/order',
+    per('main thread busy under the profiler, µs/order'),
     figure((r) => r.times.busy / r.orders, 1),
   );
   row(
@@ -405,22 +419,24 @@ function report(targets: readonly Target[], runs: readonly Measured[][]): void {
     figure((r) => r.perCommit, 1),
   );
   row('non-2xx answers', (list) => String(list.reduce((sum, r) => sum + r.non2xx, 0)));
-  process.stdout.write('µs of server CPU per order, by stage (medians over the runs):\n');
+  process.stdout.write(per('µs of server CPU per order, by stage (medians over the runs):\n'));
   console.table(rows);
   const bareCpu = mid(runs[0]!.map((r) => r.processCpu));
   for (let i = 1; i < targets.length; i++) {
     const own = mid(runs[i]!.map((r) => r.processCpu));
     const rate = median(runs[i]!.map((r, k) => r.ordersPerSecond / runs[0]![k]!.ordersPerSecond));
     process.stdout.write(
-      `${targets[i]!.name}: ${own.toFixed(1)} µs CPU per order; bare POST CPU / its CPU ${(bareCpu / own).toFixed(2)}; ` +
-        `orders/s / bare POSTs/s ${rate.toFixed(2)} (median of the runs)\n`,
+      per(
+        `${targets[i]!.name}: ${own.toFixed(1)} µs CPU per order; bare POST CPU / its CPU ${(bareCpu / own).toFixed(2)}; ` +
+          `orders/s / bare POSTs/s ${rate.toFixed(2)} (median of the runs)\n`,
+      ),
     );
   }
   if (TOP > 0) {
     for (let i = 0; i < targets.length; i++) {
       const run = runs[i]![0]!;
       process.stdout.write(
-        `\n${targets[i]!.name}: top ${TOP} functions by self time (µs per order, stage; first run)\n`,
+        per(`\n${targets[i]!.name}: top ${TOP} functions by self time (µs per order, stage; first run)\n`),
       );
       const top = [...run.times.functions.entries()].sort((a, b) => b[1].micros - a[1].micros).slice(0, TOP);
       for (const [fn, { stage, micros }] of top)
@@ -436,19 +452,24 @@ async function main(): Promise<void> {
   }
   const mode = STORE === 'sqlite' ? 'openspot' : 'openspot-postgres';
   let ref: RefBuild | undefined;
-  const targets: Target[] = [{ name: 'bare Fastify POST', mode: 'bare', dist: undefined }];
+  const targets: Target[] = [
+    { name: GET === undefined ? 'bare Fastify POST' : 'bare Fastify GET', mode: 'bare', dist: undefined },
+  ];
   if (COMPARE !== undefined) {
     process.stdout.write(`building this tree and ${COMPARE}…\n`);
     const here = buildServer(HERE);
     ref = buildRef(COMPARE);
     targets.push({ name: `${COMPARE} (${ref.commit})`, mode, dist: ref.dist });
     targets.push({ name: 'this tree', mode, dist: here });
-  } else targets.push({ name: `signed order, ${STORE}`, mode, dist: DIST });
+  } else
+    targets.push({ name: GET === undefined ? `signed order, ${STORE}` : `GET ${GET}`, mode, dist: DIST });
   process.stdout.write(
-    `bench:stages — signed durable POST /v1/orders on ${STORE === 'sqlite' ? 'SQLite (fsync)' : 'PostgreSQL'}` +
+    `bench:stages — ${GET === undefined ? 'signed durable POST /v1/orders' : `GET ${GET}`} on ${STORE === 'sqlite' ? 'SQLite (fsync)' : 'PostgreSQL'}` +
       `${COMPARE !== undefined ? ' (builds)' : DIST === undefined ? ' (sources through tsx)' : ` (build at ${DIST})`}, ` +
       `wrk -t 1 -c ${CONNECTIONS}, per run and target: a fresh server, ${WARMUP} s warm-up, ${SECONDS} s measured, ` +
-      `${SECONDS} s profiled (V8 sampling profiler, 100 µs); ${RUNS} run(s), targets rotated; against a bare Fastify POST\n`,
+      per(
+        `${SECONDS} s profiled (V8 sampling profiler, 100 µs); ${RUNS} run(s), targets rotated; against a bare Fastify POST\n`,
+      ),
   );
   const dir = mkdtempSync(join(tmpdir(), 'openspot-stages-'));
   try {

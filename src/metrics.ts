@@ -225,8 +225,16 @@ export class Metrics {
     };
   }
 
-  /** HTTP timing for every route, and `GET /metrics` behind the admin token. */
-  mount(app: FastifyInstance, adminToken: string): void {
+  /**
+   * HTTP timing for every route, and `GET /metrics` behind the admin token. `front` (the
+   * PublicFront) reports the requests it answers without Fastify: counted the same way.
+   */
+  mount(
+    app: FastifyInstance,
+    adminToken: string,
+    front?: { observeWith(observe: (route: string, seconds: number) => void): void },
+  ): void {
+    front?.observeWith((route, seconds) => this.httpSeconds.observe('GET', route, 200, seconds));
     // A callback hook, not an async one: no promise per request for a synchronous observation.
     app.addHook('onResponse', (request, reply, done) => {
       this.httpSeconds.observe(

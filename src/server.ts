@@ -18,6 +18,7 @@ import { limitConnectionsPerIp } from './http/connection-limit.js';
 import { listenOn } from './http/listen.js';
 import { type DemoCredentials, pagesPlugin } from './http/pages.js';
 import { mountProbes, type Readiness } from './http/probes.js';
+import { PublicFront } from './http/public-front.js';
 import { httpRateLimit } from './http/rate-limit.js';
 import { Metrics } from './metrics.js';
 import { privateDirectory } from './private-files.js';
@@ -132,6 +133,7 @@ export async function startServer(
     storeName: STORE_NAMES[kind],
     isReady: () => exchange.isReady(),
     unavailableReason: () => unavailableReason(exchange.notReadyCause()),
+    historyFollowsCommits: true,
   });
   const { app, realtime, admin, vault, ws } = front;
   await app.register(adminRoutes, {
@@ -221,6 +223,13 @@ export interface InterfaceOptions {
   readonly unavailableReason: () => string;
   /** A gateway's: a recent message from NATS it refused (in a ready /readyz's body). */
   readonly alarm?: () => string | undefined;
+  /**
+   * The exchange reports each commit to its `onCommitted` listeners before any reply it
+   * acknowledges (the in-process exchange), so answers read from its history may be cached too
+   * (/ohlc, /historical_trades). Not on a gateway: its feed may follow PostgreSQL, which a read
+   * after a 201 must find. Default false.
+   */
+  readonly historyFollowsCommits?: boolean;
 }
 
 export interface MountedInterface {
@@ -256,7 +265,11 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
     isKeyActive: async (apiKey) => (await exchange.credentials.getApiKey(apiKey))?.revokedAt === null,
     maxPerConnection: config.ws.maxSubscriptionsPerConnection,
   });
+  // Cached public GETs are answered ahead of Fastify; it honours the IP limit, chaos and metrics below.
+  const publicFront = new PublicFront({ trustProxy: config.trustProxy });
   const app = buildHttpApp({
+    publicFront,
+    cacheHistory: options.historyFollowsCommits === true,
     channelGrants,
     exchange,
     vault,
@@ -298,8 +311,9 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
   await app.register(httpRateLimit, {
     ...config.rateLimit,
     ...(keyLimiter === undefined ? {} : { keyLimiter }),
+    shareIpLimit: (take) => publicFront.limitByIp(take),
   });
-  metrics.mount(app, admin.token);
+  metrics.mount(app, admin.token, publicFront);
   const readiness = mountProbes(app, {
     isShuttingDown: options.isShuttingDown,
     isWritable: options.isReady ?? (() => exchange.isWritable()),
@@ -318,6 +332,8 @@ export async function mountInterface(options: InterfaceOptions): Promise<Mounted
       logger.info({ fault, api_key: apiKey ?? null, ...detail }, 'chaos: fault injected');
     },
   });
+  // Faults set on the REST API (latency, errors) apply to public GETs too: Fastify's hook decides.
+  publicFront.stepAsideWhen(() => chaos.chaos.flags.http);
   const realtime = mountRealtime({
     faults: chaos.ws,
     server: app.server,

@@ -22,6 +22,7 @@ import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
 import { lazyChildLogger } from './lazy-logger.js';
 import { PAGE_SECURITY_HEADERS } from './pages.js';
+import type { PublicFront } from './public-front.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
 
 export interface HttpApiOptions {
@@ -33,6 +34,16 @@ export interface HttpApiOptions {
   readonly clock?: () => Micros;
   /** Where /broadcasting/auth records which key obtained each token (src/ws/channel-grants.ts). */
   readonly channelGrants?: ChannelGrantIssuer;
+  /**
+   * Answers cached public GETs ahead of Fastify (src/http/public-front.ts). buildHttpApp puts it
+   * in front of the server's handler; the caller connects the rate limit, chaos and metrics.
+   */
+  readonly publicFront?: PublicFront;
+  /**
+   * Cache the answers read from the exchange's history (/ohlc, /historical_trades): only when its
+   * `onCommitted` listeners hear of each commit before any reply it acknowledges. Default false.
+   */
+  readonly cacheHistory?: boolean;
 }
 
 export interface HttpAppOptions extends HttpApiOptions {
@@ -108,6 +119,8 @@ export function registerHttpApi(app: FastifyInstance, options: HttpApiOptions): 
     config: options.config,
     clock: options.clock ?? (() => (Date.now() * 1000) as Micros),
     channelGrants: options.channelGrants,
+    publicFront: options.publicFront,
+    cacheHistory: options.cacheHistory === true,
   });
   app.get(`${API_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => app.swagger());
   // Swagger UI loads only files of its own (no inline script), so the pages' CSP fits it as it is.
@@ -160,6 +173,16 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
         .send(JSON.stringify(errorE(400, INVALID_REQUEST).body));
     },
   });
+  const front = options.publicFront;
+  if (front !== undefined) {
+    front.install(app.server);
+    // Request logging needs Fastify's request lines; closing, its 503s.
+    if (config.logRequests === true) front.stepAsideWhen(() => true);
+    app.addHook('preClose', (done) => {
+      front.close();
+      done();
+    });
+  }
   app.setErrorHandler(httpErrorHandler);
   app.setNotFoundHandler(notFound);
   app.addHook('onRequest', (request, reply, done) => {

@@ -3,6 +3,7 @@
 import type { Micros } from '../domain/types.js';
 import type { Exchange } from '../sequencer/ports.js';
 import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
+import type { AnswerSource } from './public-front.js';
 
 export interface HttpConfig {
   /** Pusher-protocol app credentials; POST /broadcasting/auth signs channel tokens with them. */
@@ -36,6 +37,17 @@ export interface V1Deps {
    * tokens are signed and nothing is recorded.
    */
   readonly channelGrants?: ChannelGrantIssuer | undefined;
+  /**
+   * Answers cached public GETs before Fastify routes them (src/http/public-front.ts); the market
+   * data routes hand it their cache. Without it every request goes through Fastify.
+   */
+  readonly publicFront?: { serve(source: AnswerSource): () => void } | undefined;
+  /**
+   * The history's answers (/ohlc, /historical_trades) may be cached: the exchange's `onCommitted`
+   * listeners hear of every commit before any reply it acknowledges (not so on a gateway, whose
+   * feed may follow the PostgreSQL a read after a 201 must see).
+   */
+  readonly cacheHistory?: boolean | undefined;
 }
 
 /** Laravel's default "no rows" message is not an interface contract; these texts are ours. */

@@ -136,6 +136,11 @@ export interface HttpRateLimitOptions extends RateLimitSettings {
    * Used only while the key limit is on (keyPerSecond > 0); its rate and burst are its own.
    */
   readonly keyLimiter?: KeyRateLimiter;
+  /**
+   * Given the per-IP limiter's take when the IP limit is on: for the PublicFront, which answers
+   * cached public GETs before this plugin's hook would run (src/http/public-front.ts).
+   */
+  readonly shareIpLimit?: (take: (ip: string) => TakeResult) => void;
 }
 
 /** The per-key limiter of the server that received the request (set by the plugin's hook). */
@@ -194,6 +199,7 @@ export const httpRateLimit: FastifyPluginCallback<HttpRateLimitOptions> = (
       ? (options.keyLimiter ??
         new TokenBuckets({ ...common, ratePerSecond: options.keyPerSecond, burst: options.keyBurst }))
       : undefined;
+  if (byIp !== undefined) options.shareIpLimit?.((ip) => byIp.take(ip));
   const exempt = new Set(options.exemptRoutes ?? ['/healthz', '/readyz']);
   const adminPrefix = options.adminPrefix ?? '/admin/';
 

@@ -54,3 +54,17 @@ test('GET /admin/v1/health reports readiness, commit latency and open WebSocket 
   const count = Number(/openspot_commit_duration_seconds_count (\d+)/.exec(text)?.[1]);
   assert.ok(count >= before.commits.count);
 });
+
+test('public GETs answered from the cache before Fastify are counted under their route like the others', async () => {
+  const url = `${t.url}/v1/tickers?ticker_id=BTCEUR`;
+  const answers = [];
+  for (let i = 0; i < 3; i++) answers.push(await (await fetch(url)).text());
+  assert.equal(new Set(answers).size, 1);
+  const text = await (
+    await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${t.server.adminToken}` } })
+  ).text();
+  assert.match(
+    text,
+    /openspot_http_request_duration_seconds_count\{method="GET",route="\/v1\/tickers",status="200"\} 3\n/,
+  );
+});

@@ -26,6 +26,7 @@ import { asyncStore } from '../../store/async-store.js';
 import { SqliteStore } from '../../store/sqlite/sqlite-store.js';
 import type { ApiKeyScope } from '../../store/store.js';
 import { buildHttpApp } from '../app.js';
+import type { PublicFront } from '../public-front.js';
 
 export const WS_APP = { appKey: 'test-app-key', appSecret: 'test-app-secret' };
 /** 2023-11-14 22:13:20 UTC. */
@@ -82,6 +83,10 @@ export interface HarnessOptions {
   readonly logger?: pino.Logger;
   /** What the HTTP app sees instead of the exchange itself (fault injection). */
   readonly wrap?: (exchange: LocalExchange) => Exchange;
+  /** Put in front of the app's HTTP server (src/http/public-front.ts); reached only through `listen`. */
+  readonly publicFront?: PublicFront;
+  /** buildHttpApp's `cacheHistory`; default true (what the in-process exchange allows). */
+  readonly cacheHistory?: boolean;
 }
 
 export async function startHarness(config: HarnessOptions = {}): Promise<Harness> {
@@ -132,6 +137,9 @@ export async function startHarness(config: HarnessOptions = {}): Promise<Harness
       ...(config.rateLimit === undefined ? {} : { rateLimit: config.rateLimit }),
     },
     clock,
+    ...(config.publicFront === undefined ? {} : { publicFront: config.publicFront }),
+    // The in-process exchange tells its listeners of each commit before replying.
+    cacheHistory: config.cacheHistory ?? true,
   });
   await app.ready();
 

@@ -4,7 +4,7 @@
  * historical trades); defaults and limits the interface leaves open are in docs/interface-decisions.md H.
  */
 import { Type, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MarketSpec, Micros, Side } from '../../domain/types.js';
 import { INTERVALS, type Interval } from '../../market-data/candle.js';
 import { MICROS_PER_DAY } from '../../sequencer/clock.js';
@@ -33,7 +33,7 @@ import {
   TickerSchema,
 } from '../schemas.js';
 import type { V1RouteConfig } from './plugin.js';
-import { type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
+import { type CachedRoute, type Dependency, PublicResponseCache, serveFromCache } from './public-cache.js';
 import { envelope, sendJson } from './shared.js';
 
 /** Kraken: at most 720 candles (the most recent; the oldest after `since` when paging forward). */
@@ -78,9 +78,24 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
   // At the commit itself: a client reading right after its 201 must not get the older answer.
   const stopWatching = exchange.onCommitted((batch) => cache.committed(batch), { immediate: true });
   const stopRestored = exchange.onRestored(() => cache.restored());
+  // Cached answers filed with their route may be written before Fastify routes the request.
+  const stopFront = deps.publicFront?.serve(cache);
   app.addHook('onClose', async () => {
     stopWatching();
     stopRestored();
+    stopFront?.();
+  });
+  // The routes' time buckets: an answer is served only within the bucket it was built in.
+  const orderbookSecond = () => unixSeconds(deps.clock());
+  const tickersDay = () => utcDay(deps.clock());
+  /** Answers that show no time: the market list, candles and trades (their rows carry their own). */
+  const timeless = () => 0;
+  /** The history's answers, cached only where the exchange says commits are heard before replies. */
+  const historyCache = deps.cacheHistory === true ? cache : undefined;
+  const fromHistoryCache = historyCache === undefined ? [] : [serveFromCache(historyCache, timeless)];
+  const route = (request: FastifyRequest, bucket: () => number): CachedRoute => ({
+    url: request.routeOptions.url ?? request.url,
+    bucket,
   });
 
   app.get(
@@ -93,9 +108,12 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         querystring: Type.Object({ pair: Type.Optional(Type.String({ maxLength: 64 })) }),
         response: { 200: Envelope(Type.Record(Type.String(), MarketSchema)), 400: ErrorASchema },
       },
+      onRequest: serveFromCache(cache, timeless),
     },
-    async (request) => {
+    async (request, reply) => {
       const { pair } = request.query;
+      // The catalogue alone: stamped before it is read, in the same synchronous run.
+      const stamp = cache.stamp('catalogue');
       let markets: readonly MarketSpec[] = view.catalogue.markets();
       if (pair !== undefined) {
         const market = resolvePair(view.catalogue, pair);
@@ -104,7 +122,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       }
       const data: Record<string, ReturnType<typeof serializeMarket>> = {};
       for (const market of markets) data[`${market.base}${market.quote}`] = serializeMarket(market);
-      return envelope(MESSAGES.markets, data);
+      const body = envelope(MESSAGES.markets, data);
+      if (request.method !== 'GET') return body;
+      const serialized = reply.serialize(body);
+      return sendJson(reply, cache.store(request.url, stamp, 0, serialized, route(request, timeless)));
     },
   );
 
@@ -118,7 +139,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         querystring: Type.Object({ ticker_id: Type.Optional(TickerId) }),
         response: { 200: Type.Array(TickerSchema), 400: ErrorESchema },
       },
-      onRequest: serveFromCache(cache, () => utcDay(deps.clock())),
+      onRequest: serveFromCache(cache, tickersDay),
     },
     async (request, reply) => {
       const { ticker_id } = request.query;
@@ -144,7 +165,11 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         });
       });
       if (request.method !== 'GET') return tickers;
-      return sendJson(reply, cache.store(request.url, stamp, utcDay(now), reply.serialize(tickers)));
+      const serialized = reply.serialize(tickers);
+      return sendJson(
+        reply,
+        cache.store(request.url, stamp, utcDay(now), serialized, route(request, tickersDay)),
+      );
     },
   );
 
@@ -174,10 +199,13 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         }),
         response: { 200: Type.Array(CandleSchema), 422: ErrorBSchema },
       },
+      onRequest: fromHistoryCache,
     },
-    async (request) => {
+    async (request, reply) => {
       const { ticker_id, since, interval, limit } = request.query;
       const market = tickerMarket(deps, ticker_id);
+      // Before the store is read: a commit during the read makes the answer one not to keep.
+      const stamp = historyCache?.stamp(market.id);
       const minutes = (interval === undefined ? OHLC_DEFAULT_INTERVAL : Number(interval)) as Interval;
       // `since` is exclusive and candle starts are whole seconds: "> 100.5" is "> 100".
       const after = since === undefined ? -1 : parseUnixTime(since)?.seconds;
@@ -188,7 +216,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
       // next page starts after the last one received (decision H190). Without it, the most recent.
       const keep = since === undefined ? 'newest' : 'oldest';
       const candles = await exchange.history.listCandles(market.id, minutes, after, count, keep);
-      return candles.map((candle) => serializeCandle(candle, market));
+      const body = candles.map((candle) => serializeCandle(candle, market));
+      if (request.method !== 'GET' || stamp === undefined) return body;
+      const serialized = reply.serialize(body);
+      return sendJson(reply, cache.store(request.url, stamp, 0, serialized, route(request, timeless)));
     },
   );
 
@@ -209,7 +240,7 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         }),
         response: { 200: Type.Array(OrderBookSchema), 422: ErrorBSchema },
       },
-      onRequest: serveFromCache(cache, () => unixSeconds(deps.clock())),
+      onRequest: serveFromCache(cache, orderbookSecond),
     },
     async (request, reply) => {
       const { ticker_id, depth } = request.query;
@@ -230,7 +261,11 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
         },
       ];
       if (request.method !== 'GET') return body;
-      return sendJson(reply, cache.store(request.url, stamp, timestamp, reply.serialize(body)));
+      const serialized = reply.serialize(body);
+      return sendJson(
+        reply,
+        cache.store(request.url, stamp, timestamp, serialized, route(request, orderbookSecond)),
+      );
     },
   );
 
@@ -263,10 +298,13 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
           422: ErrorBSchema,
         },
       },
+      onRequest: fromHistoryCache,
     },
-    async (request) => {
+    async (request, reply) => {
       const { ticker_id, type, limit, start_time } = request.query;
       const market = tickerMarket(deps, ticker_id);
+      // Before the store is read: a commit during the reads makes the answer one not to keep.
+      const stamp = historyCache?.stamp(market.id);
       let count = HISTORICAL_DEFAULT_LIMIT;
       if (limit !== undefined) {
         const parsed = parseIntInRange(limit, 0, HISTORICAL_MAX_LIMIT);
@@ -288,7 +326,10 @@ export async function marketDataRoutes(base: FastifyInstance, deps: V1Deps): Pro
                 ...(since === undefined ? {} : { since, oldestFirst: true }),
               })
             ).map((trade) => serializePublicTrade(trade, market, view.catalogue));
-      return { buy: await side('buy'), sell: await side('sell') };
+      const body = { buy: await side('buy'), sell: await side('sell') };
+      if (request.method !== 'GET' || stamp === undefined) return body;
+      const serialized = reply.serialize(body);
+      return sendJson(reply, cache.store(request.url, stamp, 0, serialized, route(request, timeless)));
     },
   );
 }

@@ -158,6 +158,8 @@ export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void
     config: deps.config,
     clock: deps.clock,
     channelGrants: deps.channelGrants,
+    publicFront: deps.publicFront,
+    cacheHistory: deps.cacheHistory,
   };
   for (const routes of [
     marketDataRoutes,

@@ -144,6 +144,26 @@ describe('PublicResponseCache', () => {
     assert.equal(cache.lookup('/c', 7), undefined);
   });
 
+  test('catalogue answers outlive market changes; only entries filed with their route are answered before routing', () => {
+    let now = 7;
+    const route = { url: '/v1/x', bucket: () => now };
+    const cache = new PublicResponseCache({ isWritable: () => true });
+    cache.store('/markets', cache.stamp('catalogue'), 0, '"m"', { url: '/v1/markets', bucket: () => 0 });
+    cache.store('/plain', cache.stamp(market), 7, '"p"');
+    cache.store('/routed', cache.stamp(market), 7, '"r"', route);
+    assert.equal(cache.answer('/plain'), undefined);
+    assert.deepEqual(cache.answer('/routed'), { body: Buffer.from('"r"'), route: '/v1/x' });
+    now = 8; // the route's bucket moved on
+    assert.equal(cache.answer('/routed'), undefined);
+    now = 7;
+    cache.committed(batch([orderEvent(market)]));
+    assert.equal(cache.answer('/routed'), undefined);
+    assert.equal(cache.answer('/markets')?.body.toString(), '"m"');
+    cache.committed(batch([{ type: 'assetCreated' }]));
+    assert.equal(cache.answer('/markets'), undefined);
+    assert.equal(cache.lookup('/markets', 0), undefined);
+  });
+
   test('is bounded in entries and bytes', () => {
     const cache = new PublicResponseCache(
       { isWritable: () => true },

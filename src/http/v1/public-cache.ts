@@ -15,6 +15,10 @@
  * Entries are keyed by the request URL exactly as received (path and query string), so an entry
  * is only ever served for a request the route's own validation already answered with this body.
  * Size is bounded (entries and bytes); the oldest entry goes first.
+ *
+ * An entry filed with its route (`CachedRoute`: the route's path, for the request metrics, and
+ * its time bucket) may also be answered by the PublicFront (src/http/public-front.ts) before
+ * Fastify sees the request at all.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { MarketId } from '../../domain/types.js';
@@ -35,8 +39,25 @@ const DEFAULT_LIMITS: PublicCacheLimits = {
   maxBodyBytes: 512 * 1024,
 };
 
-/** The state an answer was read from: one market, or every market and the catalogue. */
-export type Dependency = MarketId | 'all';
+/**
+ * The state an answer was read from: one market (its book, trades, candles), every market and the
+ * catalogue ('all'), or the catalogue alone (assets and markets: 'catalogue').
+ */
+export type Dependency = MarketId | 'all' | 'catalogue';
+
+/** The route an entry answers, for answering it outside Fastify (PublicFront). */
+export interface CachedRoute {
+  /** The route's path as Fastify names it (`/v1/orderbook`): the request metrics' label. */
+  readonly url: string;
+  /** The route's time bucket now (the one its handler files answers under). */
+  readonly bucket: () => number;
+}
+
+/** A cached answer ready to be written, and the route it belongs to. */
+export interface CachedAnswer {
+  readonly body: Buffer;
+  readonly route: string;
+}
 
 interface Entry {
   readonly body: Buffer;
@@ -44,6 +65,9 @@ interface Entry {
   readonly version: number;
   readonly catalogue: number;
   readonly bucket: number;
+  readonly route: CachedRoute | undefined;
+  /** What `answer` hands out (made once). */
+  readonly answer: CachedAnswer | undefined;
 }
 
 /** A version stamp taken before reading state; `store` files the answer under it. */
@@ -106,8 +130,14 @@ export class PublicResponseCache {
 
   /** Call before reading the state the answer is built from (same turn of the event loop). */
   stamp(dependency: Dependency): Stamp {
-    const version = dependency === 'all' ? this.anyVersion : (this.marketVersions.get(dependency) ?? 0);
-    return { dependency, version, catalogue: this.catalogueVersion };
+    return { dependency, version: this.versionOf(dependency), catalogue: this.catalogueVersion };
+  }
+
+  private versionOf(dependency: Dependency): number {
+    if (dependency === 'all') return this.anyVersion;
+    // The catalogue's own version is compared for every entry (`current`).
+    if (dependency === 'catalogue') return 0;
+    return this.marketVersions.get(dependency) ?? 0;
   }
 
   /** The cached body for this URL, if it is still exactly what the route would answer now. */
@@ -118,8 +148,29 @@ export class PublicResponseCache {
     return entry.body;
   }
 
-  /** Files a 200 body built from the state `stamp` was taken on; returns the body as sent. */
-  store(url: string, stamp: Stamp, bucket: number, serialized: string | ArrayBuffer | Buffer): Buffer {
+  /**
+   * The cached answer for a GET of this URL, if it was filed with its route and is still exactly
+   * what that route would answer now (the route's bucket is read from its clock here).
+   */
+  answer(url: string): CachedAnswer | undefined {
+    const entry = this.entries.get(url);
+    if (entry?.route === undefined || entry.bucket !== entry.route.bucket() || !this.current(entry))
+      return undefined;
+    if (!this.exchange.isWritable()) return undefined;
+    return entry.answer;
+  }
+
+  /**
+   * Files a 200 body built from the state `stamp` was taken on; returns the body as sent. With
+   * `route`, the entry may also be answered before routing (`answer`).
+   */
+  store(
+    url: string,
+    stamp: Stamp,
+    bucket: number,
+    serialized: string | ArrayBuffer | Buffer,
+    route?: CachedRoute,
+  ): Buffer {
     const body =
       typeof serialized === 'string'
         ? Buffer.from(serialized, 'utf8')
@@ -127,7 +178,13 @@ export class PublicResponseCache {
           ? serialized
           : Buffer.from(serialized);
     if (body.length > this.limits.maxBodyBytes || !this.exchange.isWritable()) return body;
-    const entry: Entry = { body, ...stamp, bucket };
+    const entry: Entry = {
+      body,
+      ...stamp,
+      bucket,
+      route,
+      answer: route === undefined ? undefined : { body, route: route.url },
+    };
     if (!this.current(entry)) return body; // the state moved on while the answer was built
     this.remove(url);
     this.entries.set(url, entry);
@@ -148,10 +205,7 @@ export class PublicResponseCache {
   }
 
   private current(entry: Stamp): boolean {
-    if (entry.catalogue !== this.catalogueVersion) return false;
-    const version =
-      entry.dependency === 'all' ? this.anyVersion : (this.marketVersions.get(entry.dependency) ?? 0);
-    return entry.version === version;
+    return entry.catalogue === this.catalogueVersion && entry.version === this.versionOf(entry.dependency);
   }
 
   /** Entries held (for tests). */

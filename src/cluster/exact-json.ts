@@ -141,6 +141,69 @@ function encodeValue(value: unknown, depth: number): unknown {
   }
 }
 
+/** What the one-pass writer throws to hand over to toExactJson, which names what is wrong. */
+const NOT_PLAIN = Symbol('not plain data');
+
+/**
+ * `JSON.stringify(toExactJson(value))` in one pass, without the intermediate copy: the same text,
+ * byte for byte (the codec's frames and the command receipts are written with it). A value that
+ * toExactJson refuses is refused with its TypeError.
+ */
+export function exactJsonText(value: unknown): string {
+  try {
+    return writeValue(value, 0);
+  } catch (error) {
+    if (error !== NOT_PLAIN) throw error;
+    // toExactJson throws the TypeError that names the path; it cannot succeed where writeValue failed.
+    return JSON.stringify(toExactJson(value));
+  }
+}
+
+function writeValue(value: unknown, depth: number): string {
+  if (depth > MAX_DEPTH) throw NOT_PLAIN;
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(`'${value}`);
+    case 'number':
+      // numberText's characters (digits, `-`, `.`, `e`, `+`, letters) need no escaping.
+      return `"#${numberText(value)}"`;
+    case 'bigint':
+      return `"n${value.toString()}"`;
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'undefined':
+      return '"u"';
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i += 1) {
+          if (i > 0) out += ',';
+          out += writeValue(value[i], depth + 1);
+        }
+        return `${out}]`;
+      }
+      if (value instanceof Map) {
+        let out = '["m"';
+        for (const [k, v] of value) out += `,${writeValue(k, depth + 1)},${writeValue(v, depth + 1)}`;
+        return `${out}]`;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) throw NOT_PLAIN;
+      let out = '{';
+      let first = true;
+      for (const k of Object.keys(value)) {
+        if (!first) out += ',';
+        first = false;
+        out += `${JSON.stringify(k)}:${writeValue((value as Record<string, unknown>)[k], depth + 1)}`;
+      }
+      return `${out}}`;
+    }
+    default:
+      throw NOT_PLAIN;
+  }
+}
+
 /**
  * `out[key] = value`, except that a key named __proto__ (an own key of plain data; JSON.parse makes
  * one) stays an ordinary key instead of setting the prototype.

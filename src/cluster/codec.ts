@@ -2,7 +2,7 @@
  * The cluster's wire format: what a gateway sends the engine (a command, with its ledger reference
  * or Idempotency-Key), what the engine answers, and the envelope of one committed batch.
  *
- * Each message is UTF-8 JSON `{"v":2,"t":<type>,"b":<body>}`: the version and type are read
+ * Each message is UTF-8 JSON `{"v":3,"t":<type>,"b":<body>}`: the version and type are read
  * first, so a message of another version is refused with a message that says so, and the body is
  * exact JSON (exact-json.ts: no JSON number anywhere, bigints kept, every amount exact).
  * Decoding validates the whole shape — every field, its type, safe-integer quantities, the enums —
@@ -58,11 +58,13 @@ export { WireFormatError };
 
 /**
  * The one version this code writes and reads. A change of any body's shape is a new version.
- * 2: the market snapshot travels in chunks (snapshot.ts), and so does a command reply over
- * max_payload (a `reply-head` in place of the `reply`; chunked.ts); 1 sent each in one message
- * (a reply over max_payload not at all). Both came in the same unreleased version (decision 123).
+ * 3: a gateway sends the commands of one event-loop turn in one `commands` frame, answered by one
+ * `replies` frame, and a command receipt keeps its reply in base64 (decisions H272, H273); 2 sent
+ * one `command` per message and kept receipts as JSON text. 2: the market snapshot travels in
+ * chunks (snapshot.ts), and so does a command reply over max_payload (a `reply-head` in place of
+ * the `reply`; chunked.ts); 1 sent each in one message (a reply over max_payload not at all).
  */
-export const WIRE_VERSION = 2;
+export const WIRE_VERSION = 3;
 
 export type FrameType = 'command' | 'reply' | 'batch' | 'commands' | 'replies';
 
@@ -704,11 +706,12 @@ export function receiptText(replyText: string): string {
 }
 
 /**
- * A receipt's `reply` frame, as text: base64 as receiptText writes it, or the frame's JSON text
- * itself as engines before H273 wrote it (a failover to this engine from one of those).
+ * A receipt's `reply` frame, as text (what receiptText kept). A receipt of version 2 (JSON text)
+ * does not come back as a frame of this version: its command came from a gateway of version 2,
+ * whose resends this engine refuses by version anyway, applying nothing.
  */
 export function receiptReplyText(receipt: string): string {
-  return receipt.startsWith('{') ? receipt : Buffer.from(receipt, 'base64').toString('utf8');
+  return Buffer.from(receipt, 'base64').toString('utf8');
 }
 
 function readOnce(value: ExactValue, path: string): OnceResult {
@@ -777,7 +780,7 @@ export interface BatchEntry<R = CommandRequest> {
 }
 
 /**
- * A `commands` frame: `{"v":2,"t":"commands","b":{"entries":[{"id":…,"request":…},…]}}`, the body
+ * A `commands` frame: `{"v":3,"t":"commands","b":{"entries":[{"id":…,"request":…},…]}}`, the body
  * in exact JSON like a `command` frame's, each entry's request what a `command` frame's body is.
  */
 export function encodeCommandBatch(entries: readonly BatchEntry<EncodedRequest>[]): Uint8Array {
@@ -824,7 +827,7 @@ export function decodeCommandMessage(bytes: Uint8Array): CommandMessage {
 /**
  * A `replies` frame: the answers to a `commands` frame, in its order, each a whole `reply` frame
  * as commandReplyText wrote it (so a committed receipt's text goes as it is):
- * `{"v":2,"t":"replies","b":[{"v":2,"t":"reply","b":…},…]}`.
+ * `{"v":3,"t":"replies","b":[{"v":3,"t":"reply","b":…},…]}`.
  */
 export function encodeCommandReplies(texts: readonly string[]): Uint8Array {
   return Buffer.from(`{"v":${WIRE_VERSION},"t":"replies","b":[${texts.join(',')}]}`, 'utf8');

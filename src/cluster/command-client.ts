@@ -70,6 +70,7 @@ import {
   encodeRequestPart,
   MAX_BATCH_ENTRIES,
   type RemoteErrorCode,
+  WireFormatError,
 } from './codec.js';
 import { ConnectionWatch } from './connection-watch.js';
 import { ENGINE_SILENT_MS, type EngineHeartbeats } from './heartbeat.js';
@@ -294,10 +295,7 @@ export class CommandClient implements CommandSubmitter {
     if (reply.code === 'refused')
       throw new EngineRefusedError(reply.code, `the engine refused the command: ${reply.message}`);
     if (reply.code === 'bad_request')
-      throw new EngineRefusedError(
-        reply.code,
-        `the engine could not read the command (an engine older than this gateway does not take command batches: upgrade the engines first): ${reply.message}`,
-      );
+      throw new EngineRefusedError(reply.code, `the engine could not read the command: ${reply.message}`);
     throw new RemoteCommandError(reply.code, reply.message);
   }
 
@@ -329,6 +327,12 @@ export class CommandClient implements CommandSubmitter {
       try {
         replies = decodeCommandReplies(data, queued.length);
       } catch (error) {
+        // An engine of another wire version could not read the batch either: nothing was applied.
+        if (error instanceof WireFormatError && error.path === '$.v')
+          throw new EngineRefusedError(
+            'bad_request',
+            `the engine speaks another wire version (${error.message}): upgrade the engine and its gateways together`,
+          );
         throw new RemoteCommandError(
           'bad_reply',
           `the engine sent a reply this gateway cannot read (${error instanceof Error ? error.message : String(error)})`,

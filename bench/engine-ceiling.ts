@@ -236,7 +236,9 @@ async function measure(
     profileFile === undefined
       ? {}
       : {
-          NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'profile-on-signal.mjs')).href}`,
+          // The unit's NODE_OPTIONS (deploy/systemd/openspot-engine.service), which this replaces,
+          // and the profiler: without the unit's semi-space the profile would show another GC.
+          NODE_OPTIONS: `--max-semi-space-size=64 --import ${pathToFileURL(join(import.meta.dirname, 'profile-on-signal.mjs')).href}`,
           BENCH_CPU_PROFILE: profileFile,
         },
     form,

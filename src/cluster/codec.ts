@@ -48,9 +48,10 @@ import type { SubmitResult } from '../sequencer/sequencer.js';
 import type { LedgerEntry, LedgerKind } from '../store/store.js';
 import {
   type ExactValue,
-  exactJsonText,
   fromExactJson,
+  jsonBytes,
   parseJsonBytes,
+  toExactJson,
   WireFormatError,
 } from './exact-json.js';
 
@@ -70,7 +71,7 @@ export type FrameType = 'command' | 'reply' | 'batch' | 'commands' | 'replies';
 
 /** A frame's bytes: `{"v":WIRE_VERSION,"t":type,"b":body}`, the body in exact JSON (also chunked.ts's frames). */
 export function frame(type: string, body: unknown): Uint8Array {
-  return Buffer.from(`{"v":${WIRE_VERSION},"t":${JSON.stringify(type)},"b":${exactJsonText(body)}}`, 'utf8');
+  return jsonBytes({ v: WIRE_VERSION, t: type, b: toExactJson(body) });
 }
 
 /**
@@ -693,7 +694,7 @@ export function encodeCommandReply(reply: CommandReply): Uint8Array {
 
 /** A `reply` frame as text: what a `replies` frame holds as it is (and a command receipt, in base64). */
 export function commandReplyText(reply: CommandReply): string {
-  return `{"v":${WIRE_VERSION},"t":"reply","b":${exactJsonText(reply)}}`;
+  return JSON.stringify({ v: WIRE_VERSION, t: 'reply', b: toExactJson(reply) });
 }
 
 /**
@@ -770,7 +771,7 @@ export interface EncodedRequest {
 
 /** The exact-JSON text of a request (TypeError for a command that is not plain data: the caller's bug). */
 export function encodeRequestPart(request: CommandRequest): EncodedRequest {
-  return { text: exactJsonText(request) };
+  return { text: JSON.stringify(toExactJson(request)) };
 }
 
 /** One command of a `commands` frame: its id (what the engine answers at most once) and the request. */
@@ -786,7 +787,7 @@ export interface BatchEntry<R = CommandRequest> {
 export function encodeCommandBatch(entries: readonly BatchEntry<EncodedRequest>[]): Uint8Array {
   let text = `{"v":${WIRE_VERSION},"t":"commands","b":{"entries":[`;
   for (const [i, { id, request }] of entries.entries())
-    text += `${i > 0 ? ',' : ''}{"id":${exactJsonText(id)},"request":${request.text}}`;
+    text += `${i > 0 ? ',' : ''}{"id":${JSON.stringify(toExactJson(id))},"request":${request.text}}`;
   return Buffer.from(`${text}]}}`, 'utf8');
 }
 

@@ -4,6 +4,11 @@
  * request/reply. The engine answers only after the command's batch is committed, so a resolved
  * promise means what it means in one process: durably committed.
  *
+ * The commands submitted in one turn of the event loop go together, at its end, in one message
+ * (a `commands` frame, at most MAX_BATCH_COMMANDS, halved until it fits max_payload; decision
+ * 272), answered in one: one MAC, one publish and one reply per turn rather than per command.
+ * Below, "a request" is such a message: it is what is sent again, and what fails as a whole.
+ *
  * Every command carries a unique id, and is sent again under it — byte for byte, same id,
  * deadline and MAC — until an engine answers or its deadline (the gateway's clock +
  * DEFAULT_COMMAND_TIMEOUT_MS, 5 s) passes: the engine applies an id at most once and answers a

@@ -4,6 +4,12 @@
  * that promise settles — after the commit. Requests are handed over in arrival order without
  * waiting for each other, so the sequencer still gathers them into group commits.
  *
+ * A gateway sends the commands of one turn of its event loop in one message (a `commands` frame,
+ * decision 272): each command under its own id, handed over in the batch's order, the whole
+ * batch answered in one `replies` frame once every command is answered. Everything below about
+ * a request's id (at most once, replays, receipts) holds for each command of a batch under its
+ * own id; the MAC, the deadline and the late and too-far-ahead checks are the message's.
+ *
  * Only a process that holds the writer lock may start this service (a standby starts it after
  * taking the lock). A plain subscription, not a queue group: each request reaches every
  * subscriber and the first answer wins. Normally there is one. But an engine whose machine froze
@@ -304,7 +310,7 @@ export class CommandService {
       return;
     }
     if (message.kind === 'command') {
-      // One command (a gateway from before command batches): answered with one `reply`.
+      // One command in a `command` frame (sent on its own, not by CommandClient): one `reply`.
       const reply = this.take(id, message.request, expires, now);
       this.track(reply.then((r) => this.respond(msg, r)));
       return;

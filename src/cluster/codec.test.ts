@@ -628,7 +628,7 @@ test('a conditional order crosses the wire with its trigger, trailing offset and
 });
 
 // ------------------------------------------------------------------------------------------------
-// Command batches (decision H272) and receipts (H273).
+// Command batches (decision 272) and receipts (273).
 
 const commandId = fc
   .uint8Array({ minLength: 16, maxLength: 16 })

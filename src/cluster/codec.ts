@@ -60,7 +60,7 @@ export { WireFormatError };
 /**
  * The one version this code writes and reads. A change of any body's shape is a new version.
  * 3: a gateway sends the commands of one event-loop turn in one `commands` frame, answered by one
- * `replies` frame, and a command receipt keeps its reply in base64 (decisions H272, H273); 2 sent
+ * `replies` frame, and a command receipt keeps its reply in base64 (decisions 272, 273); 2 sent
  * one `command` per message and kept receipts as JSON text. 2: the market snapshot travels in
  * chunks (snapshot.ts), and so does a command reply over max_payload (a `reply-head` in place of
  * the `reply`; chunked.ts); 1 sent each in one message (a reply over max_payload not at all).
@@ -699,7 +699,7 @@ export function commandReplyText(reply: CommandReply): string {
 
 /**
  * A command receipt's text (what the store keeps of an applied command's answer): the base64 of
- * its `reply` frame (decision H273). Base64 has no character a PostgreSQL array literal must
+ * its `reply` frame (decision 273). Base64 has no character a PostgreSQL array literal must
  * escape, where the JSON text has hundreds of quotes, each escaped in the group commit.
  */
 export function receiptText(replyText: string): string {
@@ -762,7 +762,7 @@ function readCommandReply(body: ExactValue, path: string): CommandReply {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Command batches: the commands a gateway sent in one event-loop turn, in one message (decision H272)
+// Command batches: the commands a gateway sent in one event-loop turn, in one message (decision 272)
 
 /** A command request as exact-JSON text, made when the command is submitted (a bad one throws there). */
 export interface EncodedRequest {

@@ -167,7 +167,7 @@ export const ATTEMPT_RESEND_MS = 1_000;
 /** How often unanswered commands are checked against the heartbeats (only while there are some). */
 const CHECK_EVERY_MS = 50;
 /**
- * The most commands one message carries (decision H272): the commands submitted in one turn of
+ * The most commands one message carries (decision 272): the commands submitted in one turn of
  * the event loop go together, in messages of at most this many (and at most max_payload bytes).
  */
 export const MAX_BATCH_COMMANDS = Math.min(256, MAX_BATCH_ENTRIES);

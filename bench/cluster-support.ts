@@ -110,8 +110,11 @@ export interface BenchCluster {
   startGateway(extra?: Record<string, string>): Promise<ClusterProcess>;
 }
 
-/** Source (tsx) or built (dist/, as installed) CLI for the processes (test/support/cluster.ts). */
-export type CliForm = 'source' | 'built';
+/**
+ * Source (tsx) or built (dist/, as installed) CLI for the processes (test/support/cluster.ts), or
+ * another build's cli/main.js (`--compare REF`).
+ */
+export type CliForm = 'source' | 'built' | { readonly main: string };
 
 /** Builds the server into dist/ (`tsc -p tsconfig.build.json`, the server half of `npm run build`). */
 export function buildServer(): void {

@@ -19,9 +19,15 @@
  * batch publication to the stream.
  *
  *   npm run bench:engine-ceiling -- [--seconds 15] [--in-flight 256] [--warmup 5] [--profile] [--top N]
- *                                   [--built]
+ *                                   [--built] [--compare REF [--rounds 3]]
  *
  * `--built` runs the engine from dist/ (`npx tsc -p tsconfig.build.json` first), as installed.
+ *
+ * `--compare REF` builds REF in a temporary worktree and this checkout into dist/ (bench/builds.ts)
+ * and measures both, `--rounds` times each, interleaved (REF first in odd rounds, this checkout
+ * first in even ones), each round on a fresh engine, database and stream; the command client is
+ * each build's own (its wire format), loaded from that build. It prints every round, the medians
+ * and the ratios of this checkout's to REF's.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,13 +36,16 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@nats-io/transport-node';
 import pg from 'pg';
-import { ClusterKey } from '../src/cluster/cluster-key.js';
-import { CommandClient } from '../src/cluster/command-client.js';
-import { subjects } from '../src/cluster/settings.js';
+import type { ClusterKey } from '../src/cluster/cluster-key.js';
+import type { CommandClient } from '../src/cluster/command-client.js';
+import type { subjects } from '../src/cluster/settings.js';
 import type { MarketId, Price, UserId, Volume } from '../src/domain/types.js';
 import type { PlaceOrder } from '../src/engine/types.js';
+import { buildRef, buildServer, HERE } from './builds.js';
 import {
+  type CliForm,
   cleanup,
+  median,
   NATS_URL,
   natsServerPid,
   processCpuMs,
@@ -54,6 +63,8 @@ const { values } = parseArgs({
     'in-flight': { type: 'string', default: '256' },
     profile: { type: 'boolean', default: false },
     built: { type: 'boolean', default: false },
+    compare: { type: 'string' },
+    rounds: { type: 'string', default: '3' },
     // Read by bench/order-stages.ts: list the N functions with the most self time.
     top: { type: 'string', default: '0' },
   },
@@ -95,8 +106,129 @@ async function backendCpuMicros(adminUrl: string, database: string): Promise<num
   }
 }
 
+/** The command client of one version of the server: its modules, from its sources or its build. */
+interface ClientModules {
+  readonly ClusterKey: typeof ClusterKey;
+  readonly CommandClient: typeof CommandClient;
+  readonly subjects: typeof subjects;
+}
+
+/** The client modules under `root`: this checkout's src/ (through tsx) or a build's dist/src. */
+async function clientModules(root: string): Promise<ClientModules> {
+  const load = (path: string) => import(pathToFileURL(join(root, path)).href);
+  return {
+    ClusterKey: (await load('cluster/cluster-key.js')).ClusterKey,
+    CommandClient: (await load('cluster/command-client.js')).CommandClient,
+    subjects: (await load('cluster/settings.js')).subjects,
+  };
+}
+
+/** One measured span's figures (per command unless said). */
+interface Figures {
+  readonly rate: number;
+  readonly refused: number;
+  readonly engine: number;
+  readonly backends: number;
+  readonly nats: number;
+  readonly client: number;
+  readonly perCommit: number;
+  readonly commitMs: number;
+}
+
+const FIGURE_ROWS: readonly [keyof Figures, string][] = [
+  ['rate', 'commands/s accepted'],
+  ['refused', 'refused (engine said no)'],
+  ['engine', 'engine process CPU µs/command'],
+  ['backends', 'PostgreSQL sessions CPU µs/command'],
+  ['nats', 'NATS server CPU µs/command (shared server)'],
+  ['client', 'this client CPU µs/command'],
+  ['perCommit', 'commands per group commit'],
+  ['commitMs', 'group commit ms (mean, PostgreSQL round trip included)'],
+];
+
 async function main(): Promise<void> {
-  const profileDir = values.profile ? mkdtempSync(join(tmpdir(), 'openspot-ceiling-prof-')) : undefined;
+  if (values.compare !== undefined) {
+    await compare(values.compare, Number(values.rounds));
+    return;
+  }
+  const form: CliForm = values.built ? 'built' : 'source';
+  const figures = await measure(
+    form,
+    await clientModules(join(HERE, values.built ? 'dist/src' : 'src')),
+    values.profile,
+  );
+  process.stdout.write(
+    `bench:engine-ceiling — one openspot engine (${values.built ? 'built' : 'sources through tsx'}) on PostgreSQL, ` +
+      `placeOrder over NATS from this process, ${IN_FLIGHT} in flight, ${WARMUP} s warm-up, ${SECONDS} s measured\n`,
+  );
+  printFigures(figures);
+  await figures.printProfile?.();
+}
+
+function printFigures(f: Figures): void {
+  console.table(
+    Object.fromEntries(
+      FIGURE_ROWS.map(([key, label]) => [
+        label,
+        key === 'rate' || key === 'refused' ? Math.round(f[key]) : f[key].toFixed(key === 'commitMs' ? 2 : 1),
+      ]),
+    ),
+  );
+}
+
+/** `--compare REF`: REF's build and this checkout's, measured in interleaved rounds. */
+async function compare(ref: string, rounds: number): Promise<void> {
+  const before = buildRef(ref);
+  cleanup.after(() => before.remove());
+  const after = { commit: 'this checkout', dist: buildServer(HERE) };
+  const builds = [before, after];
+  const results = new Map<string, Figures[]>(builds.map((b) => [b.commit, []]));
+  for (let round = 1; round <= rounds; round++) {
+    const order = round % 2 === 1 ? builds : [...builds].reverse();
+    for (const build of order) {
+      const figures = await measure(
+        { main: join(build.dist, 'cli', 'main.js') },
+        await clientModules(build.dist),
+        false,
+      );
+      results.get(build.commit)!.push(figures);
+      process.stdout.write(
+        `round ${round}, ${build.commit}: ${Math.round(figures.rate)} commands/s, engine ${figures.engine.toFixed(1)} µs/command\n`,
+      );
+    }
+  }
+  process.stdout.write(
+    `bench:engine-ceiling --compare ${ref} — one openspot engine (built) on PostgreSQL, placeOrder over NATS from ` +
+      `this process (each build's own command client), ${IN_FLIGHT} in flight, ${WARMUP} s warm-up, ${SECONDS} s ` +
+      `measured, ${rounds} rounds interleaved; medians:\n`,
+  );
+  const medianOf = (commit: string, key: keyof Figures) => median(results.get(commit)!.map((f) => f[key]));
+  console.table(
+    Object.fromEntries(
+      FIGURE_ROWS.map(([key, label]) => {
+        const a = medianOf(before.commit, key);
+        const b = medianOf(after.commit, key);
+        return [
+          label,
+          {
+            [before.commit]: Number(a.toFixed(1)),
+            [after.commit]: Number(b.toFixed(1)),
+            ratio: a === 0 ? '' : (b / a).toFixed(2),
+          },
+        ];
+      }),
+    ),
+  );
+}
+
+/** One engine on a fresh database and stream, fed by `client` for the measured span. */
+async function measure(
+  form: CliForm,
+  modules: ClientModules,
+  profile: boolean,
+): Promise<Figures & { printProfile?: () => Promise<void> }> {
+  const { ClusterKey, CommandClient, subjects } = modules;
+  const profileDir = profile ? mkdtempSync(join(tmpdir(), 'openspot-ceiling-prof-')) : undefined;
   if (profileDir !== undefined) cleanup.after(() => rmSync(profileDir, { recursive: true, force: true }));
   const profileFile = profileDir === undefined ? undefined : join(profileDir, 'engine.cpuprofile');
   const cluster = await startBenchCluster(
@@ -104,10 +236,12 @@ async function main(): Promise<void> {
     profileFile === undefined
       ? {}
       : {
-          NODE_OPTIONS: `--import ${pathToFileURL(join(import.meta.dirname, 'profile-on-signal.mjs')).href}`,
+          // The unit's NODE_OPTIONS (deploy/systemd/openspot-engine.service), which this replaces,
+          // and the profiler: without the unit's semi-space the profile would show another GC.
+          NODE_OPTIONS: `--max-semi-space-size=64 --import ${pathToFileURL(join(import.meta.dirname, 'profile-on-signal.mjs')).href}`,
           BENCH_CPU_PROFILE: profileFile,
         },
-    values.built ? 'built' : 'source',
+    form,
   );
   const { engine, adminToken, env } = cluster;
   const enginePid = engine.child.pid!;
@@ -144,7 +278,6 @@ async function main(): Promise<void> {
   });
 
   const nc = await connect({ servers: NATS_URL });
-  cleanup.after(() => nc.close());
   const client = new CommandClient(nc, {
     key: new ClusterKey(Buffer.from(env.CLUSTER_KEY!, 'base64')),
     subject: subjects(env.OPENSPOT_SUBJECT_PREFIX!).commands,
@@ -197,27 +330,28 @@ async function main(): Promise<void> {
 
   const n = end.answered - start.answered;
   const seconds = (end.at - start.at) / 1000;
-  const per = (a: number, b: number) => ((b - a) / n).toFixed(1);
+  const per = (a: number, b: number) => (b - a) / n;
   const clientCpu = process.cpuUsage(start.client);
-  process.stdout.write(
-    `bench:engine-ceiling — one openspot engine (${values.built ? 'built' : 'sources through tsx'}) on PostgreSQL, ` +
-      `placeOrder over NATS from this process, ${IN_FLIGHT} in flight, ${WARMUP} s warm-up, ${SECONDS} s measured\n`,
-  );
-  console.table({
-    'commands/s accepted': Math.round(n / seconds),
-    'refused (engine said no)': refused,
-    'engine process CPU µs/command': per(start.engine, end.engine),
-    'PostgreSQL sessions CPU µs/command': per(start.backends, end.backends),
-    'NATS server CPU µs/command (shared server)': per(start.nats, end.nats),
-    'this client CPU µs/command': ((clientCpu.user + clientCpu.system) / n).toFixed(1),
-    'commands per group commit': (n / (end.commits.count - start.commits.count)).toFixed(1),
-    'group commit ms (mean, PostgreSQL round trip included)': (
-      ((end.commits.seconds - start.commits.seconds) / (end.commits.count - start.commits.count)) *
-      1000
-    ).toFixed(2),
-  });
+  await nc.close();
+  const commitCount = end.commits.count - start.commits.count;
+  const figures: Figures = {
+    rate: n / seconds,
+    refused,
+    engine: per(start.engine, end.engine),
+    backends: per(start.backends, end.backends),
+    nats: per(start.nats, end.nats),
+    client: (clientCpu.user + clientCpu.system) / n,
+    perCommit: n / commitCount,
+    commitMs: ((end.commits.seconds - start.commits.seconds) / commitCount) * 1000,
+  };
+  // Without a profile to wait for, the engine stops now (its database and stream go at the end):
+  // the next round has the cores to itself.
+  if (profileFile === undefined) {
+    await cluster.engine.stop();
+    return figures;
+  }
 
-  if (profileFile !== undefined) {
+  const printProfile = async () => {
     for (let waited = 0; !existsSync(profileFile) && waited < 60_000; waited += 100)
       await new Promise((resolve) => setTimeout(resolve, 100));
     if (!existsSync(profileFile)) {
@@ -244,7 +378,8 @@ async function main(): Promise<void> {
       .slice(0, Number(values.top));
     for (const [fn, { stage, micros }] of top)
       process.stdout.write(`  ${(micros / n).toFixed(2).padStart(7)}  ${fn}  [${stage}]\n`);
-  }
+  };
+  return { ...figures, printProfile };
 }
 
 await runBench(main);

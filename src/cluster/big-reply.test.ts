@@ -355,7 +355,7 @@ test('the holder lets go of a reply once every chunk was sent, and keeps the byt
   assert.match(
     new TextDecoder().decode(
       holder.answer(
-        new TextEncoder().encode(`{"v":2,"t":"reply-chunk-request","b":{"id":"'${first.id}","chunk":"#1"}}`),
+        new TextEncoder().encode(`{"v":3,"t":"reply-chunk-request","b":{"id":"'${first.id}","chunk":"#1"}}`),
       ),
     ),
     /"t":"reply-gone"/,
@@ -374,7 +374,7 @@ test('the holder lets go of a reply once every chunk was sent, and keeps the byt
     assert.equal(holder.size, 1);
     holder.answer(
       new TextEncoder().encode(
-        `{"v":2,"t":"reply-chunk-request","b":{"id":"'${small.id}","chunk":"#${chunk}"}}`,
+        `{"v":3,"t":"reply-chunk-request","b":{"id":"'${small.id}","chunk":"#${chunk}"}}`,
       ),
     );
   }

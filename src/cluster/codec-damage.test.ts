@@ -29,12 +29,18 @@ import type { LedgerEntry } from '../store/store.js';
 import {
   type CommandReply,
   type CommandRequest,
+  commandReplyText,
   decodeBatch,
+  decodeCommandMessage,
+  decodeCommandReplies,
   decodeCommandReply,
   decodeCommandRequest,
   encodeBatch,
+  encodeCommandBatch,
+  encodeCommandReplies,
   encodeCommandReply,
   encodeCommandRequest,
+  encodeRequestPart,
   WireFormatError,
 } from './codec.js';
 import { jsonBytes } from './exact-json.js';
@@ -375,6 +381,47 @@ test('every field of every command request, damaged in each way, is refused by i
 test('every field of every reply (results, events, trades, orders, ledger entries), damaged in each way, is refused by its path', (t) => {
   const { count, wrong } = check(REPLIES.map(encodeCommandReply), decodeCommandReply);
   t.diagnostic(`${count} damaged replies`);
+  assert.deepEqual(wrong, []);
+  assert.ok(count > 800, `only ${count} damages`);
+});
+
+test('every field of every command of a batch, and each id, damaged in each way, is refused by its path', (t) => {
+  const ids = REQUESTS.map((_, i) => Buffer.alloc(16, i + 1).toString('base64url'));
+  const batch = encodeCommandBatch(REQUESTS.map((r, i) => ({ id: ids[i]!, request: encodeRequestPart(r) })));
+  const { count, wrong } = check([batch], decodeCommandMessage);
+  t.diagnostic(`${count} damaged batches`);
+  assert.deepEqual(wrong, []);
+  // Each request's own damages, plus the entries' and each id's.
+  assert.ok(
+    count > check(REQUESTS.map(encodeCommandRequest), decodeCommandRequest).count,
+    `only ${count} damages`,
+  );
+});
+
+test('every field of every reply in a batch’s replies, damaged in each way, is refused by its path', (t) => {
+  // A `replies` frame holds whole `reply` frames (not exact JSON): each one's body is damaged
+  // under its own path, `$.b[i].b…`, and must be refused there.
+  const bytes = encodeCommandReplies(REPLIES.map(commandReplyText));
+  const frames = (parse(bytes).b as { [key: string]: Json }[]).map((f) => structuredClone(f));
+  const wrong: string[] = [];
+  let count = 0;
+  for (const [i, frame] of frames.entries()) {
+    for (const { what, path, frame: damaged, valid } of damages(frame)) {
+      count += 1;
+      const copy = structuredClone(frames);
+      copy[i] = damaged;
+      const at = path.replace(/^\$\.b/, `$.b[${i}].b`);
+      try {
+        decodeCommandReplies(jsonBytes({ ...parse(bytes), b: copy }), REPLIES.length);
+        if (!valid) wrong.push(`${at} ${what}: read as a valid message`);
+      } catch (error) {
+        if (valid) wrong.push(`${at} ${what}: refused although the field is optional`);
+        else if (!(error instanceof WireFormatError) || error.path !== at)
+          wrong.push(`${at} ${what}: refused as ${String(error)}`);
+      }
+    }
+  }
+  t.diagnostic(`${count} damaged replies in batches`);
   assert.deepEqual(wrong, []);
   assert.ok(count > 800, `only ${count} damages`);
 });

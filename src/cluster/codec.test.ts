@@ -26,14 +26,23 @@ import type { LedgerEntry } from '../store/store.js';
 import {
   type CommandReply,
   type CommandRequest,
+  commandReplyText,
   decodeBatch,
+  decodeCommandMessage,
+  decodeCommandReplies,
   decodeCommandReply,
   decodeCommandRequest,
   encodeBatch,
+  encodeCommandBatch,
+  encodeCommandReplies,
   encodeCommandReply,
   encodeCommandRequest,
+  encodeRequestPart,
+  MAX_BATCH_ENTRIES,
   REJECT_CODES,
   readCommand,
+  receiptReplyText,
+  receiptText,
   WIRE_VERSION,
   WireFormatError,
 } from './codec.js';
@@ -352,7 +361,8 @@ const exactArb: fc.Arbitrary<ExactValue> = fc.letrec<{ value: ExactValue }>((tie
 
 /** Every JSON number in the parsed frame, apart from the version. */
 function jsonNumbers(json: unknown, path = '$'): string[] {
-  if (typeof json === 'number') return path === '$.v' ? [] : [path];
+  // A frame's version; a `replies` frame holds whole frames, each with its own.
+  if (typeof json === 'number') return /^\$(?:\.b\[\d+\])?\.v$/.test(path) ? [] : [path];
   if (Array.isArray(json)) return json.flatMap((v, i) => jsonNumbers(v, `${path}[${i}]`));
   if (typeof json === 'object' && json !== null)
     return Object.entries(json).flatMap(([k, v]) => jsonNumbers(v, `${path}.${k}`));
@@ -615,4 +625,141 @@ test('a conditional order crosses the wire with its trigger, trailing offset and
   };
   const reply: CommandReply = { kind: 'result', result: triggered };
   assert.deepStrictEqual(decodeCommandReply(encodeCommandReply(reply)), reply);
+});
+
+// ------------------------------------------------------------------------------------------------
+// Command batches (decision 272) and receipts (273).
+
+const commandId = fc
+  .uint8Array({ minLength: 16, maxLength: 16 })
+  .map((bytes) => Buffer.from(bytes).toString('base64url'));
+
+test('a batch of commands comes back exactly as it went, each under its id, with no JSON number on the wire', () => {
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.record({ id: commandId, request: requestArb }), {
+        minLength: 1,
+        maxLength: 8,
+        selector: (e) => e.id,
+      }),
+      (entries) => {
+        const bytes = encodeCommandBatch(
+          entries.map((e) => ({ id: e.id, request: encodeRequestPart(e.request) })),
+        );
+        assert.deepEqual(jsonNumbers(parse(bytes)), []);
+        assert.deepStrictEqual(decodeCommandMessage(bytes), { kind: 'commands', entries: plain(entries) });
+      },
+    ),
+    { numRuns: 300 },
+  );
+  // A single command, as gateways before command batches send it, is read too.
+  const one: CommandRequest = {
+    op: 'submit',
+    command: { kind: 'cancelOrder', userId: 1 as UserId, orderId: 2 as OrderId },
+  };
+  assert.deepStrictEqual(decodeCommandMessage(encodeCommandRequest(one)), { kind: 'command', request: one });
+});
+
+test('a batch that is empty, too long, names an id twice or carries a bad id or command is refused by its path', () => {
+  const request = encodeRequestPart({
+    op: 'submit',
+    command: { kind: 'cancelOrder', userId: 1 as UserId, orderId: 2 as OrderId },
+  });
+  const id = (n: number) => `${'a'.repeat(21)}${'ABCDEFGHIJ'[n % 10]}`;
+  const batch = (n: number) =>
+    encodeCommandBatch(Array.from({ length: n }, (_, i) => ({ id: id(i), request })));
+  const refused = (bytes: Uint8Array, message: RegExp) =>
+    assert.throws(
+      () => decodeCommandMessage(bytes),
+      (e: unknown) => e instanceof WireFormatError && message.test(e.message),
+      String(message),
+    );
+  refused(batch(0), /\$\.b\.entries: expected 1 to 1024 commands/);
+  assert.equal(MAX_BATCH_ENTRIES, 1024);
+  const tooMany = encodeCommandBatch(
+    Array.from({ length: MAX_BATCH_ENTRIES + 1 }, (_, i) => ({
+      id: Buffer.alloc(16, 0)
+        .fill(i % 256, 0, 1)
+        .fill(Math.floor(i / 256), 1, 2)
+        .toString('base64url'),
+      request,
+    })),
+  );
+  refused(tooMany, /expected 1 to 1024 commands/);
+  refused(
+    encodeCommandBatch([
+      { id: id(0), request },
+      { id: id(0), request },
+    ]),
+    /\$\.b\.entries\[1\]\.id: an id named twice/,
+  );
+  refused(encodeCommandBatch([{ id: 'short', request }]), /\$\.b\.entries\[0\]\.id: expected a command id/);
+  const good = parse(batch(2)) as { b: { entries: { id: string; request: Record<string, unknown> }[] } };
+  const damaged = structuredClone(good);
+  damaged.b.entries[1]!.request = { ...damaged.b.entries[1]!.request, op: "'nuke" };
+  refused(jsonBytes(damaged), /\$\.b\.entries\[1\]\.request\.op: expected one of submit, submitOnce/);
+  refused(jsonBytes({ ...good, v: WIRE_VERSION + 1 }), /version \d+, this side speaks/);
+  refused(jsonBytes({ ...good, t: 'reply' }), /a "reply" message where a command or a commands was expected/);
+});
+
+test('the replies to a batch come back in its order; a single error answers every command; any other shape is refused', () => {
+  fc.assert(
+    fc.property(fc.array(replyArb, { minLength: 1, maxLength: 6 }), (replies) => {
+      const bytes = encodeCommandReplies(replies.map(commandReplyText));
+      assert.deepEqual(jsonNumbers(parse(bytes)), []);
+      assert.deepStrictEqual(decodeCommandReplies(bytes, replies.length), plain(replies));
+    }),
+    { numRuns: 300 },
+  );
+  const refusal: CommandReply = { kind: 'error', code: 'bad_request', message: 'unreadable' };
+  assert.deepStrictEqual(decodeCommandReplies(encodeCommandReply(refusal), 3), [refusal, refusal, refusal]);
+  const result: CommandReply = { kind: 'result', result: { ok: true, events: [] } };
+  const refused = (bytes: Uint8Array, count: number, message: RegExp) =>
+    assert.throws(
+      () => decodeCommandReplies(bytes, count),
+      (e: unknown) => e instanceof WireFormatError && message.test(e.message),
+      String(message),
+    );
+  refused(encodeCommandReply(result), 1, /\$\.b\.kind: a single reply to a batch must be an error/);
+  const two = encodeCommandReplies([commandReplyText(result), commandReplyText(refusal)]);
+  refused(two, 3, /2 replies to a batch of 3 commands/);
+  const text = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+  const frames = (parse(two) as { b: unknown[] }).b;
+  refused(
+    text({ v: WIRE_VERSION, t: 'replies', b: [frames[0], { ...(frames[1] as object), v: 1 }] }),
+    2,
+    /\$\.b\[1\]\.v: version 1/,
+  );
+  refused(
+    text({ v: WIRE_VERSION, t: 'replies', b: [frames[0], { ...(frames[1] as object), t: 'batch' }] }),
+    2,
+    /\$\.b\[1\]\.t/,
+  );
+  refused(text({ v: WIRE_VERSION, t: 'replies', b: {} }), 1, /\$\.b: expected an array of reply frames/);
+  refused(
+    text({ v: WIRE_VERSION, t: 'replies', b: [{ v: WIRE_VERSION, t: 'reply', b: { kind: "'result" } }] }),
+    1,
+    /\$\.b\[0\]\.b\.result: missing/,
+  );
+});
+
+test('a command receipt keeps the reply frame in base64; a version 2 receipt (JSON text) does not decode', () => {
+  fc.assert(
+    fc.property(replyArb, (reply) => {
+      const text = commandReplyText(reply);
+      const receipt = receiptText(text);
+      assert.doesNotMatch(receipt, /["\\]/, 'nothing a PostgreSQL array literal must escape');
+      assert.equal(receiptReplyText(receipt), text);
+      const v2 = text.replace(`{"v":${WIRE_VERSION},`, '{"v":2,');
+      assert.throws(
+        () => decodeCommandReply(new TextEncoder().encode(receiptReplyText(v2))),
+        WireFormatError,
+      );
+      assert.deepStrictEqual(
+        decodeCommandReply(new TextEncoder().encode(receiptReplyText(receipt))),
+        plain(reply),
+      );
+    }),
+    { numRuns: 200 },
+  );
 });

@@ -2,7 +2,7 @@
  * The cluster's wire format: what a gateway sends the engine (a command, with its ledger reference
  * or Idempotency-Key), what the engine answers, and the envelope of one committed batch.
  *
- * Each message is UTF-8 JSON `{"v":2,"t":<type>,"b":<body>}`: the version and type are read
+ * Each message is UTF-8 JSON `{"v":3,"t":<type>,"b":<body>}`: the version and type are read
  * first, so a message of another version is refused with a message that says so, and the body is
  * exact JSON (exact-json.ts: no JSON number anywhere, bigints kept, every amount exact).
  * Decoding validates the whole shape — every field, its type, safe-integer quantities, the enums —
@@ -59,13 +59,15 @@ export { WireFormatError };
 
 /**
  * The one version this code writes and reads. A change of any body's shape is a new version.
- * 2: the market snapshot travels in chunks (snapshot.ts), and so does a command reply over
- * max_payload (a `reply-head` in place of the `reply`; chunked.ts); 1 sent each in one message
- * (a reply over max_payload not at all). Both came in the same unreleased version (decision 123).
+ * 3: a gateway sends the commands of one event-loop turn in one `commands` frame, answered by one
+ * `replies` frame, and a command receipt keeps its reply in base64 (decisions 272, 273); 2 sent
+ * one `command` per message and kept receipts as JSON text. 2: the market snapshot travels in
+ * chunks (snapshot.ts), and so does a command reply over max_payload (a `reply-head` in place of
+ * the `reply`; chunked.ts); 1 sent each in one message (a reply over max_payload not at all).
  */
-export const WIRE_VERSION = 2;
+export const WIRE_VERSION = 3;
 
-export type FrameType = 'command' | 'reply' | 'batch';
+export type FrameType = 'command' | 'reply' | 'batch' | 'commands' | 'replies';
 
 /** A frame's bytes: `{"v":WIRE_VERSION,"t":type,"b":body}`, the body in exact JSON (also chunked.ts's frames). */
 export function frame(type: string, body: unknown): Uint8Array {
@@ -80,19 +82,31 @@ export function unframe<T extends string>(
   bytes: Uint8Array,
   types: readonly T[],
 ): { readonly type: T; readonly body: ExactValue } {
-  const json = parseJsonBytes(bytes);
+  return unframeJson(parseJsonBytes(bytes), types, '$');
+}
+
+/**
+ * unframe's checks on a frame already parsed from JSON (`path` names it: `$`, or its place in a
+ * `replies` frame); a `replies` frame's `b` is a list of frames, not exact JSON, so it is returned
+ * as parsed (readReplies reads it).
+ */
+function unframeJson<T extends string>(
+  json: unknown,
+  types: readonly T[],
+  path: string,
+): { readonly type: T; readonly body: ExactValue } {
   if (typeof json !== 'object' || json === null || Array.isArray(json))
-    throw new WireFormatError('$', 'not a message object');
+    throw new WireFormatError(path, 'not a message object');
   const { v, t, b } = json as { v?: unknown; t?: unknown; b?: unknown };
   if (v !== WIRE_VERSION)
-    throw new WireFormatError('$.v', `version ${JSON.stringify(v)}, this side speaks ${WIRE_VERSION}`);
+    throw new WireFormatError(`${path}.v`, `version ${JSON.stringify(v)}, this side speaks ${WIRE_VERSION}`);
   if (typeof t !== 'string' || !(types as readonly string[]).includes(t))
     throw new WireFormatError(
-      '$.t',
+      `${path}.t`,
       `a ${JSON.stringify(t)} message where a ${types.join(' or a ')} was expected`,
     );
-  if (Object.keys(json).length !== 3) throw new WireFormatError('$', 'unexpected fields beside v, t and b');
-  return { type: t as T, body: fromExactJson(b, '$.b') };
+  if (Object.keys(json).length !== 3) throw new WireFormatError(path, 'unexpected fields beside v, t and b');
+  return { type: t as T, body: t === 'replies' ? (b as ExactValue) : fromExactJson(b, `${path}.b`) };
 }
 
 function frameBody(bytes: Uint8Array, type: FrameType): ExactValue {
@@ -633,32 +647,40 @@ export function encodeCommandRequest(request: CommandRequest): Uint8Array {
 }
 
 export function decodeCommandRequest(bytes: Uint8Array): CommandRequest {
-  const body = frameBody(bytes, 'command');
-  const head = record(body, '$.b', ['op', 'command'], ['ledger', 'idempotency']);
-  const op = oneOf(head.op!, '$.b.op', ['submit', 'submitOnce'] as const);
+  return readCommandRequest(frameBody(bytes, 'command'), '$.b');
+}
+
+function readCommandRequest(body: ExactValue, path: string): CommandRequest {
+  const head = record(body, path, ['op', 'command'], ['ledger', 'idempotency']);
+  const op = oneOf(head.op!, `${path}.op`, ['submit', 'submitOnce'] as const);
   if (op === 'submit') {
-    const f = record(body, '$.b', ['op', 'command'], ['ledger']);
-    const command = readCommand(f.command!, '$.b.command');
+    const f = record(body, path, ['op', 'command'], ['ledger']);
+    const command = readCommand(f.command!, `${path}.command`);
     if (!Object.hasOwn(f, 'ledger')) return { op, command };
     if (f.ledger === undefined) return { op, command, ledger: undefined };
-    const l = record(f.ledger, '$.b.ledger', [], ['reference']);
+    const l = record(f.ledger, `${path}.ledger`, [], ['reference']);
     if (!Object.hasOwn(l, 'reference')) return { op, command, ledger: {} };
-    const reference = l.reference === undefined ? undefined : str(l.reference, '$.b.ledger.reference');
+    const reference = l.reference === undefined ? undefined : str(l.reference, `${path}.ledger.reference`);
     return { op, command, ledger: { reference } };
   }
-  const f = record(body, '$.b', ['op', 'command', 'idempotency']);
-  const command = readCommand(f.command!, '$.b.command');
+  const f = record(body, path, ['op', 'command', 'idempotency']);
+  const command = readCommand(f.command!, `${path}.command`);
   if (command.kind !== 'placeOrder')
-    throw new WireFormatError('$.b.command.kind', 'submitOnce takes placeOrder only');
-  const i = record(f.idempotency!, '$.b.idempotency', ['key', 'fingerprint']);
+    throw new WireFormatError(`${path}.command.kind`, 'submitOnce takes placeOrder only');
+  const i = record(f.idempotency!, `${path}.idempotency`, ['key', 'fingerprint']);
   return {
     op,
     command,
     idempotency: {
-      key: matching(i.key!, '$.b.idempotency.key', IDEMPOTENCY_KEY, '1 to 255 printable ASCII characters'),
+      key: matching(
+        i.key!,
+        `${path}.idempotency.key`,
+        IDEMPOTENCY_KEY,
+        '1 to 255 printable ASCII characters',
+      ),
       fingerprint: matching(
         i.fingerprint!,
-        '$.b.idempotency.fingerprint',
+        `${path}.idempotency.fingerprint`,
         FINGERPRINT,
         'a SHA-256 in lowercase hex',
       ),
@@ -668,6 +690,29 @@ export function decodeCommandRequest(bytes: Uint8Array): CommandRequest {
 
 export function encodeCommandReply(reply: CommandReply): Uint8Array {
   return frame('reply', reply);
+}
+
+/** A `reply` frame as text: what a `replies` frame holds as it is (and a command receipt, in base64). */
+export function commandReplyText(reply: CommandReply): string {
+  return JSON.stringify({ v: WIRE_VERSION, t: 'reply', b: toExactJson(reply) });
+}
+
+/**
+ * A command receipt's text (what the store keeps of an applied command's answer): the base64 of
+ * its `reply` frame (decision 273). Base64 has no character a PostgreSQL array literal must
+ * escape, where the JSON text has hundreds of quotes, each escaped in the group commit.
+ */
+export function receiptText(replyText: string): string {
+  return Buffer.from(replyText, 'utf8').toString('base64');
+}
+
+/**
+ * A receipt's `reply` frame, as text (what receiptText kept). A receipt of version 2 (JSON text)
+ * does not come back as a frame of this version: its command came from a gateway of version 2,
+ * whose resends this engine refuses by version anyway, applying nothing.
+ */
+export function receiptReplyText(receipt: string): string {
+  return Buffer.from(receipt, 'base64').toString('utf8');
 }
 
 function readOnce(value: ExactValue, path: string): OnceResult {
@@ -691,26 +736,124 @@ function readOnce(value: ExactValue, path: string): OnceResult {
 }
 
 export function decodeCommandReply(bytes: Uint8Array): CommandReply {
-  const body = frameBody(bytes, 'reply');
-  const head = record(body, '$.b', ['kind'], ['result', 'once', 'code', 'message']);
-  const kind = oneOf(head.kind!, '$.b.kind', ['result', 'once', 'error'] as const);
+  return readCommandReply(frameBody(bytes, 'reply'), '$.b');
+}
+
+function readCommandReply(body: ExactValue, path: string): CommandReply {
+  const head = record(body, path, ['kind'], ['result', 'once', 'code', 'message']);
+  const kind = oneOf(head.kind!, `${path}.kind`, ['result', 'once', 'error'] as const);
   switch (kind) {
     case 'result':
       return {
         kind,
-        result: readCommandResult(record(body, '$.b', ['kind', 'result']).result!, '$.b.result'),
+        result: readCommandResult(record(body, path, ['kind', 'result']).result!, `${path}.result`),
       };
     case 'once':
-      return { kind, once: readOnce(record(body, '$.b', ['kind', 'once']).once!, '$.b.once') };
+      return { kind, once: readOnce(record(body, path, ['kind', 'once']).once!, `${path}.once`) };
     case 'error': {
-      const f = record(body, '$.b', ['kind', 'code', 'message']);
+      const f = record(body, path, ['kind', 'code', 'message']);
       return {
         kind,
-        code: oneOf(f.code!, '$.b.code', REMOTE_ERROR_CODES),
-        message: str(f.message!, '$.b.message'),
+        code: oneOf(f.code!, `${path}.code`, REMOTE_ERROR_CODES),
+        message: str(f.message!, `${path}.message`),
       };
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Command batches: the commands a gateway sent in one event-loop turn, in one message (decision 272)
+
+/** A command request as exact-JSON text, made when the command is submitted (a bad one throws there). */
+export interface EncodedRequest {
+  readonly text: string;
+}
+
+/** The exact-JSON text of a request (TypeError for a command that is not plain data: the caller's bug). */
+export function encodeRequestPart(request: CommandRequest): EncodedRequest {
+  return { text: JSON.stringify(toExactJson(request)) };
+}
+
+/** One command of a `commands` frame: its id (what the engine answers at most once) and the request. */
+export interface BatchEntry<R = CommandRequest> {
+  readonly id: string;
+  readonly request: R;
+}
+
+/**
+ * A `commands` frame: `{"v":3,"t":"commands","b":{"entries":[{"id":…,"request":…},…]}}`, the body
+ * in exact JSON like a `command` frame's, each entry's request what a `command` frame's body is.
+ */
+export function encodeCommandBatch(entries: readonly BatchEntry<EncodedRequest>[]): Uint8Array {
+  let text = `{"v":${WIRE_VERSION},"t":"commands","b":{"entries":[`;
+  for (const [i, { id, request }] of entries.entries())
+    text += `${i > 0 ? ',' : ''}{"id":${JSON.stringify(toExactJson(id))},"request":${request.text}}`;
+  return Buffer.from(`${text}]}}`, 'utf8');
+}
+
+/** A command id: 16 random bytes, base64url (what a command receipt's id is). */
+const ENTRY_ID = /^[A-Za-z0-9_-]{22}$/;
+/** The most commands one `commands` frame may hold (a gateway sends at most MAX_BATCH_COMMANDS). */
+export const MAX_BATCH_ENTRIES = 1024;
+
+/**
+ * What arrived on the command subject: one command (`command`, as gateways before command batches
+ * send it) or a batch (`commands`). WireFormatError for anything else, for a batch that is empty,
+ * too long, or names an id twice.
+ */
+export type CommandMessage =
+  | { readonly kind: 'command'; readonly request: CommandRequest }
+  | { readonly kind: 'commands'; readonly entries: readonly BatchEntry[] };
+
+export function decodeCommandMessage(bytes: Uint8Array): CommandMessage {
+  const { type, body } = unframe(bytes, ['command', 'commands'] as const);
+  if (type === 'command') return { kind: 'command', request: readCommandRequest(body, '$.b') };
+  const f = record(body, '$.b', ['entries']);
+  if (!Array.isArray(f.entries)) throw new WireFormatError('$.b.entries', 'expected an array');
+  const raw = f.entries as readonly ExactValue[];
+  if (raw.length === 0 || raw.length > MAX_BATCH_ENTRIES)
+    throw new WireFormatError('$.b.entries', `expected 1 to ${MAX_BATCH_ENTRIES} commands`);
+  const ids = new Set<string>();
+  const entries = raw.map((value, i) => {
+    const path = `$.b.entries[${i}]`;
+    const e = record(value, path, ['id', 'request']);
+    const id = matching(e.id!, `${path}.id`, ENTRY_ID, 'a command id (22 base64url characters)');
+    if (ids.has(id)) throw new WireFormatError(`${path}.id`, 'an id named twice in one batch');
+    ids.add(id);
+    return { id, request: readCommandRequest(e.request!, `${path}.request`) };
+  });
+  return { kind: 'commands', entries };
+}
+
+/**
+ * A `replies` frame: the answers to a `commands` frame, in its order, each a whole `reply` frame
+ * as commandReplyText wrote it (so a committed receipt's text goes as it is):
+ * `{"v":3,"t":"replies","b":[{"v":3,"t":"reply","b":…},…]}`.
+ */
+export function encodeCommandReplies(texts: readonly string[]): Uint8Array {
+  return Buffer.from(`{"v":${WIRE_VERSION},"t":"replies","b":[${texts.join(',')}]}`, 'utf8');
+}
+
+/**
+ * The answer to a `commands` frame of `count` commands: a `replies` frame with one reply each, or a
+ * single `reply` frame (always an error: the batch as a whole was refused or could not be read),
+ * which answers every one of them. WireFormatError for anything else, or another count of replies.
+ */
+export function decodeCommandReplies(bytes: Uint8Array, count: number): readonly CommandReply[] {
+  const { type, body } = unframe(bytes, ['replies', 'reply'] as const);
+  if (type === 'reply') {
+    const reply = readCommandReply(body, '$.b');
+    if (reply.kind !== 'error')
+      throw new WireFormatError('$.b.kind', 'a single reply to a batch must be an error');
+    return Array.from({ length: count }, () => reply);
+  }
+  if (!Array.isArray(body)) throw new WireFormatError('$.b', 'expected an array of reply frames');
+  const frames = body as readonly unknown[];
+  if (frames.length !== count)
+    throw new WireFormatError('$.b', `${frames.length} replies to a batch of ${count} commands`);
+  return frames.map((json, i) =>
+    readCommandReply(unframeJson(json, ['reply'] as const, `$.b[${i}]`).body, `$.b[${i}].b`),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

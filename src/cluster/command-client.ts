@@ -4,6 +4,11 @@
  * request/reply. The engine answers only after the command's batch is committed, so a resolved
  * promise means what it means in one process: durably committed.
  *
+ * The commands submitted in one turn of the event loop go together, at its end, in one message
+ * (a `commands` frame, at most MAX_BATCH_COMMANDS, halved until it fits max_payload; decision
+ * 272), answered in one: one MAC, one publish and one reply per turn rather than per command.
+ * Below, "a request" is such a message: it is what is sent again, and what fails as a whole.
+ *
  * Every command carries a unique id, and is sent again under it — byte for byte, same id,
  * deadline and MAC — until an engine answers or its deadline (the gateway's clock +
  * DEFAULT_COMMAND_TIMEOUT_MS, 5 s) passes: the engine applies an id at most once and answers a
@@ -51,6 +56,7 @@ import type {
 import type { SubmitResult } from '../sequencer/sequencer.js';
 import { StoreUnavailableError } from '../store/store.js';
 import {
+  DEFAULT_MAX_PAYLOAD,
   fetchChunks,
   HEAD_FIELDS,
   type Head,
@@ -63,9 +69,13 @@ import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import {
   type CommandReply,
   type CommandRequest,
-  decodeCommandReply,
-  encodeCommandRequest,
+  decodeCommandReplies,
+  type EncodedRequest,
+  encodeCommandBatch,
+  encodeRequestPart,
+  MAX_BATCH_ENTRIES,
   type RemoteErrorCode,
+  WireFormatError,
 } from './codec.js';
 import { ConnectionWatch } from './connection-watch.js';
 import { ENGINE_SILENT_MS, type EngineHeartbeats } from './heartbeat.js';
@@ -156,6 +166,18 @@ const RESEND_PAUSE_MS = 50;
 export const ATTEMPT_RESEND_MS = 1_000;
 /** How often unanswered commands are checked against the heartbeats (only while there are some). */
 const CHECK_EVERY_MS = 50;
+/**
+ * The most commands one message carries (decision 272): the commands submitted in one turn of
+ * the event loop go together, in messages of at most this many (and at most max_payload bytes).
+ */
+export const MAX_BATCH_COMMANDS = Math.min(256, MAX_BATCH_ENTRIES);
+
+/** A command waiting for the end of this turn of the event loop, to go with the others. */
+interface Queued {
+  readonly request: EncodedRequest;
+  resolve(reply: CommandReply): void;
+  reject(error: unknown): void;
+}
 
 export interface CommandClientOptions {
   /** Every request carries a MAC under it; the engine refuses a request without a valid one. */
@@ -190,6 +212,9 @@ export class CommandClient implements CommandSubmitter {
   /** Requests sent and not yet answered: when, to which engine, and how to send one again. */
   private readonly attempts = new Set<Attempt>();
   private checkTimer: ReturnType<typeof setInterval> | undefined;
+  /** Commands submitted in this turn of the event loop, sent together at its end. */
+  private queue: Queued[] = [];
+  private flushScheduled = false;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -251,11 +276,92 @@ export class CommandClient implements CommandSubmitter {
     this.checkTimer.unref();
   }
 
+  /**
+   * Queues the request to go at the end of this turn of the event loop, with every other command
+   * submitted in it, in one message (sendBatch); its own answer, or the error it maps to.
+   */
   private async request(request: CommandRequest): Promise<Exclude<CommandReply, { kind: 'error' }>> {
-    // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are.
-    const body = encodeCommandRequest(request);
+    // Encoding errors (a command that is not plain data) are this side's bug: thrown as they are,
+    // before the command joins a batch.
+    const encoded = encodeRequestPart(request);
+    const reply = await new Promise<CommandReply>((resolve, reject) => {
+      this.queue.push({ request: encoded, resolve, reject });
+      if (this.queue.length >= MAX_BATCH_COMMANDS) this.flush();
+      else if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          this.flush();
+        });
+      }
+    });
+    if (reply.kind !== 'error') return reply;
+    if (reply.code === 'unavailable') throw new StoreUnavailableError(reply.message);
+    if (reply.code === 'refused')
+      throw new EngineRefusedError(reply.code, `the engine refused the command: ${reply.message}`);
+    if (reply.code === 'bad_request')
+      throw new EngineRefusedError(reply.code, `the engine could not read the command: ${reply.message}`);
+    throw new RemoteCommandError(reply.code, reply.message);
+  }
+
+  private flush(): void {
+    if (this.queue.length === 0) return;
+    const queued = this.queue;
+    this.queue = [];
+    void this.sendBatch(queued);
+  }
+
+  /**
+   * Sends the queued commands in one `commands` message (halves of it when it would exceed
+   * max_payload) and hands each its reply; a failure of the message fails each of them.
+   */
+  private async sendBatch(queued: readonly Queued[]): Promise<void> {
+    // One id for the message (its MAC covers it) and one per command (what the engine answers at
+    // most once, and commits its receipt under).
+    const ids = randomBytes(16 * (queued.length + 1));
+    const id = (i: number) => ids.subarray(16 * i, 16 * (i + 1)).toString('base64url');
+    const body = encodeCommandBatch(queued.map((q, i) => ({ id: id(i + 1), request: q.request })));
+    if (body.length > this.maxPayload() && queued.length > 1) {
+      const half = Math.ceil(queued.length / 2);
+      await Promise.all([this.sendBatch(queued.slice(0, half)), this.sendBatch(queued.slice(half))]);
+      return;
+    }
+    let replies: readonly CommandReply[];
+    try {
+      const data = await this.exchange(body, id(0));
+      try {
+        replies = decodeCommandReplies(data, queued.length);
+      } catch (error) {
+        // An engine of another wire version could not read the batch either: nothing was applied.
+        if (error instanceof WireFormatError && error.path === '$.v')
+          throw new EngineRefusedError(
+            'bad_request',
+            `the engine speaks another wire version (${error.message}): upgrade the engine and its gateways together`,
+          );
+        throw new RemoteCommandError(
+          'bad_reply',
+          `the engine sent a reply this gateway cannot read (${error instanceof Error ? error.message : String(error)})`,
+          { cause: error },
+        );
+      }
+    } catch (error) {
+      for (const q of queued) q.reject(error);
+      return;
+    }
+    for (const [i, q] of queued.entries()) q.resolve(replies[i]!);
+  }
+
+  private maxPayload(): number {
+    return this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+  }
+
+  /**
+   * Sends one message, byte for byte under the same id, deadline and MAC, until an engine answers
+   * or the deadline passes: the ids of its commands make the engine apply each at most once,
+   * whichever engine that is. The answer's bytes (fetched in chunks when the engine held it).
+   */
+  private async exchange(body: Uint8Array, id: string): Promise<Uint8Array> {
     const h = headers();
-    const id = randomBytes(16).toString('base64url');
     const deadline = String(this.now() + this.timeoutMs);
     h.set(COMMAND_ID_HEADER, id);
     h.set(DEADLINE_HEADER, deadline);
@@ -271,8 +377,6 @@ export class CommandClient implements CommandSubmitter {
             'The engine did not answer in time; the command may have been applied.',
           )
         : new EngineUnavailableError('not_delivered', 'No engine is serving commands; retry later.');
-    // Sent, byte for byte under the same id, deadline and MAC, until an engine answers or the
-    // deadline passes: the id makes the engine apply it at most once, whichever engine that is.
     for (;;) {
       const timeout = Number(deadline) - this.now();
       if (timeout <= 0) throw failAtDeadline();
@@ -317,20 +421,7 @@ export class CommandClient implements CommandSubmitter {
       }
     }
     // Only a reply too large for one message is a head followed by bytes.
-    if (isChunkedFrame(data)) data = await this.fetchReply(data);
-    let reply: CommandReply;
-    try {
-      reply = decodeCommandReply(data);
-    } catch (error) {
-      throw new RemoteCommandError('bad_reply', 'the engine sent a reply this gateway cannot read', {
-        cause: error,
-      });
-    }
-    if (reply.kind !== 'error') return reply;
-    if (reply.code === 'unavailable') throw new StoreUnavailableError(reply.message);
-    if (reply.code === 'refused' || reply.code === 'bad_request')
-      throw new EngineRefusedError(reply.code, `the engine refused the command: ${reply.message}`);
-    throw new RemoteCommandError(reply.code, reply.message);
+    return isChunkedFrame(data) ? await this.fetchReply(data) : data;
   }
 
   /**

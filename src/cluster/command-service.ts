@@ -4,6 +4,12 @@
  * that promise settles — after the commit. Requests are handed over in arrival order without
  * waiting for each other, so the sequencer still gathers them into group commits.
  *
+ * A gateway sends the commands of one turn of its event loop in one message (a `commands` frame,
+ * decision 272): each command under its own id, handed over in the batch's order, the whole
+ * batch answered in one `replies` frame once every command is answered. Everything below about
+ * a request's id (at most once, replays, receipts) holds for each command of a batch under its
+ * own id; the MAC, the deadline and the late and too-far-ahead checks are the message's.
+ *
  * Only a process that holds the writer lock may start this service (a standby starts it after
  * taking the lock). A plain subscription, not a queue group: each request reaches every
  * subscriber and the first answer wins. Normally there is one. But an engine whose machine froze
@@ -46,12 +52,17 @@ import { type CommandReceipt, StoreUnavailableError } from '../store/store.js';
 import { ChunkHolder, DEFAULT_MAX_PAYLOAD, type HeldTransfer } from './chunked.js';
 import { type ClusterKey, MAC_HEADER } from './cluster-key.js';
 import {
+  type CommandMessage,
   type CommandReply,
   type CommandRequest,
+  commandReplyText,
+  decodeCommandMessage,
   decodeCommandReply,
-  decodeCommandRequest,
+  encodeCommandReplies,
   encodeCommandReply,
   GATEWAY_COMMAND_KINDS,
+  receiptReplyText,
+  receiptText,
 } from './codec.js';
 import {
   COMMAND_ID,
@@ -117,10 +128,10 @@ export interface CommandServiceOptions {
   readonly loadReceipts?: (notBefore: number) => Promise<readonly CommandReceipt[]>;
 }
 
-/** An answer, and its bytes when they were already encoded (for the receipt committed with the command). */
+/** An answer, and its `reply` frame's text when it was already encoded (the receipt committed with the command). */
 interface Answer {
   readonly reply: CommandReply;
-  readonly bytes?: Uint8Array;
+  readonly text?: string;
 }
 
 export class CommandService {
@@ -147,14 +158,16 @@ export class CommandService {
     this.now = options.now ?? Date.now;
     for (const receipt of receipts) {
       let reply: CommandReply;
+      let text: string;
       try {
-        reply = decodeCommandReply(Buffer.from(receipt.reply, 'utf8'));
+        text = receiptReplyText(receipt.reply);
+        reply = decodeCommandReply(Buffer.from(text, 'utf8'));
       } catch (error) {
         // Written by this code, so not expected; a resend of that id is then applied again.
         options.onFailed?.(error);
         continue;
       }
-      this.answered.set(receipt.id, { expires: receipt.expires, reply: Promise.resolve({ reply }) });
+      this.answered.set(receipt.id, { expires: receipt.expires, reply: Promise.resolve({ reply, text }) });
     }
     this.lateToleranceMs = options.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS;
     const subject = options.subject ?? DEFAULT_COMMAND_SUBJECT;
@@ -275,15 +288,16 @@ export class CommandService {
       this.refuse(msg, 'unverified', 'the request’s deadline is too far ahead');
       return;
     }
+    const expires = deadline + this.lateToleranceMs;
     const seen = this.answered.get(id);
     if (seen !== undefined) {
       this.options.onDropped?.('replay');
       this.track(seen.reply.then((reply) => this.respond(msg, reply)));
       return;
     }
-    let request: CommandRequest;
+    let message: CommandMessage;
     try {
-      request = decodeCommandRequest(msg.data);
+      message = decodeCommandMessage(msg.data);
     } catch (error) {
       this.options.onDropped?.('bad_request', error);
       this.respond(msg, {
@@ -295,26 +309,46 @@ export class CommandService {
       });
       return;
     }
+    if (message.kind === 'command') {
+      // One command in a `command` frame (sent on its own, not by CommandClient): one `reply`.
+      const reply = this.take(id, message.request, expires, now);
+      this.track(reply.then((r) => this.respond(msg, r)));
+      return;
+    }
+    // A batch: each command under its own id, taken (or answered from memory) in the batch's
+    // order now, so they join the same group commit; one `replies` frame answers them all, once
+    // each is answered. A resend of the batch (same bytes) finds every id it applied remembered.
+    const answers = message.entries.map(({ id: entryId, request }) => {
+      const entrySeen = this.answered.get(entryId);
+      if (entrySeen === undefined) return this.take(entryId, request, expires, now);
+      this.options.onDropped?.('replay');
+      return entrySeen.reply;
+    });
+    this.track(Promise.all(answers).then((all) => this.respondAll(msg, all)));
+  }
+
+  /**
+   * Hands one command to the submitter (now, in arrival order; only its answer is awaited) and
+   * remembers its answer under its id — or answers `refused` for a command gateways may not send.
+   */
+  private take(id: string, request: CommandRequest, expires: number, now: number): Promise<Answer> {
     if (
       !GATEWAY_COMMAND_KINDS.has(request.command.kind) ||
       (request.op === 'submit' && request.ledger !== undefined)
     ) {
-      this.refuse(
-        msg,
-        'operator_command',
-        `${request.command.kind} is taken only through the engine's admin API`,
-      );
-      return;
+      // Not remembered: nothing was applied, and a resend is refused the same way.
+      this.options.onDropped?.('operator_command');
+      return Promise.resolve({
+        reply: {
+          kind: 'error',
+          code: 'refused',
+          message: `${request.command.kind} is taken only through the engine's admin API`,
+        },
+      });
     }
-    // The submitter is called now, in arrival order; only its answer is awaited.
-    const expires = deadline + this.lateToleranceMs;
-    const reply = this.answer(request, {
-      id,
-      expires,
-      forgetBefore: now - RECEIPT_MARGIN_MS,
-    });
+    const reply = this.answer(request, { id, expires, forgetBefore: now - RECEIPT_MARGIN_MS });
     this.answered.set(id, { expires, reply });
-    this.track(reply.then((r) => this.respond(msg, r)));
+    return reply;
   }
 
   private track(answered: Promise<void>): void {
@@ -330,7 +364,7 @@ export class CommandService {
     }
   }
 
-  private refuse(msg: Msg, reason: 'unverified' | 'operator_command', message: string): void {
+  private refuse(msg: Msg, reason: 'unverified', message: string): void {
     this.options.onDropped?.(reason);
     this.respond(msg, { reply: { kind: 'error', code: 'refused', message } });
   }
@@ -341,12 +375,12 @@ export class CommandService {
    * what the first request was.
    */
   private async answer(request: CommandRequest, id: Omit<CommandIdentity, 'encode'>): Promise<Answer> {
-    let bytes: Uint8Array | undefined;
+    let text: string | undefined;
     const identity = (wrap: (result: CommandResult) => CommandReply): CommandIdentity => ({
       ...id,
       encode: (result) => {
-        bytes = encodeCommandReply(wrap(result));
-        return Buffer.from(bytes).toString('utf8');
+        text = commandReplyText(wrap(result));
+        return receiptText(text);
       },
     });
     try {
@@ -366,10 +400,10 @@ export class CommandService {
         );
         reply = { kind: 'once', once };
       }
-      // The receipt's bytes only when they are this answer's (a refusal, a replayed key has none).
-      return bytes !== undefined &&
+      // The receipt's text only when it is this answer's (a refusal, a replayed key has none).
+      return text !== undefined &&
         (reply.kind === 'result' ? reply.result.ok : reply.once.kind === 'executed')
-        ? { reply, bytes }
+        ? { reply, text }
         : { reply };
     } catch (error) {
       if (error instanceof StoreUnavailableError)
@@ -387,9 +421,20 @@ export class CommandService {
   }
 
   private respond(msg: Msg, answer: Answer): void {
+    this.send(msg, () =>
+      answer.text === undefined ? encodeCommandReply(answer.reply) : Buffer.from(answer.text, 'utf8'),
+    );
+  }
+
+  /** A batch's answers, in its order, in one `replies` frame (a receipt's text as it is). */
+  private respondAll(msg: Msg, answers: readonly Answer[]): void {
+    this.send(msg, () => encodeCommandReplies(answers.map((a) => a.text ?? commandReplyText(a.reply))));
+  }
+
+  private send(msg: Msg, encode: () => Uint8Array): void {
     let held: HeldTransfer<undefined> | undefined;
     try {
-      const bytes = answer.bytes ?? encodeCommandReply(answer.reply);
+      const bytes = encode();
       // The normal case: the reply fits, and goes as it is (no hashing, no extra round trip).
       if (bytes.length <= this.maxPayload()) {
         msg.respond(bytes);

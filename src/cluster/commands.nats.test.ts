@@ -28,7 +28,13 @@ import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { StoreUnavailableError } from '../store/store.js';
 import { ClusterKey, MAC_HEADER } from './cluster-key.js';
-import { decodeCommandReply, encodeCommandRequest, WireFormatError } from './codec.js';
+import {
+  decodeCommandReplies,
+  decodeCommandReply,
+  encodeCommandRequest,
+  WIRE_VERSION,
+  WireFormatError,
+} from './codec.js';
 import {
   COMMAND_ID_HEADER,
   CommandClient,
@@ -38,6 +44,7 @@ import {
   DEADLINE_HEADER,
   EngineRefusedError,
   EngineUnavailableError,
+  MAX_BATCH_COMMANDS,
   RemoteCommandError,
 } from './command-client.js';
 import { CommandService, type CommandServiceOptions, type DroppedReason } from './command-service.js';
@@ -398,7 +405,7 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     const nc = await natsConnection(t);
     const subject = uniqueName('cmd');
     const sub = nc.subscribe(subject, {
-      callback: (_e, m) => void m.respond('{"v":2,"t":"reply","b":null}'),
+      callback: (_e, m) => void m.respond('{"v":3,"t":"replies","b":null}'),
     });
     t.after(() => sub.unsubscribe());
     await nc.flush();
@@ -512,6 +519,113 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     );
   });
 
+  test('the commands of one turn go in one message, each answered with its own result; an operator command among them is refused alone', async (t) => {
+    const dropped: DroppedReason[] = [];
+    const { nc, subject, engine, client } = await served(t, { onDropped: (reason) => dropped.push(reason) });
+    const captured: Msg[] = [];
+    const spy = await natsConnection(t, 'spy');
+    spy.subscribe(subject, { callback: (_e, m) => void captured.push(m) });
+    await spy.flush();
+    // Submitted in one turn of the event loop, as a gateway does for requests that arrive together.
+    const answers = [
+      client.submit(buy(1)),
+      client.submit(deposit(5_000_000)),
+      client.submit(buy(2)),
+      client.submitOnce(buy(3), { key: 'k-1', fingerprint: 'a'.repeat(64) }),
+    ];
+    const [first, second, third] = [await engine.callAt(0), await engine.callAt(1), await engine.callAt(2)];
+    assert.deepEqual(
+      [first.command, second.command, third.command, third.op],
+      [buy(1), buy(2), buy(3), 'submitOnce'],
+      'handed over in the batch’s order; the deposit never reaches the submitter',
+    );
+    const ids = [first, second, third].map((c) => c.identity?.id);
+    assert.equal(new Set(ids).size, 3, 'each command under its own id (its receipt’s)');
+    // Settled out of order: each answer still goes to its own command.
+    third.settle({ kind: 'replayed', orderId: 9 as OrderId });
+    first.settle({ ok: true, events: [] });
+    second.settle({ ok: false, error: { code: 'insufficient_funds', message: 'no' } });
+    const settledAnswers = await Promise.allSettled(answers);
+    assert.deepEqual(settledAnswers[0], { status: 'fulfilled', value: { ok: true, events: [] } });
+    assert.ok(
+      settledAnswers[1]!.status === 'rejected' && settledAnswers[1]!.reason instanceof EngineRefusedError,
+    );
+    assert.match(String((settledAnswers[1] as PromiseRejectedResult).reason), /admin API/);
+    assert.deepEqual(settledAnswers[2], {
+      status: 'fulfilled',
+      value: { ok: false, error: { code: 'insufficient_funds', message: 'no' } },
+    });
+    assert.deepEqual(settledAnswers[3], { status: 'fulfilled', value: { kind: 'replayed', orderId: 9 } });
+    await waitFor(() => captured.length >= 1);
+    await sleep(50);
+    assert.equal(captured.length, 1, 'one message for the four commands');
+    assert.deepEqual(dropped, ['operator_command']);
+    // The batch sent again, byte for byte (a resend, or a capture replayed): nothing applied again,
+    // every command gets its first answer; the operator command is refused again.
+    const again = await nc.request(subject, captured[0]!.data, {
+      timeout: 2_000,
+      headers: captured[0]!.headers!,
+    });
+    const replies = decodeCommandReplies(again.data, 4);
+    assert.deepEqual(replies[0], { kind: 'result', result: { ok: true, events: [] } });
+    assert.equal(replies[1]!.kind === 'error' && replies[1]!.code, 'refused');
+    assert.deepEqual(replies[3], { kind: 'once', once: { kind: 'replayed', orderId: 9 } });
+    assert.equal(engine.calls.length, 3, 'applied once each');
+    assert.deepEqual(dropped, ['operator_command', 'replay', 'operator_command', 'replay', 'replay']);
+  });
+
+  test('more commands in one turn than one message carries go in several, each answered', async (t) => {
+    const { engine, client } = await served(t);
+    const count = MAX_BATCH_COMMANDS + 3;
+    const answers = Array.from({ length: count }, (_, i) => client.submit(buy(i + 1)));
+    for (let i = 0; i < count; i++) (await engine.callAt(i)).settle({ ok: true, events: [] });
+    assert.equal((await Promise.all(answers)).length, count);
+    assert.deepEqual(
+      engine.calls.map((c) => (c.command as PlaceOrder).volume),
+      Array.from({ length: count }, (_, i) => i + 1),
+      'in the order submitted',
+    );
+  });
+
+  test('engine and gateway of different wire versions refuse each other clearly, and nothing is applied', async (t) => {
+    const dropped: [DroppedReason, unknown][] = [];
+    const { nc, subject, engine } = await served(t, {
+      onDropped: (reason, error) => dropped.push([reason, error]),
+    });
+    // A gateway of version 2: one `command` frame per request.
+    const v2 = new TextEncoder().encode(
+      new TextDecoder()
+        .decode(encodeCommandRequest({ op: 'submit', command: buy(1) }))
+        .replace(`{"v":${WIRE_VERSION},`, '{"v":2,'),
+    );
+    const answer = await nc.request(subject, v2, { timeout: 2_000, headers: signed(subject, v2) });
+    const reply = decodeCommandReply(answer.data);
+    assert.equal(reply.kind === 'error' && reply.code, 'bad_request');
+    assert.match(reply.kind === 'error' ? reply.message : '', /version 2, this side speaks 3/);
+    assert.equal(dropped[0]?.[0], 'bad_request');
+    assert.match(String(dropped[0]?.[1]), /version 2, this side speaks 3/, 'the engine’s log says why');
+    assert.equal(engine.calls.length, 0);
+    // An engine of version 2 answers this gateway's batch with its own refusal: a 503 that says so.
+    const old = uniqueName('cmd');
+    const sub = nc.subscribe(old, {
+      callback: (_e, m) =>
+        void m.respond(
+          `{"v":2,"t":"reply","b":{"kind":"'error","code":"'bad_request","message":"'malformed message at $.v: version 3, this side speaks 2"}}`,
+        ),
+    });
+    t.after(() => sub.unsubscribe());
+    await nc.flush();
+    await assert.rejects(
+      new CommandClient(nc, { key: TEST_CLUSTER_KEY, subject: old }).submit(buy(1)),
+      (e: unknown) => {
+        assert.ok(e instanceof EngineRefusedError, String(e));
+        assert.ok(e instanceof StoreUnavailableError, '503 with Retry-After, like a refusal');
+        assert.match(e.message, /another wire version .*version 2, this side speaks 3/);
+        return true;
+      },
+    );
+  });
+
   test('a request without a valid MAC under the cluster key is refused and applies nothing', async (t) => {
     const dropped: DroppedReason[] = [];
     const { nc, subject, engine, client } = await served(t, { onDropped: (reason) => dropped.push(reason) });
@@ -574,7 +688,8 @@ describe('commands over NATS request/reply', natsSuite(), () => {
     await waitFor(() => captured.length === 1);
     const genuine = captured[0]!;
     const replayed = await nc.request(subject, genuine.data, { timeout: 2_000, headers: genuine.headers! });
-    assert.deepEqual(decodeCommandReply(replayed.data), { kind: 'result', result });
+    // A gateway sends its commands in batches (here of one): the replay gets the batch's replies.
+    assert.deepEqual(decodeCommandReplies(replayed.data, 1), [{ kind: 'result', result }]);
     assert.equal(engine.calls.length, 1, 'applied once');
     assert.deepEqual(dropped, ['replay']);
   });
@@ -648,7 +763,11 @@ describe('commands over NATS request/reply', natsSuite(), () => {
       timeout: 2_000,
       headers: captured[0]!.headers!,
     });
-    assert.deepEqual(decodeCommandReply(resent.data), { kind: 'result', result: placed }, 'the first answer');
+    assert.deepEqual(
+      decodeCommandReplies(resent.data, 1),
+      [{ kind: 'result', result: placed }],
+      'the first answer',
+    );
     const open_ = await second.exchange.readCommitted(() => second.exchange.book(marketId, 0));
     assert.equal(open_.bids.length, 1);
     assert.deepEqual(await balances(second.exchange), committed, 'reserved once');

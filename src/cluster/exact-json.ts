@@ -65,13 +65,14 @@ class At {
   ) {}
 }
 
-function within<T>(segment: string, run: () => T): T {
-  try {
-    return run();
-  } catch (error) {
-    if (error instanceof At) error.segments.unshift(segment);
-    throw error;
-  }
+/**
+ * Rethrows `error`, an At gaining the segment of the value it unwinds through. Called in the catch
+ * of each nested value, so the segment's text is made only for the value at fault (no closure or
+ * string per value that is fine: these loops run for every field of every command and reply).
+ */
+function rethrowWithin(error: unknown, segment: string): never {
+  if (error instanceof At) error.segments.unshift(segment);
+  throw error;
 }
 
 function pathOf(root: string, at: At): string {
@@ -107,7 +108,11 @@ function encodeValue(value: unknown, depth: number): unknown {
         const out = new Array<unknown>(value.length);
         for (let i = 0; i < value.length; i += 1) {
           const item: unknown = value[i];
-          out[i] = within(`[${i}]`, () => encodeValue(item, depth + 1));
+          try {
+            out[i] = encodeValue(item, depth + 1);
+          } catch (error) {
+            rethrowWithin(error, `[${i}]`);
+          }
         }
         return out;
       }
@@ -115,10 +120,17 @@ function encodeValue(value: unknown, depth: number): unknown {
         const out: unknown[] = ['m'];
         let i = 0;
         for (const [k, v] of value) {
-          out.push(
-            within(`<key ${i}>`, () => encodeValue(k, depth + 1)),
-            within(`<${i}>`, () => encodeValue(v, depth + 1)),
-          );
+          let key: unknown;
+          try {
+            key = encodeValue(k, depth + 1);
+          } catch (error) {
+            rethrowWithin(error, `<key ${i}>`);
+          }
+          try {
+            out.push(key, encodeValue(v, depth + 1));
+          } catch (error) {
+            rethrowWithin(error, `<${i}>`);
+          }
           i += 1;
         }
         return out;
@@ -128,11 +140,13 @@ function encodeValue(value: unknown, depth: number): unknown {
         throw new At(`not plain data (${(value as object).constructor?.name ?? 'object'})`, 'encode');
       const out: Record<string, unknown> = {};
       for (const k of Object.keys(value)) {
-        setOwn(
-          out,
-          k,
-          within(`.${k}`, () => encodeValue((value as Record<string, unknown>)[k], depth + 1)),
-        );
+        let encoded: unknown;
+        try {
+          encoded = encodeValue((value as Record<string, unknown>)[k], depth + 1);
+        } catch (error) {
+          rethrowWithin(error, `.${k}`);
+        }
+        setOwn(out, k, encoded);
       }
       return out;
     }
@@ -190,32 +204,46 @@ function decodeValue(json: unknown, depth: number): ExactValue {
       const map = new Map<ExactValue, ExactValue>();
       for (let i = 1; i < json.length; i += 2) {
         const entry = (i - 1) / 2;
-        const key = within(`<key ${entry}>`, () => decodeValue(json[i], depth + 1));
+        let key: ExactValue;
+        try {
+          key = decodeValue(json[i], depth + 1);
+        } catch (error) {
+          rethrowWithin(error, `<key ${entry}>`);
+        }
         if (map.has(key)) {
           const repeated = new At('a repeated map key', 'decode');
           repeated.segments.push(`<key ${entry}>`);
           throw repeated;
         }
-        map.set(
-          key,
-          within(`<${entry}>`, () => decodeValue(json[i + 1], depth + 1)),
-        );
+        try {
+          map.set(key, decodeValue(json[i + 1], depth + 1));
+        } catch (error) {
+          rethrowWithin(error, `<${entry}>`);
+        }
       }
       return map;
     }
     const out = new Array<ExactValue>(json.length);
-    for (let i = 0; i < json.length; i += 1) out[i] = within(`[${i}]`, () => decodeValue(json[i], depth + 1));
+    for (let i = 0; i < json.length; i += 1) {
+      try {
+        out[i] = decodeValue(json[i], depth + 1);
+      } catch (error) {
+        rethrowWithin(error, `[${i}]`);
+      }
+    }
     return out;
   }
   if (typeof json === 'object') {
     const source = json as Record<string, unknown>;
     const out: Record<string, ExactValue> = {};
     for (const k of Object.keys(source)) {
-      setOwn(
-        out,
-        k,
-        within(`.${k}`, () => decodeValue(source[k], depth + 1)),
-      );
+      let decoded: ExactValue;
+      try {
+        decoded = decodeValue(source[k], depth + 1);
+      } catch (error) {
+        rethrowWithin(error, `.${k}`);
+      }
+      setOwn(out, k, decoded);
     }
     return out;
   }

@@ -208,7 +208,7 @@ test('a snapshot dropped for a newer one (more held than allowed) is gone for it
       // Another gateway's request finds the engine further on, between this head and its chunks.
       once = true;
       e.state = venue(6, 300);
-      e.chunks.answer(jsonBytes({ v: 2, t: 'snapshot-request', b: {} }));
+      e.chunks.answer(jsonBytes({ v: 3, t: 'snapshot-request', b: {} }));
     }
     return reply;
   });
@@ -252,7 +252,7 @@ test('misplaced, short or foreign chunks and bad frames are refused', async () =
       (q, r) => (askedChunk(q) === undefined ? replace(r, `${SUBJECT}.abc`, 'elsewhere.abc') : r),
       /expected a subject under test\.snapshot\./,
     ],
-    ['another version', (_q, r) => replace(r, '"v":2', '"v":1'), /version 1, this side speaks 2/],
+    ['another version', (_q, r) => replace(r, '"v":3', '"v":2'), /version 2, this side speaks 3/],
     ['an unknown field', (_q, r) => replace(r, '"b":{', '"b":{"x":null,'), /\$\.b\.x: unknown field/],
   ];
   for (const [what, meddle, message] of cases) {
@@ -277,29 +277,30 @@ test('the engine refuses requests it cannot read (saying why), and answers gone 
     new TextDecoder().decode(e.chunks.answer(new Uint8Array(0))),
     /"t":"snapshot-refused".*not JSON/,
   );
-  assert.match(reason(answer({ v: 1, t: 'snapshot-request', b: {} })), /version 1, this side speaks 2/);
+  assert.match(reason(answer({ v: 1, t: 'snapshot-request', b: {} })), /version 1, this side speaks 3/);
+  assert.match(reason(answer({ v: 2, t: 'snapshot-request', b: {} })), /version 2, this side speaks 3/);
   assert.match(
-    reason(answer({ v: 2, t: 'snapshot-head', b: {} })),
+    reason(answer({ v: 3, t: 'snapshot-head', b: {} })),
     /where a snapshot-request or a snapshot-chunk-request was expected/,
   );
   assert.match(
-    reason(answer({ v: 2, t: 'snapshot-chunk-request', b: { id: "'x", chunk: '#1' } })),
+    reason(answer({ v: 3, t: 'snapshot-chunk-request', b: { id: "'x", chunk: '#1' } })),
     /\$\.b\.id/,
   );
   assert.equal(
-    answer({ v: 2, t: 'snapshot-chunk-request', b: { id: "'0123456789abcdef", chunk: '#1' } }),
-    '{"v":2,"t":"snapshot-gone","b":{"id":"\'0123456789abcdef"}}',
+    answer({ v: 3, t: 'snapshot-chunk-request', b: { id: "'0123456789abcdef", chunk: '#1' } }),
+    '{"v":3,"t":"snapshot-gone","b":{"id":"\'0123456789abcdef"}}',
   );
   assert.equal(e.takes, 0);
   // The gateway side of a refusal: the fetch fails at once, with the engine's reason.
   e.meddle(() =>
-    jsonBytes({ v: 2, t: 'snapshot-refused', b: { reason: "'malformed message at $.v: version 3" } }),
+    jsonBytes({ v: 3, t: 'snapshot-refused', b: { reason: "'malformed message at $.v: version 4" } }),
   );
   await assert.rejects(
     assembleSnapshot(e.request, SUBJECT),
-    /the engine refused the request \(malformed message at \$\.v: version 3\)/,
+    /the engine refused the request \(malformed message at \$\.v: version 4\)/,
   );
   // A version 1 engine's answer (one `snapshot` frame) is refused by version.
   e.meddle(() => jsonBytes({ v: 1, t: 'snapshot', b: {} }));
-  await assert.rejects(assembleSnapshot(e.request, SUBJECT), /version 1, this side speaks 2/);
+  await assert.rejects(assembleSnapshot(e.request, SUBJECT), /version 1, this side speaks 3/);
 });

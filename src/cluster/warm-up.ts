@@ -16,10 +16,15 @@ import { asyncStore } from '../store/async-store.js';
 import { SqliteStore } from '../store/sqlite/sqlite-store.js';
 import { ClusterKey } from './cluster-key.js';
 import {
-  decodeCommandReply,
-  decodeCommandRequest,
-  encodeCommandReply,
-  encodeCommandRequest,
+  type BatchEntry,
+  commandReplyText,
+  decodeCommandMessage,
+  decodeCommandReplies,
+  type EncodedRequest,
+  encodeCommandBatch,
+  encodeCommandReplies,
+  encodeRequestPart,
+  receiptText,
 } from './codec.js';
 import { commandMacFields } from './command-client.js';
 
@@ -53,7 +58,7 @@ export async function warmUp(orders = WARM_UP_ORDERS): Promise<void> {
       await exchange.submit({ kind: 'deposit', userId, asset: 'BTC' as AssetCode, amount: 1e12 as Amount });
     }
     for (let sent = 0; sent < orders; sent += PER_BATCH) {
-      const batch: Promise<void>[] = [];
+      const entries: BatchEntry<EncodedRequest>[] = [];
       for (let i = sent; i < Math.min(orders, sent + PER_BATCH); i++) {
         // Crossing and resting orders on a few levels around 30,000.0 EUR, from four users.
         const order: PlaceOrder = {
@@ -65,19 +70,26 @@ export async function warmUp(orders = WARM_UP_ORDERS): Promise<void> {
           price: (300_000 + ((i * 7) % 11) - 5) as Price,
           volume: (1_000_000 + (i % 5) * 100_000) as Volume,
         };
-        // What the command service does with a request, and the gateway with its answer.
-        const body = encodeCommandRequest({ op: 'submit', command: order });
-        const fields = commandMacFields('openspot.warm-up', 'w'.repeat(22), '0');
-        key.verify('command', fields, body, key.mac('command', fields, body));
-        const request = decodeCommandRequest(body);
-        if (request.op !== 'submit') continue;
-        batch.push(
-          exchange.submit(request.command).then((result) => {
-            decodeCommandReply(encodeCommandReply({ kind: 'result', result }));
-          }),
-        );
+        entries.push({
+          id: String(i).padStart(22, 'w'),
+          request: encodeRequestPart({ op: 'submit', command: order }),
+        });
       }
-      await Promise.all(batch);
+      // What a gateway and the command service do with a batch of commands and its replies.
+      const body = encodeCommandBatch(entries);
+      const fields = commandMacFields('openspot.warm-up', 'w'.repeat(22), '0');
+      key.verify('command', fields, body, key.mac('command', fields, body));
+      const message = decodeCommandMessage(body);
+      if (message.kind !== 'commands') continue;
+      const texts = await Promise.all(
+        message.entries.map(async ({ request }) => {
+          const result = await exchange.submit(request.command);
+          const text = commandReplyText({ kind: 'result', result });
+          receiptText(text);
+          return text;
+        }),
+      );
+      decodeCommandReplies(encodeCommandReplies(texts), texts.length);
     }
   } finally {
     await exchange.close();

@@ -103,15 +103,18 @@ export async function startClusterProcess(
     readonly timeoutMs?: number;
     readonly ready?: RegExp;
     readonly unit?: string;
-    /** `built`: dist/src/cli/main.js (run `npm run build` first); default `source`. */
-    readonly cli?: keyof typeof CLI;
+    /**
+     * `built`: dist/src/cli/main.js (run `npm run build` first); `{ main }`: another build's
+     * cli/main.js (a bench comparing versions); default `source`.
+     */
+    readonly cli?: keyof typeof CLI | { readonly main: string };
   } = {},
 ): Promise<ClusterProcess> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const ready = options.ready ?? LISTENING;
   const fromUnit = unitCommand(args, options.unit);
-  const cli = CLI[options.cli ?? 'source'];
-  if (options.cli === 'built' && !existsSync(cli[0]))
+  const cli = typeof options.cli === 'object' ? [options.cli.main] : CLI[options.cli ?? 'source'];
+  if (options.cli !== undefined && options.cli !== 'source' && !existsSync(cli[0]!))
     throw new Error(`${cli[0]} does not exist: build first (npm run build)`);
   const child = spawn(process.execPath, [...cli, ...fromUnit.args], {
     cwd: ROOT,

@@ -15,7 +15,7 @@ import { JournaledSqliteStore, reservePathOf } from './sqlite/journaled-store.js
 import { SqliteStore } from './sqlite/sqlite-store.js';
 
 export type StoreSettings = Pick<Config, 'databaseUrl' | 'dataDir' | 'sqliteSynchronous'> &
-  Partial<Pick<Config, 'databaseCommitTimeoutMs'>>;
+  Partial<Pick<Config, 'databaseCommitTimeoutMs' | 'sqliteJournalBatches'>>;
 
 export interface OpenedStore {
   readonly kind: 'sqlite' | 'postgres';
@@ -80,7 +80,12 @@ export async function openConfiguredStore(
       }),
     );
     try {
-      sqlite = JournaledSqliteStore.open(tables, path, { sync: settings.sqliteSynchronous === 'FULL' });
+      sqlite = JournaledSqliteStore.open(tables, path, {
+        sync: settings.sqliteSynchronous === 'FULL',
+        ...(settings.sqliteJournalBatches === undefined
+          ? {}
+          : { projectEvery: settings.sqliteJournalBatches }),
+      });
     } catch (error) {
       tables.close();
       throw error;

@@ -4,18 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import type {
-  Amount,
-  AssetCode,
-  FeeRate,
-  MarketId,
-  OrderId,
-  Price,
-  UserId,
-  Volume,
-} from '../../domain/types.js';
-import type { Command, EngineSnapshot } from '../../engine/types.js';
+import type { Amount, AssetCode, OrderId, Price, UserId, Volume } from '../../domain/types.js';
+import type { EngineSnapshot } from '../../engine/types.js';
 import { openExchange } from '../../sequencer/sequencer.js';
+import { seedBtcEur } from '../../sequencer/test-support.js';
 import { asyncStore } from '../async-store.js';
 import type { CommitBatch, Store } from '../store.js';
 import { CommitJournal, journalPathOf, readRecords } from './commit-journal.js';
@@ -63,22 +55,7 @@ function tee(plain: SqliteStore, journaled: JournaledSqliteStore): Store {
 async function trade(store: Store, rounds: number, atRound?: (round: number) => void): Promise<void> {
   const exchange = await openExchange({ store: asyncStore(store) });
   try {
-    const setup: Command[] = [
-      { kind: 'createAsset', code: 'BTC', name: 'Bitcoin', type: 'crypto', decimals: 8 },
-      { kind: 'createAsset', code: 'EUR', name: 'Euro', type: 'fiat', decimals: 2 },
-      {
-        kind: 'createMarket',
-        base: 'BTC' as AssetCode,
-        quote: 'EUR' as AssetCode,
-        pairDecimals: 1,
-        lotDecimals: 8,
-        ordermin: 1 as Volume,
-        makerFee: 1_000 as FeeRate,
-        takerFee: 2_000 as FeeRate,
-      },
-    ];
-    for (const command of setup) await exchange.submit(command);
-    const marketId = exchange.catalogue.markets()[0]!.id as MarketId;
+    const marketId = await seedBtcEur(exchange);
     const users = [1, 2, 3, 4] as UserId[];
     for (const userId of users) {
       await exchange.submit({ kind: 'deposit', userId, asset: 'EUR' as AssetCode, amount: 1e12 as Amount });

@@ -71,31 +71,12 @@ export async function openConfiguredStore(
   const lock = lockDataDir(settings.dataDir);
   let sqlite: JournaledSqliteStore;
   try {
-    const path = join(settings.dataDir, 'openspot.db');
-    const tables = openWithReserve(reservePathOf(path), () =>
-      SqliteStore.open({
-        path,
-        synchronous: settings.sqliteSynchronous,
-        checkpointDir: join(settings.dataDir, 'checkpoints'),
-      }),
-    );
-    try {
-      sqlite = JournaledSqliteStore.open(tables, path, {
-        sync: settings.sqliteSynchronous === 'FULL',
-        ...(settings.sqliteJournalBatches === undefined
-          ? {}
-          : { projectEvery: settings.sqliteJournalBatches }),
-      });
-    } catch (error) {
-      tables.close();
-      throw error;
-    }
+    sqlite = openJournaledSqlite(settings);
   } catch (error) {
     lock.release();
     throw error;
   }
-  const journaled = sqlite;
-  const store: AsyncStore = { ...asyncStore(journaled), commit: (batch) => journaled.commitAsync(batch) };
+  const store: AsyncStore = { ...asyncStore(sqlite), commit: (batch) => sqlite.commitAsync(batch) };
   return {
     kind: 'sqlite',
     store: {
@@ -120,4 +101,28 @@ export async function openGatewayStore(settings: Pick<Config, 'databaseUrl'>): P
   if (settings.databaseUrl === undefined)
     throw new Error("a gateway needs DATABASE_URL: it reads the engine's PostgreSQL database");
   return PostgresReader.open({ url: settings.databaseUrl });
+}
+
+/**
+ * DATA_DIR's database behind its commit journal (sqlite/journaled-store.ts), the journaled commits
+ * the tables lack written first; the reserve's room is given back should opening need it.
+ */
+function openJournaledSqlite(settings: StoreSettings): JournaledSqliteStore {
+  const path = join(settings.dataDir, 'openspot.db');
+  const tables = openWithReserve(reservePathOf(path), () =>
+    SqliteStore.open({
+      path,
+      synchronous: settings.sqliteSynchronous,
+      checkpointDir: join(settings.dataDir, 'checkpoints'),
+    }),
+  );
+  try {
+    return JournaledSqliteStore.open(tables, path, {
+      sync: settings.sqliteSynchronous === 'FULL',
+      ...(settings.sqliteJournalBatches === undefined ? {} : { projectEvery: settings.sqliteJournalBatches }),
+    });
+  } catch (error) {
+    tables.close();
+    throw error;
+  }
 }

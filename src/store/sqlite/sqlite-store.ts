@@ -115,9 +115,9 @@ export class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #write: WriteStatements;
   readonly #read: ReadStatements;
-  readonly #commit: Database.Transaction<(batch: CommitBatch) => void>;
+  /** Writes a batch; with a number, also records it as the last journaled commit written (journal_state). */
+  readonly #commit: Database.Transaction<(batch: CommitBatch, journaledUpTo?: number) => void>;
   readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
-  readonly #project: Database.Transaction<(batch: CommitBatch, appliedSeq: number) => void>;
   /**
    * API key records by key, as read: every signed request reads its key. Every write to api_keys
    * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
@@ -136,16 +136,12 @@ export class SqliteStore implements Store {
     this.#read = prepareReads(db);
     // Prepared only where the row exists: a read-only store never commits.
     const writeProbe = db.readonly ? undefined : prepareWriteProbe(db);
-    this.#commit = db.transaction((batch: CommitBatch) => {
+    this.#commit = db.transaction((batch: CommitBatch, journaledUpTo?: number) => {
       writeBatch(this.#write, batch);
       if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
+      if (journaledUpTo !== undefined) this.#write.setJournalApplied.run(journaledUpTo);
     });
     this.#snapshot = db.transaction(() => readSnapshot(this.#read));
-    this.#project = db.transaction((batch: CommitBatch, appliedSeq: number) => {
-      writeBatch(this.#write, batch);
-      if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
-      this.#write.setJournalApplied.run(appliedSeq);
-    });
   }
 
   static open(options: SqliteStoreOptions): SqliteStore {
@@ -176,18 +172,7 @@ export class SqliteStore implements Store {
   }
 
   commit(batch: CommitBatch): void {
-    // A commit nested in a leftover transaction would only release a savepoint: nothing durable.
-    this.#endAbandonedTransaction();
-    try {
-      // IMMEDIATE takes the write lock up front, so lock contention surfaces at BEGIN (after the
-      // busy timeout) rather than half-way through the batch.
-      guarded(() => this.#commit.immediate(batch));
-    } catch (error) {
-      // better-sqlite3 rolls back when the connection is still in the transaction; should that
-      // rollback fail too, try once more here so the next reader does not see the failed writes.
-      this.#endAbandonedTransaction(false);
-      throw error;
-    }
+    this.#writeBatch(batch, undefined);
   }
 
   /**
@@ -195,10 +180,19 @@ export class SqliteStore implements Store {
    * `appliedSeq` as the last journaled commit the tables hold, in one transaction.
    */
   commitJournaled(batch: CommitBatch, appliedSeq: number): void {
+    this.#writeBatch(batch, appliedSeq);
+  }
+
+  #writeBatch(batch: CommitBatch, journaledUpTo: number | undefined): void {
+    // A commit nested in a leftover transaction would only release a savepoint: nothing durable.
     this.#endAbandonedTransaction();
     try {
-      guarded(() => this.#project.immediate(batch, appliedSeq));
+      // IMMEDIATE takes the write lock up front, so lock contention surfaces at BEGIN (after the
+      // busy timeout) rather than half-way through the batch.
+      guarded(() => this.#commit.immediate(batch, journaledUpTo));
     } catch (error) {
+      // better-sqlite3 rolls back when the connection is still in the transaction; should that
+      // rollback fail too, try once more here so the next reader does not see the failed writes.
       this.#endAbandonedTransaction(false);
       throw error;
     }

@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
-import type { Amount, AssetCode, OrderId, Price, UserId, Volume } from '../../domain/types.js';
+import type { Amount, AssetCode, MarketId, OrderId, Price, UserId, Volume } from '../../domain/types.js';
 import type { EngineSnapshot } from '../../engine/types.js';
+import type { Candle } from '../../market-data/candle.js';
 import { openExchange } from '../../sequencer/sequencer.js';
 import { seedBtcEur } from '../../sequencer/test-support.js';
 import { asyncStore } from '../async-store.js';
@@ -13,7 +14,7 @@ import type { CommitBatch, Store } from '../store.js';
 import { CommitJournal, journalPathOf, readRecords } from './commit-journal.js';
 import { JournaledSqliteStore } from './journaled-store.js';
 import { mergeBatches } from './merge-batches.js';
-import { overlaySnapshot } from './snapshot-overlay.js';
+import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
 import { SqliteStore } from './sqlite-store.js';
 
 function tempDir(t: { after(fn: () => void): void }): string {
@@ -104,6 +105,9 @@ async function trade(store: Store, rounds: number, atRound?: (round: number) => 
   }
 }
 
+/** The market seedBtcEur creates in a new exchange. */
+const BTC_EUR = 1 as MarketId;
+
 const json = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
 
@@ -131,12 +135,14 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   });
   const image = join(dir, 'image.db');
   let expected: EngineSnapshot | undefined;
+  let expectedCandles: Candle[] = [];
   await trade(tee(plain, journaled), 30, (round) => {
     if (round !== 20) return;
     // The files as a SIGKILL would leave them now, and the state they must come back as.
     for (const suffix of ['', '-wal', '.commits'])
       if (existsSync(live + suffix)) copyFileSync(live + suffix, image + suffix);
     expected = plain.loadSnapshot();
+    expectedCandles = plain.latestCandles(BTC_EUR);
   });
   plain.close();
   journaled.close();
@@ -149,9 +155,13 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   const waiting = records.filter((r) => r.seq > applied);
   assert.ok(waiting.length > 0, 'the image has commits only in the journal');
   // While the tables cannot take them: the snapshot read with them on top is the committed one.
+  const merged = mergeBatches(waiting.map((r) => r.batch));
+  assert.equal(json(overlaySnapshot(tables.loadSnapshot(), merged)), json(expected));
+  // And the candles the aggregator resumes from: the tables' alone miss the waiting trades.
+  assert.notEqual(json(tables.latestCandles(BTC_EUR)), json(expectedCandles));
   assert.equal(
-    json(overlaySnapshot(tables.loadSnapshot(), mergeBatches(waiting.map((r) => r.batch)))),
-    json(expected),
+    json(overlayLatestCandles(tables.latestCandles(BTC_EUR), merged, BTC_EUR)),
+    json(expectedCandles),
   );
 
   const recovered = JournaledSqliteStore.open(tables, image);

@@ -36,7 +36,7 @@ import { StoreUnavailableError } from '../store.js';
 import { CommitJournal, type JournalRecord, journalPathOf } from './commit-journal.js';
 import { DiskReserve } from './disk-reserve.js';
 import { journalForm, mergeBatches } from './merge-batches.js';
-import { overlaySnapshot } from './snapshot-overlay.js';
+import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
 import type { SqliteStore } from './sqlite-store.js';
 
 /**
@@ -333,7 +333,10 @@ export class JournaledSqliteStore implements Store {
     return this.#orWaiting((tables) => tables.listCandles(marketId, interval, since, limit, keep));
   }
   latestCandles(marketId: MarketId): Candle[] {
-    return this.#orWaiting((tables) => tables.latestCandles(marketId));
+    return this.#orWaiting(
+      (tables) => tables.latestCandles(marketId),
+      (latest, merged) => overlayLatestCandles(latest, merged, marketId),
+    );
   }
 
   // Credentials are not part of the group commits: read and written directly.

@@ -7,6 +7,7 @@
  */
 import type { MarketId, Price } from '../../domain/types.js';
 import type { EngineSnapshot, LastPrice, OrderState } from '../../engine/types.js';
+import type { Candle, Interval } from '../../market-data/candle.js';
 import type { CommitBatch } from '../store.js';
 
 const byNumber = (a: number, b: number): number => a - b;
@@ -52,4 +53,24 @@ export function overlaySnapshot(snapshot: EngineSnapshot, batch: CommitBatch): E
     ...(prices.length > 0 ? { lastPrices: prices } : {}),
     sequences: batch.changes.sequences,
   };
+}
+
+/**
+ * The newest candle of each interval of `marketId` (SqliteStore.latestCandles, in its order)
+ * after `batch`: what the candle aggregator resumes from. Resumed from the tables alone, it would
+ * leave out the waiting commits' trades, and the candles it then writes would miss them for good.
+ */
+export function overlayLatestCandles(
+  latest: readonly Candle[],
+  batch: CommitBatch,
+  marketId: MarketId,
+): Candle[] {
+  const newest = new Map<Interval, Candle>(latest.map((c) => [c.interval, c]));
+  for (const candle of batch.candles) {
+    if (candle.marketId !== marketId) continue;
+    const current = newest.get(candle.interval);
+    // The batch's candle is the newer state of one of the same start.
+    if (current === undefined || candle.start >= current.start) newest.set(candle.interval, candle);
+  }
+  return [...newest.values()].sort((a, b) => a.interval - b.interval);
 }

@@ -70,6 +70,10 @@ async function startBenchServer(env: Record<string, string>, dir: string) {
     DATA_DIR: dir,
     LOG_LEVEL: 'silent',
     ...LOCAL_VENUE_ENV,
+    // The store's throughput setting, to measure it: SQLITE_JOURNAL_BATCHES=16 npm run bench:…
+    ...(process.env.SQLITE_JOURNAL_BATCHES === undefined
+      ? {}
+      : { SQLITE_JOURNAL_BATCHES: process.env.SQLITE_JOURNAL_BATCHES }),
     ...env,
   };
   const config = modules.loadConfig(fullEnv);

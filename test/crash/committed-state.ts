@@ -31,7 +31,7 @@ import type {
 } from '../../src/domain/types.js';
 import { Engine } from '../../src/engine/engine.js';
 import type { Command, OrderState, Trade } from '../../src/engine/types.js';
-import { journalPathOf } from '../../src/store/sqlite/commit-journal.js';
+import { journalPathsOf } from '../../src/store/sqlite/commit-journal.js';
 import { JournaledSqliteStore } from '../../src/store/sqlite/journaled-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { bookFromOrders, type MarketBook } from './book-hash.js';
@@ -235,8 +235,12 @@ export function restoredChecks(engine: Engine): Pick<Committed, 'audit' | 'state
  * store's recovery): the committed state is the tables and the journal together.
  */
 function applyJournal(dbFile: string, copy: string): void {
-  if (!existsSync(journalPathOf(dbFile))) return;
-  copyFileSync(journalPathOf(dbFile), journalPathOf(copy));
+  const files = journalPathsOf(dbFile);
+  if (!files.some((file) => existsSync(file))) return;
+  const copies = journalPathsOf(copy);
+  files.forEach((file, i) => {
+    if (existsSync(file)) copyFileSync(file, copies[i]!);
+  });
   JournaledSqliteStore.open(SqliteStore.open({ path: copy }), copy).close();
 }
 

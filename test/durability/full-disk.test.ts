@@ -274,6 +274,7 @@ test('a read-only data directory: 503 while writes fail, recovery by itself when
     join(dir, 'openspot.db'),
     join(dir, 'openspot.db-wal'),
     join(dir, 'openspot.db.commits'),
+    join(dir, 'openspot.db.commits2'),
     dir,
   ];
   let server: TestServer | undefined;

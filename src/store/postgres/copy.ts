@@ -12,11 +12,10 @@
  * totals, open orders, sequences) and the book sequences must be equal, and every table must hold
  * as many rows.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { journalPathOf, readRecords } from '../sqlite/commit-journal.js';
+import { readJournal } from '../sqlite/commit-journal.js';
 import { SCHEMA_VERSION as SQLITE_SCHEMA_VERSION, schemaVersion } from '../sqlite/migrations.js';
 import { SqliteStore } from '../sqlite/sqlite-store.js';
 import { databaseName, EXACT_TYPES, parseDatabaseUrl, redactUrl } from './connection.js';
@@ -181,10 +180,10 @@ export async function copySqliteToPostgres(from: string, to: string): Promise<Co
  * do not have yet (journaled-store.ts): they are written at its next start, not by a copy.
  */
 function refuseUnwrittenJournal(source: Database.Database, from: string): void {
-  const path = journalPathOf(from);
-  if (!existsSync(path)) return;
+  const records = readJournal(from);
+  if (records.length === 0) return;
   const applied = source.prepare<[], number>('SELECT applied FROM journal_state').pluck().get() ?? 0;
-  if (readRecords(readFileSync(path)).records.some((r) => r.seq > applied))
+  if (records.some((r) => r.seq > applied))
     throw new CopyRefusedError(
       'the SQLite database has commits in its commit journal that its tables do not hold yet (the server did not stop cleanly): ' +
         'start the server on it once and stop it, then copy',

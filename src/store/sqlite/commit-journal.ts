@@ -1,11 +1,12 @@
 /**
- * The commit journal: a file of group commits, each made durable (fdatasync) before the server
+ * The commit journal: files of group commits, each made durable (fdatasync) before the server
  * acknowledges it. Writing one record and syncing one file costs a fraction of writing a commit's
  * rows, their indexes and the changed pages into SQLite; the journaled store (journaled-store.ts)
- * writes the journaled commits to the tables later, several at once, and then starts the journal
- * over from its first byte.
+ * writes the journaled commits to the tables later, several at once. There are two files, used in
+ * turns: new records go to one while the other's are being written to the tables, and a file
+ * starts over from its first byte once all of its records are there.
  *
- * The file is allocated once (PREALLOCATED_BYTES of zeros) and written over in place, like
+ * Each file is allocated once (PREALLOCATED_BYTES of zeros) and written over in place, like
  * SQLite's own WAL: a sync that only flushes data blocks is cheap, one that must also record a new
  * file size (an append, a truncation) commits the file system's journal and costs several times
  * more. A record is a 16-byte header (payload length, CRC-32 of the sequence number's 8 bytes and
@@ -43,8 +44,19 @@ export interface JournalRecord {
   readonly batch: CommitBatch;
 }
 
-/** The journal file of the database at `databasePath`. */
-export const journalPathOf = (databasePath: string): string => `${databasePath}.commits`;
+/** The journal files of the database at `databasePath`, used in turns (CommitJournal). */
+export const journalPathsOf = (databasePath: string): readonly [string, string] => [
+  `${databasePath}.commits`,
+  `${databasePath}.commits2`,
+];
+
+/** The records of the journal files of the database at `databasePath` (those that exist), in number order. */
+export function readJournal(databasePath: string): JournalRecord[] {
+  return journalPathsOf(databasePath)
+    .filter((path) => existsSync(path))
+    .flatMap((path) => readRecords(readFileSync(path)).records)
+    .sort((a, b) => a.seq - b.seq);
+}
 
 function checksum(seqBytes: Buffer, payload: Uint8Array): number {
   return crc32(payload, crc32(seqBytes));
@@ -122,26 +134,121 @@ function unavailable(message: string, cause: unknown): StoreUnavailableError {
   });
 }
 
+/** Where a record was written: what `sync` and `abandon` are given. */
+export interface JournalWrite {
+  readonly file: JournalFile;
+  readonly start: number;
+}
+
+/**
+ * The journal's two files, used in turns: a round of records is written to one while the journaled
+ * store writes the other's to the tables (journaled-store.ts), and a file starts over from its
+ * first byte only once every record in it is in the tables. Each file is read from its first byte
+ * (readRecords); the journal is both files' records in number order.
+ */
 export class CommitJournal {
+  readonly #files: readonly [JournalFile, JournalFile];
+  #active: JournalFile;
+
+  private constructor(files: readonly [JournalFile, JournalFile]) {
+    this.#files = files;
+    // Records go on after the newest; the other file's are older.
+    this.#active = files[0].lastSeq >= files[1].lastSeq ? files[0] : files[1];
+  }
+
+  /**
+   * Opens (creating them, owner-only) the journal files of the database at `databasePath` and
+   * returns their records, in number order. `sync` false: records are written but not synced (they
+   * survive the process crashing, not the machine: SQLITE_SYNCHRONOUS=normal).
+   */
+  static open(databasePath: string, sync = true): { journal: CommitJournal; records: JournalRecord[] } {
+    const [pathA, pathB] = journalPathsOf(databasePath);
+    const a = JournalFile.open(pathA, sync);
+    let b: ReturnType<typeof JournalFile.open>;
+    try {
+      b = JournalFile.open(pathB, sync);
+    } catch (error) {
+      a.file.close();
+      throw error;
+    }
+    return {
+      journal: new CommitJournal([a.file, b.file]),
+      records: [...a.records, ...b.records].sort((x, y) => x.seq - y.seq),
+    };
+  }
+
+  /** Writes the commit numbered `seq` and makes it durable; throws StoreUnavailableError when it cannot. */
+  append(seq: number, batch: CommitBatch): void {
+    this.#active.append(seq, encode(batch));
+  }
+
+  /**
+   * Writes the commit numbered `seq` after the others, not yet durable (`sync`). Throws
+   * StoreUnavailableError when it cannot.
+   */
+  write(seq: number, batch: CommitBatch): JournalWrite {
+    const file = this.#active;
+    return { file, start: file.write(seq, encode(batch)) };
+  }
+
+  /** Makes `written` and every record written before it durable (on libuv's thread pool: the event loop goes on). */
+  sync(written: JournalWrite): Promise<void> {
+    return written.file.sync();
+  }
+
+  /**
+   * Takes back `written` (and any record after it in its file) when it could not be made durable:
+   * it was answered as failed, so it must not be read back as a commit after a restart.
+   */
+  abandon(written: JournalWrite): void {
+    written.file.abandon(written.start);
+  }
+
+  /**
+   * The records written from now on go to the other file, from its first byte, when every record
+   * in it is in the tables (numbered `applied` or lower); otherwise they go on in this one. Called
+   * as the records written so far start on their way to the tables: once they are there, this file
+   * is free again.
+   */
+  turn(applied: number): void {
+    const other = this.#active === this.#files[0] ? this.#files[1] : this.#files[0];
+    if (other.lastSeq > applied || !other.restart()) return;
+    this.#active = other;
+  }
+
+  /**
+   * Starts a new round once every record of both files is in the tables: the next record goes to
+   * the first byte (nothing is synced: read back, an old round's records are applied already).
+   */
+  clear(): void {
+    this.#active.restart();
+  }
+
+  close(): void {
+    for (const file of this.#files) file.close();
+  }
+}
+
+/** One file of the journal. */
+class JournalFile {
   readonly #fd: number;
   readonly #sync: boolean;
   /** Where the next record goes: the end of the current round's records. */
   #tail: number;
   /** Set when a failed write could not be erased: the next append erases it first. */
   #tornTail = false;
+  /** The highest number of any record in the file: all are in the tables once the tables hold it. */
+  lastSeq: number;
 
-  private constructor(fd: number, tail: number, sync: boolean) {
+  private constructor(fd: number, tail: number, lastSeq: number, sync: boolean) {
     this.#fd = fd;
     this.#tail = tail;
+    this.lastSeq = lastSeq;
     this.#sync = sync;
   }
 
-  /**
-   * Opens (creating it, owner-only) the journal at `path` and returns the records of its current
-   * round. `sync` false: records are written but not synced (they survive the process crashing,
-   * not the machine: SQLITE_SYNCHRONOUS=normal).
-   */
-  static open(path: string, sync = true): { journal: CommitJournal; records: JournalRecord[] } {
+  /** Opens (creating it, owner-only, preallocated) the file at `path`; its current round's records. */
+  static open(path: string, sync: boolean): { file: JournalFile; records: JournalRecord[] } {
     const created = !existsSync(path);
     const fd = openSync(path, created ? 'w+' : 'r+', PRIVATE_FILE);
     try {
@@ -152,17 +259,17 @@ export class CommitJournal {
         fdatasyncSync(fd);
         syncDirectory(dirname(path));
       }
+      // A round's records are numbered above every earlier round's, which the reading stops at.
       const { records, validBytes } = readRecords(readFileSync(fd));
-      return { journal: new CommitJournal(fd, validBytes, sync), records };
+      return { file: new JournalFile(fd, validBytes, records[records.length - 1]?.seq ?? 0, sync), records };
     } catch (error) {
       closeSync(fd);
       throw error;
     }
   }
 
-  /** Writes the commit numbered `seq` and makes it durable; throws StoreUnavailableError when it cannot. */
-  append(seq: number, batch: CommitBatch): void {
-    const start = this.write(seq, batch);
+  append(seq: number, payload: Buffer): void {
+    const start = this.write(seq, payload);
     if (!this.#sync) return;
     try {
       fdatasyncSync(this.#fd);
@@ -172,13 +279,9 @@ export class CommitJournal {
     }
   }
 
-  /**
-   * Writes the commit numbered `seq` after the others, not yet durable (`sync`); returns where its
-   * record starts (for `abandon`). Throws StoreUnavailableError when it cannot.
-   */
-  write(seq: number, batch: CommitBatch): number {
+  /** Writes the record; returns where it starts. */
+  write(seq: number, payload: Buffer): number {
     if (this.#tornTail) this.#erase();
-    const payload = encode(batch);
     const header = Buffer.allocUnsafe(HEADER_BYTES);
     header.writeUInt32LE(payload.length, 0);
     header.writeBigUInt64LE(BigInt(seq), 8);
@@ -192,10 +295,10 @@ export class CommitJournal {
       throw unavailable('the commit journal could not be written', error);
     }
     this.#tail = start + HEADER_BYTES + payload.length;
+    if (seq > this.lastSeq) this.lastSeq = seq;
     return start;
   }
 
-  /** Makes every record written so far durable (on libuv's thread pool: the event loop goes on). */
   sync(): Promise<void> {
     if (!this.#sync) return Promise.resolve();
     return new Promise((resolve, reject) =>
@@ -205,10 +308,6 @@ export class CommitJournal {
     );
   }
 
-  /**
-   * Takes back the record written at `start` (and any after it) when it could not be made durable:
-   * it was answered as failed, so it must not be read back as a commit after a restart.
-   */
   abandon(start: number): void {
     this.#tail = start;
     this.#tornTail = true;
@@ -219,12 +318,11 @@ export class CommitJournal {
     }
   }
 
-  /**
-   * Starts a new round once every record of this one is in the tables: the next record goes to
-   * the first byte (nothing is synced: read back, an old round's records are applied already).
-   */
-  clear(): void {
-    if (!this.#tornTail) this.#tail = 0;
+  /** The next record goes to the first byte; false while a failed write waits to be erased. */
+  restart(): boolean {
+    if (this.#tornTail) return false;
+    this.#tail = 0;
+    return true;
   }
 
   close(): void {

@@ -10,8 +10,9 @@ import type { Candle } from '../../market-data/candle.js';
 import { openExchange } from '../../sequencer/sequencer.js';
 import { seedBtcEur } from '../../sequencer/test-support.js';
 import { asyncStore } from '../async-store.js';
+import type { AsyncStore } from '../ports.js';
 import type { CommitBatch, Store } from '../store.js';
-import { CommitJournal, journalPathOf, readRecords } from './commit-journal.js';
+import { CommitJournal, journalPathsOf, readRecords } from './commit-journal.js';
 import { JournaledSqliteStore } from './journaled-store.js';
 import { mergeBatches } from './merge-batches.js';
 import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
@@ -52,9 +53,20 @@ function tee(plain: SqliteStore, journaled: JournaledSqliteStore): Store {
   });
 }
 
+/** Like tee, through the journaled store's asynchronous port (the server's): commits wait for the sync. */
+function asyncTee(plain: SqliteStore, journaled: JournaledSqliteStore): AsyncStore {
+  return {
+    ...asyncStore(plain),
+    commit: async (batch) => {
+      plain.commit(batch);
+      await journaled.commitAsync(batch);
+    },
+  };
+}
+
 /** Crossing, resting, canceled and amended orders, deposits and withdrawals: the order path's writes. */
-async function trade(store: Store, rounds: number, atRound?: (round: number) => void): Promise<void> {
-  const exchange = await openExchange({ store: asyncStore(store) });
+async function trade(store: AsyncStore, rounds: number, atRound?: (round: number) => void): Promise<void> {
+  const exchange = await openExchange({ store });
   try {
     const marketId = await seedBtcEur(exchange);
     const users = [1, 2, 3, 4] as UserId[];
@@ -118,7 +130,7 @@ test('written a few commits at a time, the tables end exactly as when every comm
   const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
     projectEvery: 5,
   });
-  await trade(tee(plain, journaled), 40);
+  await trade(asyncStore(tee(plain, journaled)), 40);
   plain.close();
   journaled.close();
   assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
@@ -136,10 +148,10 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   const image = join(dir, 'image.db');
   let expected: EngineSnapshot | undefined;
   let expectedCandles: Candle[] = [];
-  await trade(tee(plain, journaled), 30, (round) => {
+  await trade(asyncStore(tee(plain, journaled)), 30, (round) => {
     if (round !== 20) return;
     // The files as a SIGKILL would leave them now, and the state they must come back as.
-    for (const suffix of ['', '-wal', '.commits'])
+    for (const suffix of ['', '-wal', '.commits', '.commits2'])
       if (existsSync(live + suffix)) copyFileSync(live + suffix, image + suffix);
     expected = plain.loadSnapshot();
     expectedCandles = plain.latestCandles(BTC_EUR);
@@ -148,7 +160,7 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   journaled.close();
   assert.ok(expected !== undefined);
 
-  const { journal, records } = CommitJournal.open(journalPathOf(image));
+  const { journal, records } = CommitJournal.open(image);
   journal.close();
   const tables = SqliteStore.open({ path: image });
   const applied = tables.journalApplied();
@@ -177,9 +189,78 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   again.close();
 });
 
+test('written a few statements per turn while commits go on, the tables end as when every commit is written on its own', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const journaledPath = join(dir, 'journaled.db');
+  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
+    projectEvery: 3,
+    statementsPerTurn: 2,
+  });
+  const second = journalPathsOf(journaledPath)[1];
+  let bothFilesUsed = false;
+  await trade(asyncStore(tee(plain, journaled)), 40, () => {
+    bothFilesUsed ||= readRecords(readFileSync(second)).records.length > 0;
+  });
+  plain.close();
+  journaled.close();
+  assert.ok(bothFilesUsed, 'commits went to the second file while those of the first were written');
+  assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
+});
+
+test('written while commits are synced, the tables end as when every commit is written on its own', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const journaledPath = join(dir, 'journaled.db');
+  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
+    projectEvery: 2,
+    statementsPerTurn: 3,
+    projectWhenIdleMs: 60_000,
+  });
+  const second = journalPathsOf(journaledPath)[1];
+  let bothFilesUsed = false;
+  await trade(asyncTee(plain, journaled), 40, () => {
+    bothFilesUsed ||= readRecords(readFileSync(second)).records.length > 0;
+  });
+  plain.close();
+  journaled.close();
+  assert.ok(bothFilesUsed, 'commits went to the second file while those of the first were written');
+  assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
+});
+
+test('a crash in the middle of a round loses nothing: the next open writes every journaled commit', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const live = join(dir, 'live.db');
+  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: live }), live, {
+    projectEvery: 3,
+    statementsPerTurn: 2,
+    projectWhenIdleMs: 60_000,
+  });
+  const images: Array<{ path: string; expected: string }> = [];
+  await trade(asyncTee(plain, journaled), 24, (round) => {
+    if (round < 8 || round % 4 !== 0) return;
+    // The files as a SIGKILL would leave them now (a round's transaction open, uncommitted), and
+    // the state they must come back as.
+    const image = join(dir, `image-${round}.db`);
+    for (const suffix of ['', '-wal', '.commits', '.commits2'])
+      if (existsSync(live + suffix)) copyFileSync(live + suffix, image + suffix);
+    images.push({ path: image, expected: json(plain.loadSnapshot()) });
+  });
+  plain.close();
+  journaled.close();
+  assert.equal(images.length, 4);
+  for (const { path, expected } of images) {
+    const recovered = JournaledSqliteStore.open(SqliteStore.open({ path }), path);
+    assert.equal(json(recovered.loadSnapshot()), expected, path);
+    recovered.close();
+  }
+});
+
 test('reading the journal stops at a torn record, and at the remains of an earlier round', (t) => {
   const dir = tempDir(t);
-  const path = join(dir, 'j.commits');
+  const db = join(dir, 'j.db');
+  const [path] = journalPathsOf(db);
   const batchOf = (n: number): CommitBatch => ({
     changes: {
       orders: [],
@@ -192,11 +273,11 @@ test('reading the journal stops at a torn record, and at the remains of an earli
     ledger: [],
     candles: [],
   });
-  const first = CommitJournal.open(path);
+  const first = CommitJournal.open(db);
   for (let seq = 1; seq <= 5; seq++) first.journal.append(seq, batchOf(seq));
   first.journal.close();
   assert.deepEqual(
-    CommitJournal.open(path).records.map((r) => [r.seq, r.batch.changes.sequences.nextOrderId]),
+    CommitJournal.open(db).records.map((r) => [r.seq, r.batch.changes.sequences.nextOrderId]),
     [
       [1, 1],
       [2, 2],
@@ -213,18 +294,56 @@ test('reading the journal stops at a torn record, and at the remains of an earli
   damaged[validBytes - 3] = (damaged[validBytes - 3]! + 1) % 256;
   writeFileSync(path, damaged);
   assert.deepEqual(
-    CommitJournal.open(path).records.map((r) => r.seq),
+    CommitJournal.open(db).records.map((r) => r.seq),
     [1, 2, 3, 4],
   );
 
   // A new round (after the tables took 1-4) writes over the old one from the first byte.
-  const second = CommitJournal.open(path);
+  const second = CommitJournal.open(db);
   second.journal.clear();
   second.journal.append(6, batchOf(6));
   second.journal.close();
   assert.deepEqual(
-    CommitJournal.open(path).records.map((r) => r.seq),
+    CommitJournal.open(db).records.map((r) => r.seq),
     [6],
+  );
+});
+
+test('the journal turns to its other file only when every record there is in the tables', (t) => {
+  const dir = tempDir(t);
+  const db = join(dir, 't.db');
+  const batchOf = (n: number): CommitBatch => ({
+    changes: {
+      orders: [],
+      balances: [],
+      totals: [],
+      levels: [],
+      sequences: { nextOrderId: n, nextTradeId: 1, nextMarketId: 1 },
+    },
+    events: [],
+    ledger: [],
+    candles: [],
+  });
+  const seqs = () => CommitJournal.open(db).records.map((r) => r.seq);
+  const { journal } = CommitJournal.open(db);
+  for (let seq = 1; seq <= 3; seq++) journal.append(seq, batchOf(seq));
+  journal.turn(0); // 1-3 on their way to the tables: 4 goes to the other file
+  journal.append(4, batchOf(4));
+  journal.turn(2); // 3 is not in the tables yet: its file is not free, 5 stays with 4
+  journal.append(5, batchOf(5));
+  assert.deepEqual(seqs(), [1, 2, 3, 4, 5]);
+  journal.turn(3); // 1-3 are: 6 goes to their file, from its first byte
+  journal.append(6, batchOf(6));
+  journal.close();
+  assert.deepEqual(seqs(), [4, 5, 6]);
+  const [first, second] = journalPathsOf(db);
+  assert.deepEqual(
+    readRecords(readFileSync(first)).records.map((r) => r.seq),
+    [6],
+  );
+  assert.deepEqual(
+    readRecords(readFileSync(second)).records.map((r) => r.seq),
+    [4, 5],
   );
 });
 

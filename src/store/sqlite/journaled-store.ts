@@ -1,10 +1,14 @@
 /**
  * The SQLite store of a server's DATA_DIR: group commits are acknowledged once they are in the
  * commit journal (commit-journal.ts: one appended record, one fdatasync), and written to the
- * tables a few at a time, merged (merge-batches.ts): each changed order, balance and candle row is
- * then written once for several commits, and SQLite's transaction, its changed pages and its sync
- * are shared by all of them. That is most of what a signed order cost on the request path
+ * tables several at a time, merged (merge-batches.ts): each changed order, balance and candle row
+ * is then written once for several commits, and SQLite's transaction, its changed pages and its
+ * sync are shared by all of them. That is most of what a signed order cost on the request path
  * (docs/performance.md, "The commit journal").
+ *
+ * Writing them is spread over the time the event loop would otherwise wait: a round of waiting
+ * commits is one transaction whose statements run a few at a time while the next commit's sync is
+ * in flight, so no request waits for the tables (docs/performance.md, "Rounds in the sync's shadow").
  *
  * Nothing acknowledged is ever missing from a read: every read of what commits write first writes
  * the journaled commits to the tables. Users, API keys and nonces are not part of the commits and
@@ -33,17 +37,16 @@ import type {
   TradeFilter,
 } from '../store.js';
 import { StoreUnavailableError } from '../store.js';
-import { CommitJournal, type JournalRecord, journalPathOf } from './commit-journal.js';
+import { CommitJournal, type JournalRecord } from './commit-journal.js';
 import { DiskReserve } from './disk-reserve.js';
 import { journalForm, mergeBatches } from './merge-batches.js';
 import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
-import type { SqliteStore } from './sqlite-store.js';
+import type { JournaledWrite, SqliteStore } from './sqlite-store.js';
 
 /**
- * Journaled commits written to the tables at once by default (SQLITE_JOURNAL_BATCHES): as many as
- * wait when this many do. More costs less CPU per order (16: about 10 % less) and stalls the
- * event loop longer each time (16: a closed loop of 32 clients saw p99 12–13 ms against 9–10 ms;
- * docs/performance.md, "The commit journal").
+ * Journaled commits written to the tables in one round by default (SQLITE_JOURNAL_BATCHES): a
+ * round starts once this many wait. More costs less CPU per order (rows merged across more
+ * commits) and keeps more commits in memory and in the journal.
  */
 const PROJECT_EVERY = 8;
 /**
@@ -53,6 +56,22 @@ const PROJECT_EVERY = 8;
 const PROJECT_WHEN_IDLE_MS = 10;
 /** Waiting after a failed attempt before the next (ms); a commit or a read tries at once. */
 const RETRY_MS = 200;
+/**
+ * Statements of a round run per turn of the event loop: about 0.3 ms of them here (an order's
+ * row with its indexes, a trade's), so a sync that completes meanwhile is answered soon.
+ */
+const STATEMENTS_PER_TURN = 32;
+/** Rounds' worth of commits waiting beyond which the tables are written every turn (#behind). */
+const BEHIND_ROUNDS = 4;
+
+/** Journaled commits on their way to the tables: a transaction open across turns. */
+interface Round {
+  readonly write: JournaledWrite;
+  /** How many of the waiting commits it writes (the first ones). */
+  readonly count: number;
+  /** The number of the last of them. */
+  readonly lastSeq: number;
+}
 
 export interface JournaledStoreOptions {
   /** false: journal appends are not synced (SQLITE_SYNCHRONOUS=normal). */
@@ -61,6 +80,8 @@ export interface JournaledStoreOptions {
   readonly projectEvery?: number;
   /** For tests: PROJECT_WHEN_IDLE_MS. */
   readonly projectWhenIdleMs?: number;
+  /** For tests: STATEMENTS_PER_TURN. */
+  readonly statementsPerTurn?: number;
 }
 
 export class JournaledSqliteStore implements Store {
@@ -70,10 +91,15 @@ export class JournaledSqliteStore implements Store {
   readonly #reserve: DiskReserve;
   readonly #projectEvery: number;
   readonly #idleMs: number;
+  readonly #statementsPerTurn: number;
   /** The journaled commits not yet in the tables, in order; the last is number `#seq`. */
   #waiting: JournalRecord[] = [];
   /** The number of the last commit journaled (durable, or being synced when `#syncing`). */
   #seq: number;
+  /** The number of the last commit the tables hold. */
+  #applied: number;
+  /** The waiting commits being written to the tables, a few statements per turn. */
+  #round: Round | undefined;
   #syncing = false;
   /** The Idempotency-Key records of the waiting commits, the newest of each user and key. */
   #waitingKeys = new Map<string, IdempotencyRecord>();
@@ -87,15 +113,18 @@ export class JournaledSqliteStore implements Store {
     tables: SqliteStore,
     journal: CommitJournal,
     reserve: DiskReserve,
+    applied: number,
     seq: number,
     options: JournaledStoreOptions,
   ) {
     this.#tables = tables;
     this.#journal = journal;
     this.#reserve = reserve;
+    this.#applied = applied;
     this.#seq = seq;
     this.#projectEvery = options.projectEvery ?? PROJECT_EVERY;
     this.#idleMs = options.projectWhenIdleMs ?? PROJECT_WHEN_IDLE_MS;
+    this.#statementsPerTurn = options.statementsPerTurn ?? STATEMENTS_PER_TURN;
   }
 
   /**
@@ -107,13 +136,14 @@ export class JournaledSqliteStore implements Store {
     databasePath: string,
     options: JournaledStoreOptions = {},
   ): JournaledSqliteStore {
-    const { journal, records } = CommitJournal.open(journalPathOf(databasePath), options.sync ?? true);
+    const { journal, records } = CommitJournal.open(databasePath, options.sync ?? true);
     try {
       const applied = tables.journalApplied();
       const store = new JournaledSqliteStore(
         tables,
         journal,
         DiskReserve.open(reservePathOf(databasePath)),
+        applied,
         Math.max(applied, records[records.length - 1]?.seq ?? 0),
         options,
       );
@@ -145,13 +175,15 @@ export class JournaledSqliteStore implements Store {
     if (this.#syncing) throw new Error('a commit is already pending: commits are made one at a time');
     const form = this.#admit(batch);
     const seq = this.#seq + 1;
-    const start = this.#journal.write(seq, form);
+    const written = this.#journal.write(seq, form);
     this.#seq = seq;
     this.#syncing = true;
     try {
-      await this.#journal.sync();
+      const synced = this.#journal.sync(written);
+      this.#pump();
+      await synced;
     } catch (error) {
-      this.#journal.abandon(start);
+      this.#journal.abandon(written);
       this.#seq = seq - 1;
       throw error;
     } finally {
@@ -175,18 +207,105 @@ export class JournaledSqliteStore implements Store {
   #journaled(seq: number, form: CommitBatch): void {
     this.#waiting.push({ seq, batch: form });
     this.#noteKeys(form);
-    if (this.#waiting.length >= this.#projectEvery) {
-      // After this turn's replies: the tables are written between two group commits, not in one.
-      this.#scheduled ??= setImmediate(this.#projectLater);
-    } else if (this.#timer === undefined) {
-      this.#timer = setTimeout(this.#projectLater, this.#idleMs).unref();
-    } else this.#timer.refresh();
+    // Once commits stop coming, everything waiting is written at once.
+    if (this.#timer === undefined) this.#timer = setTimeout(this.#idle, this.#idleMs).unref();
+    else this.#timer.refresh();
+    if (this.#behind()) this.#pump();
+  }
+
+  /**
+   * More waiting than the sync windows write (a disk whose sync is too quick to hide them, or
+   * synchronous commits): the tables are then written a few statements every turn.
+   */
+  #behind(): boolean {
+    return this.#waiting.length >= BEHIND_ROUNDS * this.#projectEvery;
+  }
+
+  /**
+   * Keeps the tables being written while a commit's sync is in flight (the event loop has nothing
+   * else to do then but read requests), or while behind: one step per turn (#step).
+   */
+  #pump(): void {
+    if (this.#scheduled !== undefined || this.#closed) return;
+    if (this.#round === undefined && this.#waiting.length < this.#projectEvery) return;
+    if (this.#syncing || this.#behind()) this.#scheduled = setImmediate(this.#step);
+  }
+
+  /**
+   * One step of writing the waiting commits to the tables: a round (#Round) starts once
+   * `projectEvery` of them wait, merged into one transaction whose statements then run
+   * `statementsPerTurn` at a time, and commits when they have all run. When the sync is over, the
+   * step waits for the next one: the replies of the synced commit go first.
+   */
+  readonly #step = (): void => {
+    this.#scheduled = undefined;
+    if (!this.#syncing && !this.#behind()) return;
+    const round = this.#round;
+    try {
+      if (round === undefined) this.#startRound();
+      else if (round.write.step(this.#statementsPerTurn)) {
+        round.write.commit();
+        this.#round = undefined;
+        this.#roundWritten(round.count, round.lastSeq);
+      }
+    } catch {
+      // Rolled back; the commits are still journaled and waiting. Written at once by the path
+      // that handles a full disk and keeps the failure for the next read and commit to see.
+      this.#round = undefined;
+      this.#projectLater();
+      return;
+    }
+    this.#pump();
+  };
+
+  /**
+   * Starts a round with the commits waiting, when enough do. New commits go to the journal's other
+   * file meanwhile, so this one is free once the round is written.
+   */
+  #startRound(): void {
+    const last = this.#waiting[this.#waiting.length - 1];
+    if (last === undefined || this.#waiting.length < this.#projectEvery) return;
+    const write = this.#tables.startJournaledWrite(mergeBatches(this.#waiting.map((r) => r.batch)), last.seq);
+    this.#journal.turn(this.#applied);
+    this.#round = { write, count: this.#waiting.length, lastSeq: last.seq };
+  }
+
+  /** The first `count` waiting commits, up to number `lastSeq`, are in the tables. */
+  #roundWritten(count: number, lastSeq: number): void {
+    this.#applied = lastSeq;
+    this.#waiting = this.#waiting.slice(count);
+    this.#waitingKeys.clear();
+    for (const record of this.#waiting) this.#noteKeys(record.batch);
+    // A record being synced stays in this round: it is not in the tables yet.
+    if (this.#waiting.length === 0 && !this.#syncing) this.#journal.clear();
+  }
+
+  /** Commits the round in progress, if any, at once: before anything else uses the connection. */
+  #finishRound(): void {
+    const round = this.#round;
+    if (round === undefined) return;
+    this.#round = undefined;
+    if (this.#scheduled !== undefined) clearImmediate(this.#scheduled);
+    this.#scheduled = undefined;
+    try {
+      round.write.commit();
+    } catch {
+      // Rolled back: its commits still wait, for #project (which reports why it fails).
+      return;
+    }
+    this.#roundWritten(round.count, round.lastSeq);
   }
 
   #noteKeys(form: CommitBatch): void {
     for (const record of form.idempotencyKeys ?? [])
       this.#waitingKeys.set(idempotencyId(record.userId, record.key), record);
   }
+
+  /** Commits stopped coming for a while: everything waiting is written (unless one is being synced). */
+  readonly #idle = (): void => {
+    if (this.#syncing) this.#timer?.refresh();
+    else this.#projectLater();
+  };
 
   readonly #projectLater = (): void => {
     try {
@@ -198,6 +317,7 @@ export class JournaledSqliteStore implements Store {
 
   /** Writes every waiting journaled commit to the tables; throws when they refuse. */
   #project(): void {
+    this.#finishRound();
     if (this.#scheduled !== undefined) clearImmediate(this.#scheduled);
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#scheduled = undefined;
@@ -220,10 +340,7 @@ export class JournaledSqliteStore implements Store {
       throw error;
     }
     this.#failure = undefined;
-    this.#waiting = [];
-    this.#waitingKeys.clear();
-    // A record being synced stays in this round: it is not in the tables yet.
-    if (!this.#syncing) this.#journal.clear();
+    this.#roundWritten(this.#waiting.length, last.seq);
   }
 
   /**
@@ -339,8 +456,10 @@ export class JournaledSqliteStore implements Store {
     );
   }
 
-  // Credentials are not part of the group commits: read and written directly.
+  // Credentials are not part of the group commits: read and written directly (a write after the
+  // round in progress is committed: it must not join that round's transaction).
   createUser(email: string | null, time: Micros) {
+    this.#finishRound();
     return this.#tables.createUser(email, time);
   }
   getUser(id: UserId) {
@@ -350,6 +469,7 @@ export class JournaledSqliteStore implements Store {
     return this.#tables.listUsers();
   }
   createApiKey(record: NewApiKeyRecord): void {
+    this.#finishRound();
     this.#tables.createApiKey(record);
   }
   getApiKey(key: string) {
@@ -362,9 +482,11 @@ export class JournaledSqliteStore implements Store {
     return this.#tables.listApiKeys(userId);
   }
   revokeApiKey(key: string, time: Micros): boolean {
+    this.#finishRound();
     return this.#tables.revokeApiKey(key, time);
   }
   acceptNonce(key: string, nonce: string): boolean {
+    this.#finishRound();
     return this.#tables.acceptNonce(key, nonce);
   }
 
@@ -379,6 +501,7 @@ export class JournaledSqliteStore implements Store {
     return this.#tables.listCheckpoints();
   }
   deleteCheckpoint(name: string): boolean {
+    this.#finishRound();
     return this.#tables.deleteCheckpoint(name);
   }
 

@@ -111,6 +111,16 @@ const UNCACHED = new ApiKeyCache(0);
 const OPEN_STATUSES: readonly OrderStatus[] = ['open'];
 const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
 
+/** A journaled write in progress: SqliteStore.startJournaledWrite. */
+export interface JournaledWrite {
+  /** Runs up to `statements` more of its statements; true once all have run. Throws (rolled back) when one fails. */
+  step(statements: number): boolean;
+  /** Runs what is left and commits; throws (rolled back) when it cannot. */
+  commit(): void;
+  /** Rolls it back, unless it is over. */
+  abandon(): void;
+}
+
 export class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #write: WriteStatements;
@@ -118,6 +128,9 @@ export class SqliteStore implements Store {
   /** Writes a batch; with a number, also records it as the last journaled commit written (journal_state). */
   readonly #commit: Database.Transaction<(batch: CommitBatch, journaledUpTo?: number) => void>;
   readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
+  readonly #writeProbe: (() => void) | undefined;
+  /** The journaled write whose transaction is open (startJournaledWrite), if any. */
+  #journaledWrite: JournaledWrite | undefined;
   /**
    * API key records by key, as read: every signed request reads its key. Every write to api_keys
    * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
@@ -136,6 +149,7 @@ export class SqliteStore implements Store {
     this.#read = prepareReads(db);
     // Prepared only where the row exists: a read-only store never commits.
     const writeProbe = db.readonly ? undefined : prepareWriteProbe(db);
+    this.#writeProbe = writeProbe;
     this.#commit = db.transaction((batch: CommitBatch, journaledUpTo?: number) => {
       writeBatch(this.#write, batch);
       if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
@@ -198,6 +212,59 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Starts writing `batch` (journaled group commits merged into one) and `appliedSeq` as the last
+   * journaled commit the tables hold, in one transaction that stays open between calls of the
+   * returned write's `step`: its statements run a few at a time, and the event loop serves
+   * requests in between. Until it is committed or abandoned nothing else may use the connection
+   * (the journaled store finishes it first); a read or write that ends a leftover transaction
+   * rolls it back instead, which loses nothing: the commits are still in the journal.
+   */
+  startJournaledWrite(batch: CommitBatch, appliedSeq: number): JournaledWrite {
+    this.#endAbandonedTransaction();
+    guarded(() => this.#write.begin.run());
+    const writes = journaledWrites(this.#write, batch, appliedSeq, this.#writeProbe);
+    const write: JournaledWrite = {
+      step: (statements) => {
+        this.#assertOpen(write);
+        try {
+          for (let i = 0; i < statements; i++) if (writes.next().done === true) return true;
+          return false;
+        } catch (error) {
+          this.#abandon(write);
+          throw toStoreError(error);
+        }
+      },
+      commit: () => {
+        while (!write.step(Number.MAX_SAFE_INTEGER));
+        try {
+          guarded(() => this.#write.commit.run());
+        } catch (error) {
+          this.#abandon(write);
+          throw error;
+        }
+        this.#journaledWrite = undefined;
+      },
+      abandon: () => {
+        if (this.#journaledWrite === write) this.#abandon(write);
+      },
+    };
+    this.#journaledWrite = write;
+    return write;
+  }
+
+  #assertOpen(write: JournaledWrite): void {
+    if (this.#journaledWrite !== write)
+      throw new StoreUnavailableError('store unavailable: the journaled write was rolled back', {
+        reason: 'database file I/O error',
+      });
+  }
+
+  #abandon(write: JournaledWrite): void {
+    if (this.#journaledWrite === write) this.#journaledWrite = undefined;
+    this.#endAbandonedTransaction(false);
+  }
+
   /** The number of the last journaled group commit the tables hold (0: none yet). */
   journalApplied(): number {
     this.#endAbandonedTransaction();
@@ -209,6 +276,7 @@ export class SqliteStore implements Store {
    * leave one). Throws StoreUnavailableError when it cannot, unless `strict` is false.
    */
   #endAbandonedTransaction(strict = true): void {
+    this.#journaledWrite = undefined;
     if (!this.#db.open || !this.#db.inTransaction) return;
     try {
       this.#db.exec('ROLLBACK');
@@ -644,6 +712,9 @@ function prepareWrites(db: Database.Database) {
       'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
     setJournalApplied: db.prepare<[number]>('UPDATE journal_state SET applied = ? WHERE id = 1'),
+    // A journaled write's transaction, open across several calls (startJournaledWrite).
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
     upsertBookSequence: db.prepare<[number, number]>(
       `INSERT INTO book_sequences (market_id, sequence) VALUES (?, ?)
        ON CONFLICT (market_id) DO UPDATE SET sequence = excluded.sequence`,
@@ -677,34 +748,74 @@ const IDEMPOTENCY_PRUNE_LIMIT = 1000;
 
 /** Runs inside the commit transaction; the order of the writes does not matter (foreign keys are deferred). */
 function writeBatch(s: WriteStatements, batch: CommitBatch): void {
+  const writes = batchWrites(s, batch);
+  while (writes.next().done !== true);
+}
+
+/** A journaled write's statements: the batch's, the write probe's, then the journal number. */
+function* journaledWrites(
+  s: WriteStatements,
+  batch: CommitBatch,
+  appliedSeq: number,
+  writeProbe: (() => void) | undefined,
+): Generator<void, void, undefined> {
+  yield* batchWrites(s, batch);
+  if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
+  s.setJournalApplied.run(appliedSeq);
+}
+
+/**
+ * The statements of `batch`, run one per step: writeBatch runs them all at once, a journaled
+ * write (startJournaledWrite) a few at a time between other work.
+ */
+function* batchWrites(s: WriteStatements, batch: CommitBatch): Generator<void, void, undefined> {
   /** Orders placed in this batch: every other changed order already has its row. */
   const placed = new Set<number>(batch.placedOrderIds);
   for (const event of batch.events) {
     if (event.type === 'assetCreated') insertAsset(s, event.asset);
     else if (event.type === 'marketCreated') insertMarket(s, event.market);
     else if (event.type === 'trade') insertTrade(s, event.trade);
-    else if (event.type === 'orderAccepted') placed.add(event.order.id);
-    // Order and balance events are covered by the change set, which holds their final state.
+    else if (event.type === 'orderAccepted') {
+      placed.add(event.order.id);
+      continue;
+    } else continue; // Order and balance events are covered by the change set, which holds their final state.
+    yield;
   }
   const { changes } = batch;
   for (const o of changes.orders) {
     // The upsert stays the fallback, should a row be missing after all.
     if (placed.has(o.id) || updateOrderState(s, o) === 0) upsertOrder(s, o);
+    yield;
   }
   for (const w of changes.switches ?? []) {
     // A disarmed or fired switch has no row: what is left is exactly the armed ones.
     if (w.triggerTime > 0) s.upsertSwitch.run(w.userId, w.triggerTime);
     else s.deleteSwitch.run(w.userId);
+    yield;
   }
-  for (const b of changes.balances) s.upsertBalance.run(b.userId, b.asset, b.available, b.reserved);
+  for (const b of changes.balances) {
+    s.upsertBalance.run(b.userId, b.asset, b.available, b.reserved);
+    yield;
+  }
   for (const t of changes.totals) s.upsertTotals.run(t.asset, t.netDeposits, t.fees);
-  for (const e of batch.ledger) s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
-  for (const c of batch.candles) upsertCandle(s, c);
-  for (const r of batch.idempotencyKeys ?? [])
+  for (const e of batch.ledger) {
+    s.insertLedger.run(e.userId, e.asset, e.kind, e.amount, e.reference, e.time);
+    yield;
+  }
+  for (const c of batch.candles) {
+    upsertCandle(s, c);
+    yield;
+  }
+  for (const r of batch.idempotencyKeys ?? []) {
     s.upsertIdempotency.run(r.userId, r.key, r.fingerprint, r.orderId, r.time);
+    yield;
+  }
   if (batch.idempotencyExpiredBefore !== undefined)
     s.pruneIdempotency.run(batch.idempotencyExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
-  for (const r of batch.commandReceipts ?? []) s.insertCommandReceipt.run(r.id, r.expires, r.reply);
+  for (const r of batch.commandReceipts ?? []) {
+    s.insertCommandReceipt.run(r.id, r.expires, r.reply);
+    yield;
+  }
   if (batch.commandReceiptsExpiredBefore !== undefined)
     s.pruneCommandReceipts.run(batch.commandReceiptsExpiredBefore, IDEMPOTENCY_PRUNE_LIMIT);
   for (const key of SEQUENCE_KEYS) s.upsertMeta.run(key, changes.sequences[key]);

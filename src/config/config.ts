@@ -55,8 +55,8 @@ export interface Config {
   readonly production: boolean;
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
   /**
-   * SQLITE_JOURNAL_BATCHES: journaled group commits written to the tables at once (1–256). More
-   * costs less CPU per order and stalls the event loop longer each time (docs/operations.md).
+   * SQLITE_JOURNAL_BATCHES: journaled group commits written to the tables in one round (1–256).
+   * More costs less CPU per order and keeps more commits waiting in memory (docs/operations.md).
    */
   readonly sqliteJournalBatches: number;
   /**

@@ -534,7 +534,7 @@ function recordsAfter(records: readonly JournalRecord[], applied: number): Journ
     if (record.seq !== applied + i + 1)
       throw new Error(
         `the commit journal does not follow the database: its tables hold commits up to ${applied}, the journal's next is ${record.seq}. ` +
-          'If the database was replaced (a backup restored), delete its old journal (openspot.db.commits) and start again',
+          'If the database was replaced (a backup restored), delete its old journal (openspot.db.commits and openspot.db.commits2) and start again',
       );
   });
   return missing;

@@ -100,6 +100,8 @@ export class JournaledSqliteStore implements Store {
   #applied: number;
   /** The waiting commits being written to the tables, a few statements per turn. */
   #round: Round | undefined;
+  /** Commits stopped coming: every waiting one is being written, rounds every turn. */
+  #draining = false;
   #syncing = false;
   /** The Idempotency-Key records of the waiting commits, the newest of each user and key. */
   #waitingKeys = new Map<string, IdempotencyRecord>();
@@ -207,7 +209,8 @@ export class JournaledSqliteStore implements Store {
   #journaled(seq: number, form: CommitBatch): void {
     this.#waiting.push({ seq, batch: form });
     this.#noteKeys(form);
-    // Once commits stop coming, everything waiting is written at once.
+    this.#draining = false;
+    // Once commits stop coming, everything waiting is written (#idle).
     if (this.#timer === undefined) this.#timer = setTimeout(this.#idle, this.#idleMs).unref();
     else this.#timer.refresh();
     if (this.#behind()) this.#pump();
@@ -223,23 +226,27 @@ export class JournaledSqliteStore implements Store {
 
   /**
    * Keeps the tables being written while a commit's sync is in flight (the event loop has nothing
-   * else to do then but read requests), or while behind: one step per turn (#step).
+   * else to do then but read requests), while behind, or once commits stopped coming (#idle): one
+   * step per turn (#step).
    */
   #pump(): void {
     if (this.#scheduled !== undefined || this.#closed) return;
-    if (this.#round === undefined && this.#waiting.length < this.#projectEvery) return;
-    if (this.#syncing || this.#behind()) this.#scheduled = setImmediate(this.#step);
+    const work =
+      this.#round !== undefined || this.#waiting.length >= (this.#draining ? 1 : this.#projectEvery);
+    if (work && (this.#syncing || this.#draining || this.#behind()))
+      this.#scheduled = setImmediate(this.#step);
   }
 
   /**
-   * One step of writing the waiting commits to the tables: a round (#Round) starts once
-   * `projectEvery` of them wait, merged into one transaction whose statements then run
-   * `statementsPerTurn` at a time, and commits when they have all run. When the sync is over, the
-   * step waits for the next one: the replies of the synced commit go first.
+   * One step of writing the waiting commits to the tables: a round (Round) starts once
+   * `projectEvery` of them wait (any number once commits stopped coming), merged into one
+   * transaction whose statements then run `statementsPerTurn` at a time, and commits when they
+   * have all run. When the sync is over, the step waits for the next one: the replies of the
+   * synced commit go first.
    */
   readonly #step = (): void => {
     this.#scheduled = undefined;
-    if (!this.#syncing && !this.#behind()) return;
+    if (!this.#syncing && !this.#draining && !this.#behind()) return;
     const round = this.#round;
     try {
       if (round === undefined) this.#startRound();
@@ -264,7 +271,7 @@ export class JournaledSqliteStore implements Store {
    */
   #startRound(): void {
     const last = this.#waiting[this.#waiting.length - 1];
-    if (last === undefined || this.#waiting.length < this.#projectEvery) return;
+    if (last === undefined || (!this.#draining && this.#waiting.length < this.#projectEvery)) return;
     const write = this.#tables.startJournaledWrite(mergeBatches(this.#waiting.map((r) => r.batch)), last.seq);
     this.#journal.turn(this.#applied);
     this.#round = { write, count: this.#waiting.length, lastSeq: last.seq };
@@ -276,8 +283,10 @@ export class JournaledSqliteStore implements Store {
     this.#waiting = this.#waiting.slice(count);
     this.#waitingKeys.clear();
     for (const record of this.#waiting) this.#noteKeys(record.batch);
+    if (this.#waiting.length > 0) return;
+    this.#draining = false;
     // A record being synced stays in this round: it is not in the tables yet.
-    if (this.#waiting.length === 0 && !this.#syncing) this.#journal.clear();
+    if (!this.#syncing) this.#journal.clear();
   }
 
   /** Commits the round in progress, if any, at once: before anything else uses the connection. */
@@ -301,10 +310,17 @@ export class JournaledSqliteStore implements Store {
       this.#waitingKeys.set(idempotencyId(record.userId, record.key), record);
   }
 
-  /** Commits stopped coming for a while: everything waiting is written (unless one is being synced). */
+  /**
+   * Commits stopped coming for a while (unless one is being synced): everything waiting is
+   * written, still a round at a time, a few statements per turn, in case they start again.
+   */
   readonly #idle = (): void => {
-    if (this.#syncing) this.#timer?.refresh();
-    else this.#projectLater();
+    if (this.#syncing) {
+      this.#timer?.refresh();
+      return;
+    }
+    this.#draining = true;
+    this.#pump();
   };
 
   readonly #projectLater = (): void => {

@@ -27,9 +27,18 @@
  * one run: the before/after table. `--runs N` repeats every target N times (rotated, a fresh
  * server each time) and prints medians. `--dist DIR` profiles a build (DIR = a checkout's
  * dist/src) instead of this checkout's sources through tsx. `--top N` also lists the N functions with the most self
- * time, with their stage (to check the attribution).
+ * time, with their stage (to check the attribution). `--keep DIR` copies every profile into DIR
+ * (`N-MODE.cpuprofile`, and the orders it answered in `N-MODE.orders`), for reading callers.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildRef, buildServer, HERE, type RefBuild } from './builds.js';
@@ -50,6 +59,8 @@ const COMPARE = option('compare');
 const RUNS = Number(option('runs') ?? 1);
 /** A public GET's path and query to profile instead of signed orders. */
 const GET = option('get');
+/** `--keep DIR`: where to copy every profile (and its order count), to read its stacks afterwards. */
+const KEEP = option('keep');
 /** What the printed figures count: orders, or with `--get` requests (GETs). */
 const per = (text: string): string =>
   GET === undefined
@@ -325,6 +336,11 @@ async function profileTarget({ name, mode, dist }: Target, dir: string): Promise
       commits: { commits: number; wallUs: number; cpuUs: number };
     };
     const orders = Math.max(1, result.requests - result.status);
+    if (KEEP !== undefined) {
+      const kept = join(KEEP, `${profiles}-${mode}`);
+      copyFileSync(file, `${kept}.cpuprofile`);
+      writeFileSync(`${kept}.orders`, `${orders}\n`);
+    }
     return {
       name,
       orders,
@@ -472,6 +488,7 @@ async function main(): Promise<void> {
       ),
   );
   const dir = mkdtempSync(join(tmpdir(), 'openspot-stages-'));
+  if (KEEP !== undefined) mkdirSync(KEEP, { recursive: true });
   try {
     const runs: Measured[][] = targets.map(() => []);
     for (let round = 0; round < RUNS; round++) {

@@ -77,3 +77,57 @@ export class RequestHistogram {
     this.#series.clear();
   }
 }
+
+/**
+ * A histogram without labels (the commit timings), kept the same way: prom-client's observe
+ * builds a label object, validates and hashes it on every call, and its timer allocates two
+ * closures and two hrtime arrays. Renders exactly as an unlabelled prom-client Histogram with the
+ * same observations (present with zeros from the start, absent after reset() until observed).
+ */
+export class PlainHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  #counts: number[] | undefined;
+  #sum = 0;
+  #count = 0;
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly buckets: readonly number[],
+  ) {
+    this.#counts = buckets.map(() => 0);
+  }
+
+  observe(value: number): void {
+    this.#counts ??= this.buckets.map(() => 0);
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]!) i++;
+    if (i < this.buckets.length) this.#counts[i]! += 1;
+    this.#sum += value;
+    this.#count += 1;
+  }
+
+  /** prom-client's Metric.get(): the registry renders what this returns. */
+  get(): { name: string; help: string; type: string; values: Value[]; aggregator: string } {
+    const values: Value[] = [];
+    const counts = this.#counts;
+    if (counts !== undefined) {
+      let cumulative = 0;
+      this.buckets.forEach((le, i) => {
+        cumulative += counts[i]!;
+        values.push({ labels: { le }, value: cumulative, metricName: `${this.name}_bucket` });
+      });
+      values.push({ labels: { le: '+Inf' }, value: this.#count, metricName: `${this.name}_bucket` });
+      values.push({ labels: {}, value: this.#sum, metricName: `${this.name}_sum` });
+      values.push({ labels: {}, value: this.#count, metricName: `${this.name}_count` });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+
+  reset(): void {
+    this.#counts = undefined;
+    this.#sum = 0;
+    this.#count = 0;
+  }
+}

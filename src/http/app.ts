@@ -20,7 +20,7 @@ import type { Exchange } from '../sequencer/ports.js';
 import type { ChannelGrantIssuer } from '../ws/channel-grants.js';
 import type { HttpConfig, SecretOpener } from './context.js';
 import { clientErrorResponse, errorE, httpErrorHandler, INVALID_REQUEST } from './errors.js';
-import { lazyChildLogger } from './lazy-logger.js';
+import { lazyChildren } from './lazy-logger.js';
 import { PAGE_SECURITY_HEADERS } from './pages.js';
 import type { PublicFront } from './public-front.js';
 import { notFound, v1Plugin } from './v1/plugin.js';
@@ -141,7 +141,6 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
     loggerInstance: options.logger,
     bodyLimit: config.bodyLimitBytes,
     logController: new LogController({ disableRequestLogging: config.logRequests !== true }),
-    childLoggerFactory: lazyChildLogger,
     trustProxy: config.trustProxy ?? false,
     // A path parameter is bounded by the request line, itself bounded by Node's header size limit
     // (16 KiB): find-my-way's own 100-character limit would answer a long id with 400 before the
@@ -173,6 +172,8 @@ export function buildHttpApp(options: HttpAppOptions): FastifyInstance {
         .send(JSON.stringify(errorE(400, INVALID_REQUEST).body));
     },
   });
+  // Request loggers are built only when a request logs (src/http/lazy-logger.ts).
+  lazyChildren(app.log);
   const front = options.publicFront;
   if (front !== undefined) {
     front.install(app.server);

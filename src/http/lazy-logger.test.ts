@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
-import { lazyChildLogger } from './lazy-logger.js';
+import { lazyChildLogger, lazyChildren } from './lazy-logger.js';
 
 function capture(level = 'info') {
   const lines: Record<string, unknown>[] = [];
@@ -60,5 +60,29 @@ test('child() and a level change go to the built child, not to the parent', asyn
   assert.deepEqual(
     lines.map((l) => [l.reqId, l.part, l.msg]),
     [['req-3', 'auth', 'nested']],
+  );
+});
+
+test("lazyChildren: the logger's own children are lazy, and so are the children of a built child", async () => {
+  const { parent, lines, children } = capture();
+  lazyChildren(parent);
+  const request = parent.child({ reqId: 'req-4' }, {});
+  assert.equal(children(), 0, 'nothing built before a line is written');
+  assert.equal(request.level, 'info');
+  request.info('first');
+  assert.equal(children(), 1);
+  request.child({ part: 'auth' }).warn('nested');
+  parent.child({ reqId: 'req-5' }).error('other');
+  parent.info('the parent itself');
+  await flush();
+  assert.equal(children(), 2);
+  assert.deepEqual(
+    lines.map((l) => [l.reqId, l.part, l.msg]),
+    [
+      ['req-4', undefined, 'first'],
+      ['req-4', 'auth', 'nested'],
+      ['req-5', undefined, 'other'],
+      [undefined, undefined, 'the parent itself'],
+    ],
   );
 });

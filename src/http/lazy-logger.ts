@@ -9,6 +9,7 @@ type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 type LogCall = (this: unknown, ...args: unknown[]) => void;
+type MakeChild = (this: FastifyBaseLogger, bindings: Bindings, options?: ChildOptions) => FastifyBaseLogger;
 
 export class LazyChildLogger {
   #child: FastifyBaseLogger | undefined;
@@ -17,6 +18,8 @@ export class LazyChildLogger {
     private readonly parent: FastifyBaseLogger,
     private readonly bindings: Bindings,
     private readonly options: ChildOptions,
+    /** How the real child is made: the parent's own `child`, unless lazyChildren replaced it. */
+    private readonly makeChild: MakeChild = parent.child,
   ) {}
 
   get level(): string {
@@ -51,7 +54,7 @@ export class LazyChildLogger {
   silent(): void {}
 
   #logger(): FastifyBaseLogger {
-    this.#child ??= this.parent.child(this.bindings, this.options);
+    this.#child ??= this.makeChild.call(this.parent, this.bindings, this.options);
     return this.#child;
   }
 
@@ -68,4 +71,20 @@ export function lazyChildLogger(
   options: ChildOptions,
 ): FastifyBaseLogger {
   return new LazyChildLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
+}
+
+/**
+ * Makes every child of `logger` lazy, through its own `child` method: for Fastify's logger
+ * (`app.log`), whose children are the requests' loggers. Fastify then builds them with its default
+ * child logger factory; given `childLoggerFactory: lazyChildLogger` instead, it checked the
+ * factory's result on every request (seven methods looked up, through a filter and a closure).
+ * A pino child inherits its parent's properties, this `child` included, so the children of a
+ * built child are lazy too, made from that child with its bindings.
+ */
+export function lazyChildren(logger: FastifyBaseLogger): void {
+  const makeChild: MakeChild = logger.child;
+  const child = function lazyChild(this: FastifyBaseLogger, bindings: Bindings, options?: ChildOptions) {
+    return new LazyChildLogger(this, bindings, options, makeChild) as unknown as FastifyBaseLogger;
+  };
+  Object.defineProperty(logger, 'child', { value: child, writable: true, configurable: true });
 }

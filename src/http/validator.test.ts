@@ -15,8 +15,9 @@ const compile = (schema: TSchema, httpPart: string) =>
 test('a query that matches as it comes is passed through untouched', () => {
   const validate = compile(Type.Object({ pair: Type.Optional(Type.String()) }), 'querystring');
   const query = { pair: 'BTCEUR' };
-  const result = validate(query) as { value?: unknown };
-  assert.equal(result.value, query);
+  // `true` keeps the request's own value: Fastify writes nothing back.
+  assert.equal(validate(query), true);
+  assert.deepEqual(query, { pair: 'BTCEUR' });
 });
 
 test('a query that does not match is converted, as the type provider would', () => {
@@ -32,5 +33,5 @@ test('what fails even after conversion is refused with Fastify-shaped errors; bo
 
   const body = compile(Type.Object({ n: Type.Integer() }), 'body');
   assert.ok((body({ n: '7' }) as { error?: unknown }).error, 'a body is checked as sent');
-  assert.deepEqual(body({ n: 7 }), { value: { n: 7 } });
+  assert.equal(body({ n: 7 }), true);
 });

@@ -23,7 +23,10 @@ const fastifyErrors = (errors: readonly TLocalizedValidationError[]): FastifySch
 export const checkFirstValidatorCompiler: FastifySchemaCompiler<TSchema> = ({ schema, httpPart }) => {
   const validator = Compile(schema);
   return (value) => {
-    if (validator.Check(value)) return { value };
+    // `true`, not `{ value }`: the value passed is the request's own, and Fastify writes a
+    // `{ value }` back. Written back, `request.headers` turns into a setter's copy, and every
+    // later read of it copies all the headers into a new object (Fastify's request.js).
+    if (validator.Check(value)) return true;
     if (httpPart === 'body') return { error: fastifyErrors(validator.Errors(value)) };
     const converted = Value.Convert(schema, value);
     if (validator.Check(converted)) return { value: converted };

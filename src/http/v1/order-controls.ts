@@ -34,14 +34,19 @@ import { isAbsent, optionalPairQuery, parseId, parsePositiveDecimal, resolvePair
 import { ORDER_NOT_FOUND, orderNotOpen, rejectionToHttp } from '../rejections.js';
 import { caller } from '../request-state.js';
 import { BareEnvelope, Envelope, ErrorCSchema, ErrorDSchema, ErrorESchema, OrderSchema } from '../schemas.js';
-import { ABSENT, CANCELED_BODY, CreateOrderBody, orderIdOfBody, orderReaders } from './orders.js';
+import {
+  ABSENT,
+  CANCELED_BODY,
+  CreateOrderBody,
+  documentOnly,
+  orderIdOfBody,
+  orderReaders,
+} from './orders.js';
 import type { V1RouteConfig } from './plugin.js';
 import { envelope, sendJson } from './shared.js';
 
 const security = [{ apiKey: [], apiSign: [] }];
 const config = (c: V1RouteConfig) => c;
-/** The Laravel-style validation is done by the handlers (every field at once); schemas document. */
-const documentOnly = () => (value: unknown) => ({ value });
 
 const ClientIdParam = Type.Object({
   client_order_id: Type.String({ description: "the client's order id: 1 to 36 of A-Z a-z 0-9 _ -" }),

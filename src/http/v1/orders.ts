@@ -126,6 +126,12 @@ const CreateOrderHeaders = Type.Object({
 });
 
 const config = (c: V1RouteConfig) => c;
+/**
+ * The validator of a schema that only documents: passes everything as it is. `true`, not
+ * `{ value }`: Fastify writes a `{ value }` back onto the request, and `request.headers` written
+ * back becomes a copy of every header made again on each later read (Fastify's request.js).
+ */
+export const documentOnly = () => (_value: unknown) => true;
 
 /**
  * The 201 of POST /orders: the bare envelope, and the new order's address in `Location` (the
@@ -161,6 +167,23 @@ const CREATED_BODY = Buffer.from(
 export const CANCELED_BODY = Buffer.from(
   JSON.stringify({ success: true, message: MESSAGES.orderCanceled, code: 200 }),
 );
+
+/**
+ * Sends the 201 of POST /orders: the new order's address in Location, the constant body. Returns
+ * what the handler's promise is to settle with: nothing once the answer is written, or the reply
+ * itself (a thenable Fastify waits on until the response ends) while an onSend hook holds the
+ * answer back (a chaos timeout); settling with nothing then would make Fastify send again.
+ */
+function sendCreated(
+  reply: FastifyReply,
+  prefix: string,
+  orderId: OrderId,
+): PromiseLike<undefined> | undefined {
+  reply.header('location', `${prefix}/orders/${orderId}`);
+  sendJson(reply, CREATED_BODY, 201);
+  // Typed as what it is to a promise: Fastify's reply type declares its `then` as returning nothing.
+  return reply.sent ? undefined : (reply as unknown as PromiseLike<undefined>);
+}
 
 /** The id of the order a placeOrder created, or the refusal as an HTTP error. */
 export function createdOrderId(result: CommandResult): OrderId {
@@ -206,7 +229,7 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       config: config({ errorShape: 'D', auth: 'trade' }),
       // Validation is the Laravel-style pass below (every field at once, Laravel's texts); the
       // schema is kept for the OpenAPI document only, so it is not checked at all.
-      validatorCompiler: () => (value: unknown) => ({ value }),
+      validatorCompiler: documentOnly,
       schema: {
         tags: ['trading'],
         summary: 'Create an order',
@@ -229,7 +252,12 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
         response: { 201: OrderCreated, 403: ErrorESchema, 422: Type.Union([ErrorDSchema, ErrorESchema]) },
       },
     },
-    async (request, reply) => {
+    // Not an async function: the common order (no Idempotency-Key) is one promise, the
+    // exchange's, and its answer is sent from that promise's reaction. An async handler added a
+    // promise of its own, and returning the reply (a thenable) from it took further turns of the
+    // microtask queue (Reply.then) before Fastify saw the handler settle. Refusals are thrown
+    // synchronously (or reject), and Fastify sends both through the error handler alike.
+    (request, reply) => {
       const input = validateCreateOrder(request.body, catalogue);
       const controls = validateOrderControls(request.body, input);
       const keyHeader = request.headers['idempotency-key'];
@@ -243,21 +271,24 @@ export async function orderRoutes(base: FastifyInstance, deps: V1Deps): Promise<
       }
       const { userId } = caller(request);
       const command = placeOrderCommand(userId, input.value, controls.value);
-      let orderId: OrderId;
       if (key === undefined) {
-        const result = await exchange.submit(command);
-        orderId = createdOrderId(result);
-      } else {
+        return exchange
+          .submit(command)
+          .then((result) => sendCreated(reply, base.prefix, createdOrderId(result)));
+      }
+      return (async () => {
         const once = await exchange.submitOnce(
           command,
           idempotencyRequest(key, { ...input.value, controls: controls.value }),
         );
         if (once.kind === 'mismatch') throw validationError({ [IDEMPOTENCY_KEY_FIELD]: [KEY_REUSED] });
         // A replay answers exactly as the original did: 201, the same Location, the same body.
-        orderId = once.kind === 'replayed' ? once.orderId : createdOrderId(once.result);
-      }
-      reply.header('location', `${base.prefix}/orders/${orderId}`);
-      return sendJson(reply, CREATED_BODY, 201);
+        return sendCreated(
+          reply,
+          base.prefix,
+          once.kind === 'replayed' ? once.orderId : createdOrderId(once.result),
+        );
+      })();
     },
   );
 

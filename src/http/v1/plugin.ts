@@ -27,6 +27,7 @@ import {
 } from '../errors.js';
 import {
   type Caller,
+  declareRequestState,
   isMalformed,
   markMalformed,
   markRepeatedKey,
@@ -75,6 +76,7 @@ function admit(
 }
 
 export async function v1Plugin(app: FastifyInstance, deps: V1Deps): Promise<void> {
+  declareRequestState(app);
   app.setValidatorCompiler(checkFirstValidatorCompiler);
   app.setErrorHandler(httpErrorHandler);
   app.setNotFoundHandler(notFound);

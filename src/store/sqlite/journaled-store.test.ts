@@ -12,7 +12,7 @@ import { seedBtcEur } from '../../sequencer/test-support.js';
 import { asyncStore } from '../async-store.js';
 import type { AsyncStore } from '../ports.js';
 import type { CommitBatch, Store } from '../store.js';
-import { CommitJournal, journalPathsOf, readRecords } from './commit-journal.js';
+import { CommitJournal, journalPathsOf, readJournal, readRecords } from './commit-journal.js';
 import { JournaledSqliteStore } from './journaled-store.js';
 import { mergeBatches } from './merge-batches.js';
 import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
@@ -226,6 +226,58 @@ test('written while commits are synced, the tables end as when every commit is w
   journaled.close();
   assert.ok(bothFilesUsed, 'commits went to the second file while those of the first were written');
   assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
+});
+
+test('a round is written without a sync: its commits stay in the journal until the log is synced', async (t) => {
+  const dir = tempDir(t);
+  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
+  const path = join(dir, 'unsynced.db');
+  const tables = SqliteStore.open({ path });
+  // The log's sync never completes: no commit a round wrote may leave the journal. (Writes the
+  // store makes at once, for reads, are synced as they commit: `synced` is their last.)
+  let synced = 0;
+  const neverSynced = new Proxy(tables, {
+    get(target, name, receiver) {
+      if (name === 'syncJournaledWrites') return () => new Promise<void>(() => {});
+      if (name === 'commitJournaled')
+        return (batch: CommitBatch, seq: number) => {
+          target.commitJournaled(batch, seq);
+          synced = seq;
+        };
+      const value: unknown = Reflect.get(target, name, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const journaled = JournaledSqliteStore.open(neverSynced, path, {
+    projectEvery: 2,
+    statementsPerTurn: 3,
+    projectWhenIdleMs: 60_000,
+  });
+  let commits = 0;
+  const counted = asyncTee(plain, journaled);
+  await trade(
+    {
+      ...counted,
+      commit: (batch) => {
+        commits += 1;
+        return counted.commit(batch);
+      },
+    },
+    20,
+  );
+  const applied = new Database(path, { readonly: true });
+  const written = (applied.prepare('SELECT applied FROM journal_state').get() as { applied: number }).applied;
+  applied.close();
+  assert.ok(written > synced + 4, 'rounds were written to the tables after the last synced write');
+  assert.deepEqual(
+    readJournal(path)
+      .map((r) => r.seq)
+      .filter((seq) => seq > synced),
+    Array.from({ length: commits - synced }, (_, i) => synced + i + 1),
+    'every commit since the last synced write is still in the journal',
+  );
+  plain.close();
+  journaled.close();
 });
 
 test('a crash in the middle of a round loses nothing: the next open writes every journaled commit', async (t) => {

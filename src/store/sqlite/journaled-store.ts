@@ -98,6 +98,14 @@ export class JournaledSqliteStore implements Store {
   #seq: number;
   /** The number of the last commit the tables hold. */
   #applied: number;
+  /**
+   * The number of the last commit the tables hold durably: a round commits without a sync, and
+   * its commits stay in the journal until the log's sync (#syncTables) has made them durable.
+   */
+  #durable: number;
+  /** The log's sync in flight (#syncTables), and whether another is wanted after it. */
+  #tablesSyncing = false;
+  #tablesSyncAgain = false;
   /** The waiting commits being written to the tables, a few statements per turn. */
   #round: Round | undefined;
   /** Commits stopped coming: every waiting one is being written, rounds every turn. */
@@ -123,6 +131,7 @@ export class JournaledSqliteStore implements Store {
     this.#journal = journal;
     this.#reserve = reserve;
     this.#applied = applied;
+    this.#durable = applied;
     this.#seq = seq;
     this.#projectEvery = options.projectEvery ?? PROJECT_EVERY;
     this.#idleMs = options.projectWhenIdleMs ?? PROJECT_WHEN_IDLE_MS;
@@ -151,6 +160,8 @@ export class JournaledSqliteStore implements Store {
       );
       store.#waiting = recordsAfter(records, applied);
       for (const record of store.#waiting) store.#noteKeys(record.batch);
+      // What the tables say they hold may be a round a crashed process committed without syncing.
+      tables.syncJournaledWritesNow();
       store.#project();
       return store;
     } catch (error) {
@@ -253,7 +264,7 @@ export class JournaledSqliteStore implements Store {
       else if (round.write.step(this.#statementsPerTurn)) {
         round.write.commit();
         this.#round = undefined;
-        this.#roundWritten(round.count, round.lastSeq);
+        this.#roundWritten(round.count, round.lastSeq, false);
       }
     } catch {
       // Rolled back; the commits are still journaled and waiting. Written at once by the path
@@ -273,20 +284,66 @@ export class JournaledSqliteStore implements Store {
     const last = this.#waiting[this.#waiting.length - 1];
     if (last === undefined || (!this.#draining && this.#waiting.length < this.#projectEvery)) return;
     const write = this.#tables.startJournaledWrite(mergeBatches(this.#waiting.map((r) => r.batch)), last.seq);
-    this.#journal.turn(this.#applied);
+    this.#journal.turn(this.#durable);
     this.#round = { write, count: this.#waiting.length, lastSeq: last.seq };
   }
 
-  /** The first `count` waiting commits, up to number `lastSeq`, are in the tables. */
-  #roundWritten(count: number, lastSeq: number): void {
+  /**
+   * The first `count` waiting commits, up to number `lastSeq`, are in the tables: durably, or
+   * once the log is synced (#syncTables).
+   */
+  #roundWritten(count: number, lastSeq: number, durable: boolean): void {
     this.#applied = lastSeq;
+    if (durable) this.#durable = lastSeq;
+    else this.#syncTables();
     this.#waiting = this.#waiting.slice(count);
     this.#waitingKeys.clear();
     for (const record of this.#waiting) this.#noteKeys(record.batch);
-    if (this.#waiting.length > 0) return;
-    this.#draining = false;
-    // A record being synced stays in this round: it is not in the tables yet.
-    if (!this.#syncing) this.#journal.clear();
+    if (this.#waiting.length === 0) this.#draining = false;
+    this.#clearWhenDurable();
+  }
+
+  /** Syncs the tables' log (off the event loop); then what the tables held before is durable. */
+  #syncTables(): void {
+    if (this.#tablesSyncing) {
+      this.#tablesSyncAgain = true;
+      return;
+    }
+    const target = this.#applied;
+    this.#tablesSyncing = true;
+    this.#tables.syncJournaledWrites().then(
+      () => {
+        this.#tablesSyncing = false;
+        if (target > this.#durable) this.#durable = target;
+        this.#again();
+        this.#clearWhenDurable();
+      },
+      () => {
+        // Not durable yet: they stay in the journal, and the next round's sync tries again.
+        this.#tablesSyncing = false;
+        this.#again();
+      },
+    );
+  }
+
+  #again(): void {
+    if (!this.#tablesSyncAgain || this.#closed) return;
+    this.#tablesSyncAgain = false;
+    this.#syncTables();
+  }
+
+  /**
+   * Starts the journal over once every commit in it is durably in the tables. A record being
+   * synced stays: it is not in the tables yet.
+   */
+  #clearWhenDurable(): void {
+    if (
+      this.#waiting.length === 0 &&
+      !this.#syncing &&
+      this.#round === undefined &&
+      this.#durable >= this.#seq
+    )
+      this.#journal.clear();
   }
 
   /** Commits the round in progress, if any, at once: before anything else uses the connection. */
@@ -302,7 +359,7 @@ export class JournaledSqliteStore implements Store {
       // Rolled back: its commits still wait, for #project (which reports why it fails).
       return;
     }
-    this.#roundWritten(round.count, round.lastSeq);
+    this.#roundWritten(round.count, round.lastSeq, false);
   }
 
   #noteKeys(form: CommitBatch): void {
@@ -356,7 +413,8 @@ export class JournaledSqliteStore implements Store {
       throw error;
     }
     this.#failure = undefined;
-    this.#roundWritten(this.#waiting.length, last.seq);
+    // Synced (the configured way), and with it every round committed before.
+    this.#roundWritten(this.#waiting.length, last.seq, true);
   }
 
   /**
@@ -526,6 +584,7 @@ export class JournaledSqliteStore implements Store {
     if (this.#closed) return;
     try {
       this.#project();
+      if (this.#durable < this.#applied) this.#tables.syncJournaledWritesNow();
     } catch {
       // They stay in the journal: the next open writes them to the tables.
     } finally {

@@ -8,7 +8,7 @@
  * the next one resumes below the last id seen (keyset pagination), so memory stays bounded and
  * the connection is free between chunks.
  */
-import { accessSync, closeSync, constants, openSync } from 'node:fs';
+import { accessSync, closeSync, constants, fdatasync, fdatasyncSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type {
   AssetSpec,
@@ -115,7 +115,7 @@ const DONE_STATUSES: readonly OrderStatus[] = ['closed', 'canceled'];
 export interface JournaledWrite {
   /** Runs up to `statements` more of its statements; true once all have run. Throws (rolled back) when one fails. */
   step(statements: number): boolean;
-  /** Runs what is left and commits; throws (rolled back) when it cannot. */
+  /** Runs what is left and commits, not synced (SqliteStore.syncJournaledWrites); throws (rolled back) when it cannot. */
   commit(): void;
   /** Rolls it back, unless it is over. */
   abandon(): void;
@@ -129,8 +129,12 @@ export class SqliteStore implements Store {
   readonly #commit: Database.Transaction<(batch: CommitBatch, journaledUpTo?: number) => void>;
   readonly #snapshot: Database.Transaction<() => EngineSnapshot>;
   readonly #writeProbe: (() => void) | undefined;
+  readonly #withoutSync: Database.Statement;
+  readonly #withConfiguredSync: Database.Statement;
   /** The journaled write whose transaction is open (startJournaledWrite), if any. */
   #journaledWrite: JournaledWrite | undefined;
+  /** The write-ahead log, opened to sync what journaled writes committed (syncJournaledWrites). */
+  #walFd: number | undefined;
   /**
    * API key records by key, as read: every signed request reads its key. Every write to api_keys
    * goes through this object (createApiKey, revokeApiKey), which drops the key's entry, so a
@@ -150,6 +154,12 @@ export class SqliteStore implements Store {
     // Prepared only where the row exists: a read-only store never commits.
     const writeProbe = db.readonly ? undefined : prepareWriteProbe(db);
     this.#writeProbe = writeProbe;
+    // Journaled writes commit without syncing the log (startJournaledWrite): their commits are
+    // in the journal until syncJournaledWrites says otherwise. Everything else syncs as configured.
+    this.#withoutSync = db.prepare('PRAGMA synchronous = NORMAL');
+    this.#withConfiguredSync = db.prepare(
+      `PRAGMA synchronous = ${db.pragma('synchronous', { simple: true }) === 2 ? 'FULL' : 'NORMAL'}`,
+    );
     this.#commit = db.transaction((batch: CommitBatch, journaledUpTo?: number) => {
       writeBatch(this.#write, batch);
       if (batch.writeProbe === true && writeProbe !== undefined) writeProbe();
@@ -222,7 +232,18 @@ export class SqliteStore implements Store {
    */
   startJournaledWrite(batch: CommitBatch, appliedSeq: number): JournaledWrite {
     this.#endAbandonedTransaction();
-    guarded(() => this.#write.begin.run());
+    // Not synced at its commit, on the event loop: the commits stay in the journal until
+    // syncJournaledWrites has made it durable, off the loop. (Set outside the transaction, as
+    // SQLite requires; the configured level is back once it ends.)
+    guarded(() => {
+      this.#withoutSync.run();
+      try {
+        this.#write.begin.run();
+      } catch (error) {
+        this.#withConfiguredSync.run();
+        throw error;
+      }
+    });
     const writes = journaledWrites(this.#write, batch, appliedSeq, this.#writeProbe);
     const write: JournaledWrite = {
       step: (statements) => {
@@ -244,6 +265,7 @@ export class SqliteStore implements Store {
           throw error;
         }
         this.#journaledWrite = undefined;
+        guarded(() => this.#withConfiguredSync.run());
       },
       abandon: () => {
         if (this.#journaledWrite === write) this.#abandon(write);
@@ -251,6 +273,36 @@ export class SqliteStore implements Store {
     };
     this.#journaledWrite = write;
     return write;
+  }
+
+  /**
+   * Makes every journaled write committed so far durable: one fdatasync of the write-ahead log,
+   * on libuv's thread pool. Rejects with StoreUnavailableError when the sync fails.
+   */
+  syncJournaledWrites(): Promise<void> {
+    const fd = this.#wal();
+    if (fd === undefined) return Promise.resolve();
+    return new Promise((resolve, reject) =>
+      fdatasync(fd, (error) => (error === null ? resolve() : reject(toStoreError(error)))),
+    );
+  }
+
+  /** syncJournaledWrites, on the calling thread. */
+  syncJournaledWritesNow(): void {
+    const fd = this.#wal();
+    if (fd !== undefined) guarded(() => fdatasyncSync(fd));
+  }
+
+  /** The log's descriptor; undefined without one (an in-memory database, nothing written yet). */
+  #wal(): number | undefined {
+    if (this.#walFd !== undefined || !isFilePath(this.#db.name)) return this.#walFd;
+    try {
+      this.#walFd = openSync(`${this.#db.name}-wal`, 'r+');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw toStoreError(error);
+    }
+    return this.#walFd;
   }
 
   #assertOpen(write: JournaledWrite): void {
@@ -261,8 +313,7 @@ export class SqliteStore implements Store {
   }
 
   #abandon(write: JournaledWrite): void {
-    if (this.#journaledWrite === write) this.#journaledWrite = undefined;
-    this.#endAbandonedTransaction(false);
+    if (this.#journaledWrite === write) this.#endAbandonedTransaction(false);
   }
 
   /** The number of the last journaled group commit the tables hold (0: none yet). */
@@ -276,16 +327,24 @@ export class SqliteStore implements Store {
    * leave one). Throws StoreUnavailableError when it cannot, unless `strict` is false.
    */
   #endAbandonedTransaction(strict = true): void {
+    const journaled = this.#journaledWrite !== undefined;
     this.#journaledWrite = undefined;
-    if (!this.#db.open || !this.#db.inTransaction) return;
-    try {
-      this.#db.exec('ROLLBACK');
-    } catch (error) {
-      if (strict) throw toStoreError(error);
-      return;
+    if (!this.#db.open) return;
+    if (this.#db.inTransaction) {
+      try {
+        this.#db.exec('ROLLBACK');
+      } catch (error) {
+        if (strict) throw toStoreError(error);
+        return;
+      }
+      if (this.#db.inTransaction) {
+        if (strict)
+          throw new StoreUnavailableError('store unavailable: a failed transaction could not be rolled back');
+        return;
+      }
     }
-    if (this.#db.inTransaction && strict)
-      throw new StoreUnavailableError('store unavailable: a failed transaction could not be rolled back');
+    // A journaled write's transaction ended: back to the configured sync.
+    if (journaled) guarded(() => this.#withConfiguredSync.run());
   }
 
   createUser(email: string | null, time: Micros): UserRecord {
@@ -512,6 +571,8 @@ export class SqliteStore implements Store {
   }
 
   close(): void {
+    if (this.#walFd !== undefined) closeSync(this.#walFd);
+    this.#walFd = undefined;
     if (this.#db.open) this.#db.close();
   }
 }

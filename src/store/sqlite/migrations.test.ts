@@ -442,6 +442,74 @@ describe('migrations', () => {
     );
   });
 
+  test('v12 upgrades a v11 database: orders and trades, indexes and all, as they were; its checks refuse what they refused', (t) => {
+    const path = tempPath(t);
+    const v11 = new Database(path);
+    migrate(v11, MIGRATIONS.slice(0, 11));
+    v11.exec(`
+      INSERT INTO assets (code, name, type, decimals) VALUES ('BTC', 'Bitcoin', 'crypto', 8), ('EUR', 'Euro', 'fiat', 4);
+      INSERT INTO markets (id, base, quote, pair_decimals, lot_decimals, ordermin, maker_fee, taker_fee)
+        VALUES (1, 'BTC', 'EUR', 1, 8, 1, 0, 0);
+      INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, reason, open_time,
+          close_time, cost, fee, reserved, client_order_id, time_in_force, expire_time, stp, trailing_unit,
+          trailing_amount, trailing_best)
+        VALUES (1, 1, 1, 'buy', 'limit', 5000, 10, 0, 'open', NULL, 7, NULL, 0, 0, 5, 'keep-me', 'GTD', 99,
+                'decrement', NULL, NULL, NULL),
+               (2, 2, 1, 'sell', 'trailing-stop', 0, 10, 0, 'open', NULL, 8, NULL, 0, 0, 10, NULL, 'GTC', 0,
+                'cancel-oldest', 'bps', 50, 5100);
+      INSERT INTO trades (id, market_id, price, volume, cost, taker_order_id, maker_order_id, taker_user_id,
+          maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time)
+        VALUES (1, 1, 5000, 3, 15, 2, 1, 2, 1, 'sell', 'market', 1, 0, 9);
+    `);
+    const dump = (db: Database.Database) => ({
+      orders: db.prepare('SELECT * FROM orders ORDER BY id').all(),
+      trades: db.prepare('SELECT * FROM trades ORDER BY id').all(),
+      indexes: db
+        .prepare<[], string>(
+          "SELECT name || ' ' || sql FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('orders', 'trades') ORDER BY name",
+        )
+        .pluck()
+        .all(),
+    });
+    const before = dump(v11);
+    v11.close();
+
+    SqliteStore.open({ path }).close();
+    const db = new Database(path);
+    t.after(() => db.close());
+    assert.equal(schemaVersion(db), 12);
+    assert.deepEqual(dump(db), before);
+    const tableSql = db
+      .prepare<[], string>("SELECT sql FROM sqlite_schema WHERE name IN ('orders', 'trades')")
+      .pluck()
+      .all()
+      .join('\n');
+    assert.ok(!/ IN \(/.test(tableSql), 'no IN list is left in their checks');
+    const insertOrder = (values: string) =>
+      db.exec(`INSERT INTO orders (id, user_id, market_id, side, type, price, volume, executed, status, open_time,
+        cost, fee, reserved, time_in_force, post_only, stp, triggered) VALUES (${values})`);
+    insertOrder(
+      "3, 1, 1, 'sell', 'stop-loss-limit', 1, 1, 0, 'canceled', 1, 0, 0, 0, 'FOK', 1, 'cancel-both', 1",
+    );
+    for (const bad of [
+      "4, 1, 1, 'hold', 'limit', 1, 1, 0, 'open', 1, 0, 0, 0, 'GTC', 0, 'decrement', 0",
+      "4, 1, 1, 'buy', 'iceberg', 1, 1, 0, 'open', 1, 0, 0, 0, 'GTC', 0, 'decrement', 0",
+      "4, 1, 1, 'buy', 'limit', 1, 1, 0, 'pending', 1, 0, 0, 0, 'GTC', 0, 'decrement', 0",
+      "4, 1, 1, 'buy', 'limit', 1, 1, 0, 'open', 1, 0, 0, 0, 'DAY', 0, 'decrement', 0",
+      "4, 1, 1, 'buy', 'limit', 1, 1, 0, 'open', 1, 0, 0, 0, 'GTC', 2, 'decrement', 0",
+      "4, 1, 1, 'buy', 'limit', 1, 1, 0, 'open', 1, 0, 0, 0, 'GTC', 0, 'cancel-all', 0",
+      "4, 1, 1, 'buy', 'limit', 1, 1, 0, 'open', 1, 0, 0, 0, 'GTC', 0, 'decrement', 2",
+    ])
+      assert.throws(() => insertOrder(bad), /CHECK constraint failed/, bad);
+    assert.throws(
+      () =>
+        db.exec(`INSERT INTO trades (id, market_id, price, volume, cost, taker_order_id, maker_order_id,
+          taker_user_id, maker_user_id, taker_side, taker_type, taker_fee, maker_fee, time)
+          VALUES (2, 1, 5000, 3, 15, 2, 1, 2, 1, 'sell', 'stop-loss', 1, 0, 9)`),
+      /CHECK constraint failed/,
+    );
+  });
+
   test('refuse a database from a newer release and misnumbered migrations', (t) => {
     const path = tempPath(t);
     const db = new Database(path);

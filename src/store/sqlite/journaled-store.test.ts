@@ -13,7 +13,7 @@ import { asyncStore } from '../async-store.js';
 import type { AsyncStore } from '../ports.js';
 import type { CommitBatch, Store } from '../store.js';
 import { CommitJournal, journalPathsOf, readJournal, readRecords } from './commit-journal.js';
-import { JournaledSqliteStore } from './journaled-store.js';
+import { JournaledSqliteStore, type JournaledStoreOptions } from './journaled-store.js';
 import { mergeBatches } from './merge-batches.js';
 import { overlayLatestCandles, overlaySnapshot } from './snapshot-overlay.js';
 import { SqliteStore } from './sqlite-store.js';
@@ -189,44 +189,40 @@ test('a crash leaves acknowledged commits in the journal only: the next open wri
   again.close();
 });
 
-test('written a few statements per turn while commits go on, the tables end as when every commit is written on its own', async (t) => {
+/**
+ * Trades through `port` (journaled commits written by rounds a few statements a turn) beside a
+ * plain store: the journal uses both of its files, and the tables end as the plain store's.
+ */
+async function roundsEndAsPlain(
+  t: { after(fn: () => void): void },
+  port: 'synchronous' | 'asynchronous',
+  options: JournaledStoreOptions,
+): Promise<void> {
   const dir = tempDir(t);
   const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
   const journaledPath = join(dir, 'journaled.db');
-  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
-    projectEvery: 3,
-    statementsPerTurn: 2,
-  });
+  const journaled = JournaledSqliteStore.open(
+    SqliteStore.open({ path: journaledPath }),
+    journaledPath,
+    options,
+  );
   const second = journalPathsOf(journaledPath)[1];
   let bothFilesUsed = false;
-  await trade(asyncStore(tee(plain, journaled)), 40, () => {
+  const store = port === 'synchronous' ? asyncStore(tee(plain, journaled)) : asyncTee(plain, journaled);
+  await trade(store, 40, () => {
     bothFilesUsed ||= readRecords(readFileSync(second)).records.length > 0;
   });
   plain.close();
   journaled.close();
   assert.ok(bothFilesUsed, 'commits went to the second file while those of the first were written');
   assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
-});
+}
 
-test('written while commits are synced, the tables end as when every commit is written on its own', async (t) => {
-  const dir = tempDir(t);
-  const plain = SqliteStore.open({ path: join(dir, 'plain.db') });
-  const journaledPath = join(dir, 'journaled.db');
-  const journaled = JournaledSqliteStore.open(SqliteStore.open({ path: journaledPath }), journaledPath, {
-    projectEvery: 2,
-    statementsPerTurn: 3,
-    projectWhenIdleMs: 60_000,
-  });
-  const second = journalPathsOf(journaledPath)[1];
-  let bothFilesUsed = false;
-  await trade(asyncTee(plain, journaled), 40, () => {
-    bothFilesUsed ||= readRecords(readFileSync(second)).records.length > 0;
-  });
-  plain.close();
-  journaled.close();
-  assert.ok(bothFilesUsed, 'commits went to the second file while those of the first were written');
-  assert.deepEqual(dump(journaledPath), dump(join(dir, 'plain.db')));
-});
+test('written a few statements per turn while commits go on, the tables end as when every commit is written on its own', (t) =>
+  roundsEndAsPlain(t, 'synchronous', { projectEvery: 3, statementsPerTurn: 2 }));
+
+test('written while commits are synced, the tables end as when every commit is written on its own', (t) =>
+  roundsEndAsPlain(t, 'asynchronous', { projectEvery: 2, statementsPerTurn: 3, projectWhenIdleMs: 60_000 }));
 
 test('a round is written without a sync: its commits stay in the journal until the log is synced', async (t) => {
   const dir = tempDir(t);
@@ -309,22 +305,24 @@ test('a crash in the middle of a round loses nothing: the next open writes every
   }
 });
 
+/** A commit that changes nothing but the next order id: `n`. */
+const batchOf = (n: number): CommitBatch => ({
+  changes: {
+    orders: [],
+    balances: [],
+    totals: [],
+    levels: [],
+    sequences: { nextOrderId: n, nextTradeId: 1, nextMarketId: 1 },
+  },
+  events: [],
+  ledger: [],
+  candles: [],
+});
+
 test('reading the journal stops at a torn record, and at the remains of an earlier round', (t) => {
   const dir = tempDir(t);
   const db = join(dir, 'j.db');
   const [path] = journalPathsOf(db);
-  const batchOf = (n: number): CommitBatch => ({
-    changes: {
-      orders: [],
-      balances: [],
-      totals: [],
-      levels: [],
-      sequences: { nextOrderId: n, nextTradeId: 1, nextMarketId: 1 },
-    },
-    events: [],
-    ledger: [],
-    candles: [],
-  });
   const first = CommitJournal.open(db);
   for (let seq = 1; seq <= 5; seq++) first.journal.append(seq, batchOf(seq));
   first.journal.close();
@@ -364,18 +362,6 @@ test('reading the journal stops at a torn record, and at the remains of an earli
 test('the journal turns to its other file only when every record there is in the tables', (t) => {
   const dir = tempDir(t);
   const db = join(dir, 't.db');
-  const batchOf = (n: number): CommitBatch => ({
-    changes: {
-      orders: [],
-      balances: [],
-      totals: [],
-      levels: [],
-      sequences: { nextOrderId: n, nextTradeId: 1, nextMarketId: 1 },
-    },
-    events: [],
-    ledger: [],
-    candles: [],
-  });
   const seqs = () => CommitJournal.open(db).records.map((r) => r.seq);
   const { journal } = CommitJournal.open(db);
   for (let seq = 1; seq <= 3; seq++) journal.append(seq, batchOf(seq));
